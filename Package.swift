@@ -1,0 +1,86 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "parley",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .executable(name: "parley", targets: ["parley"]),
+        .library(name: "ParleyKit", targets: ["ParleyKit"]),
+        .library(name: "ParleyServer", targets: ["ParleyServer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/vapor/sqlite-kit.git", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/postgres-kit.git", from: "2.17.0"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+    ],
+    targets: [
+        .target(name: "ParleyAPI", swiftSettings: swiftSettings),
+        .target(name: "ParleyDomain", dependencies: ["ParleyAPI"], swiftSettings: swiftSettings),
+        .target(
+            name: "ParleyStore",
+            dependencies: [
+                "ParleyAPI", "ParleyDomain",
+                .product(name: "SQLiteKit", package: "sqlite-kit"),
+                .product(name: "PostgresKit", package: "postgres-kit"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "ParleyMedia", dependencies: ["ParleyAPI", "ParleyDomain"], swiftSettings: swiftSettings),
+        .target(
+            name: "ParleyServer",
+            dependencies: [
+                "ParleyAPI", "ParleyDomain", "ParleyStore", "ParleyMedia",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "ParleyKit", dependencies: ["ParleyAPI"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "parley",
+            dependencies: [
+                "ParleyAPI", "ParleyServer", "ParleyStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "ParleyDomainTests", dependencies: ["ParleyAPI", "ParleyDomain"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParleyStoreTests", dependencies: ["ParleyAPI", "ParleyDomain", "ParleyStore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ParleyServerTests",
+            dependencies: [
+                "ParleyServer", "ParleyKit",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

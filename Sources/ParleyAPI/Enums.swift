@@ -1,0 +1,79 @@
+/// Where a conversation takes place. The channel decides text limits and
+/// whether calls can be offered (see `ChannelRules` in ParleyDomain).
+public enum Channel: String, Codable, Sendable, CaseIterable, Hashable {
+    case web
+    case inApp = "in_app"
+    case whatsapp
+    case messenger
+    case apple
+    case sms
+}
+
+/// Life cycle of a conversation: `open` -> `resolved` -> (the consumer writes again) `reopened`.
+public enum ConversationState: String, Codable, Sendable, CaseIterable, Hashable {
+    case open
+    case resolved
+    case reopened
+}
+
+/// What an agent may administer. Ordered: every role can do what the one before it can.
+public enum AgentRole: String, Codable, Sendable, CaseIterable, Hashable, Comparable {
+    case agent
+    case manager
+    case admin
+
+    private var rank: Int {
+        switch self {
+        case .agent: 0
+        case .manager: 1
+        case .admin: 2
+        }
+    }
+
+    public static func < (lhs: AgentRole, rhs: AgentRole) -> Bool { lhs.rank < rhs.rank }
+}
+
+/// Capabilities granted in an agent's profile, independent of role.
+public enum AgentPermission: String, Codable, Sendable, CaseIterable, Hashable {
+    case sendAudio = "send_audio"
+    case initiateVoiceCall = "initiate_voice_call"
+    case initiateVideoCall = "initiate_video_call"
+}
+
+/// Who wrote a message or caused an event.
+public enum ParticipantKind: String, Codable, Sendable, Hashable {
+    case consumer
+    case agent
+    case system
+}
+
+/// Delivery of a message to its recipient. Only ever moves forward.
+public enum DeliveryState: String, Codable, Sendable, CaseIterable, Hashable, Comparable {
+    case sent
+    case delivered
+    case read
+
+    public var rank: Int {
+        switch self {
+        case .sent: 0
+        case .delivered: 1
+        case .read: 2
+        }
+    }
+
+    public init?(rank: Int) {
+        switch rank {
+        case 0: self = .sent
+        case 1: self = .delivered
+        case 2: self = .read
+        default: return nil
+        }
+    }
+
+    public static func < (lhs: DeliveryState, rhs: DeliveryState) -> Bool { lhs.rank < rhs.rank }
+}
+
+/// The kind of content a message carries.
+public enum MessageKind: String, Codable, Sendable, Hashable {
+    case text
+}

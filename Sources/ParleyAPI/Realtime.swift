@@ -1,0 +1,202 @@
+import Foundation
+
+/// WebSocket close codes with a meaning a client can act on.
+public enum RealtimeCloseCode {
+    /// The server could not keep up sending to this client (its queue overflowed) or is shutting down:
+    /// reconnect and send `resume` with the last seen sequence numbers. Nothing stored is lost.
+    public static let resume: UInt16 = 4000
+    /// The session is no longer valid (expired or logged out): sign in again.
+    public static let unauthorized: UInt16 = 4001
+    /// A frame was too large or not a valid Parley frame.
+    public static let protocolViolation: UInt16 = 4002
+}
+
+/// Who a real-time event concerns or comes from.
+public struct ParticipantRef: Codable, Sendable, Hashable {
+    public var kind: ParticipantKind
+    public var id: String
+    public init(kind: ParticipantKind, id: String) {
+        self.kind = kind
+        self.id = id
+    }
+}
+
+/// A frame sent by a client. Every frame except `typing` carries an `id` chosen by the client;
+/// the server answers it with an `ack` or an `error` frame with the same `id`.
+public enum ClientFrame: Sendable, Hashable {
+    case send(id: String, SendMessageRequest)
+    case receipt(id: String, conversationId: String, ReceiptRequest)
+    case typing(conversationId: String, isTyping: Bool)
+    /// Replays everything stored after the given sequence numbers, per conversation, then `resumed`.
+    case resume(id: String, cursors: [String: Int64])
+}
+
+/// A frame sent by the server.
+public enum ServerFrame: Sendable {
+    case hello(connectionId: String, participant: ParticipantRef, brandId: String, heartbeatSeconds: Int)
+    case ack(id: String, message: MessageDTO?, conversation: ConversationDTO?, event: ConversationEventDTO?)
+    case error(id: String?, ErrorBody.Detail)
+    case message(MessageDTO)
+    case event(ConversationEventDTO)
+    case conversation(ConversationDTO)
+    case typing(conversationId: String, participant: ParticipantRef, isTyping: Bool)
+    /// End of a replay. `cursors` says how far each conversation was replayed; when `complete` is false
+    /// the replay was cut to protect the connection's queue: send `resume` again from `cursors`.
+    case resumed(id: String, cursors: [String: Int64], complete: Bool)
+}
+
+
+
+// MARK: - Codable
+
+private enum FrameKeys: String, CodingKey {
+    case type, id, conversationId, clientMessageId, text, channel, upToSeq, state, isTyping, cursors
+    case complete, connectionId, participant, brandId, heartbeatSeconds, message, conversation, event, error
+}
+
+extension ClientFrame: Codable {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: FrameKeys.self)
+        let type = try c.decode(String.self, forKey: .type)
+        switch type {
+        case "send":
+            self = .send(
+                id: try c.decode(String.self, forKey: .id),
+                SendMessageRequest(
+                    clientMessageId: try c.decode(String.self, forKey: .clientMessageId),
+                    text: try c.decode(String.self, forKey: .text),
+                    conversationId: try c.decodeIfPresent(String.self, forKey: .conversationId),
+                    channel: try c.decodeIfPresent(Channel.self, forKey: .channel)))
+        case "receipt":
+            self = .receipt(
+                id: try c.decode(String.self, forKey: .id),
+                conversationId: try c.decode(String.self, forKey: .conversationId),
+                ReceiptRequest(
+                    upToSeq: try c.decode(Int64.self, forKey: .upToSeq),
+                    state: try c.decode(DeliveryState.self, forKey: .state)))
+        case "typing":
+            self = .typing(
+                conversationId: try c.decode(String.self, forKey: .conversationId),
+                isTyping: try c.decode(Bool.self, forKey: .isTyping))
+        case "resume":
+            self = .resume(
+                id: try c.decode(String.self, forKey: .id),
+                cursors: try c.decode([String: Int64].self, forKey: .cursors))
+        default:
+            throw DecodingError.dataCorruptedError(
+                forKey: .type, in: c, debugDescription: "unknown frame type '\(type)'")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: FrameKeys.self)
+        switch self {
+        case .send(let id, let request):
+            try c.encode("send", forKey: .type)
+            try c.encode(id, forKey: .id)
+            try c.encode(request.clientMessageId, forKey: .clientMessageId)
+            try c.encode(request.text, forKey: .text)
+            try c.encodeIfPresent(request.conversationId, forKey: .conversationId)
+            try c.encodeIfPresent(request.channel, forKey: .channel)
+        case .receipt(let id, let conversationId, let receipt):
+            try c.encode("receipt", forKey: .type)
+            try c.encode(id, forKey: .id)
+            try c.encode(conversationId, forKey: .conversationId)
+            try c.encode(receipt.upToSeq, forKey: .upToSeq)
+            try c.encode(receipt.state, forKey: .state)
+        case .typing(let conversationId, let isTyping):
+            try c.encode("typing", forKey: .type)
+            try c.encode(conversationId, forKey: .conversationId)
+            try c.encode(isTyping, forKey: .isTyping)
+        case .resume(let id, let cursors):
+            try c.encode("resume", forKey: .type)
+            try c.encode(id, forKey: .id)
+            try c.encode(cursors, forKey: .cursors)
+        }
+    }
+}
+
+extension ServerFrame: Codable {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: FrameKeys.self)
+        let type = try c.decode(String.self, forKey: .type)
+        switch type {
+        case "hello":
+            self = .hello(
+                connectionId: try c.decode(String.self, forKey: .connectionId),
+                participant: try c.decode(ParticipantRef.self, forKey: .participant),
+                brandId: try c.decode(String.self, forKey: .brandId),
+                heartbeatSeconds: try c.decode(Int.self, forKey: .heartbeatSeconds))
+        case "ack":
+            self = .ack(
+                id: try c.decode(String.self, forKey: .id),
+                message: try c.decodeIfPresent(MessageDTO.self, forKey: .message),
+                conversation: try c.decodeIfPresent(ConversationDTO.self, forKey: .conversation),
+                event: try c.decodeIfPresent(ConversationEventDTO.self, forKey: .event))
+        case "error":
+            self = .error(
+                id: try c.decodeIfPresent(String.self, forKey: .id),
+                try c.decode(ErrorBody.Detail.self, forKey: .error))
+        case "message":
+            self = .message(try c.decode(MessageDTO.self, forKey: .message))
+        case "event":
+            self = .event(try c.decode(ConversationEventDTO.self, forKey: .event))
+        case "conversation":
+            self = .conversation(try c.decode(ConversationDTO.self, forKey: .conversation))
+        case "typing":
+            self = .typing(
+                conversationId: try c.decode(String.self, forKey: .conversationId),
+                participant: try c.decode(ParticipantRef.self, forKey: .participant),
+                isTyping: try c.decode(Bool.self, forKey: .isTyping))
+        case "resumed":
+            self = .resumed(
+                id: try c.decode(String.self, forKey: .id),
+                cursors: try c.decode([String: Int64].self, forKey: .cursors),
+                complete: try c.decode(Bool.self, forKey: .complete))
+        default:
+            throw DecodingError.dataCorruptedError(
+                forKey: .type, in: c, debugDescription: "unknown frame type '\(type)'")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: FrameKeys.self)
+        switch self {
+        case .hello(let connectionId, let participant, let brandId, let heartbeatSeconds):
+            try c.encode("hello", forKey: .type)
+            try c.encode(connectionId, forKey: .connectionId)
+            try c.encode(participant, forKey: .participant)
+            try c.encode(brandId, forKey: .brandId)
+            try c.encode(heartbeatSeconds, forKey: .heartbeatSeconds)
+        case .ack(let id, let message, let conversation, let event):
+            try c.encode("ack", forKey: .type)
+            try c.encode(id, forKey: .id)
+            try c.encodeIfPresent(message, forKey: .message)
+            try c.encodeIfPresent(conversation, forKey: .conversation)
+            try c.encodeIfPresent(event, forKey: .event)
+        case .error(let id, let detail):
+            try c.encode("error", forKey: .type)
+            try c.encodeIfPresent(id, forKey: .id)
+            try c.encode(detail, forKey: .error)
+        case .message(let message):
+            try c.encode("message", forKey: .type)
+            try c.encode(message, forKey: .message)
+        case .event(let event):
+            try c.encode("event", forKey: .type)
+            try c.encode(event, forKey: .event)
+        case .conversation(let conversation):
+            try c.encode("conversation", forKey: .type)
+            try c.encode(conversation, forKey: .conversation)
+        case .typing(let conversationId, let participant, let isTyping):
+            try c.encode("typing", forKey: .type)
+            try c.encode(conversationId, forKey: .conversationId)
+            try c.encode(participant, forKey: .participant)
+            try c.encode(isTyping, forKey: .isTyping)
+        case .resumed(let id, let cursors, let complete):
+            try c.encode("resumed", forKey: .type)
+            try c.encode(id, forKey: .id)
+            try c.encode(cursors, forKey: .cursors)
+            try c.encode(complete, forKey: .complete)
+        }
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+
+// MARK: - Agents: sign-in
+
+public struct LoginRequest: Codable, Sendable {
+    public var email: String
+    public var password: String
+    public init(email: String, password: String) {
+        self.email = email
+        self.password = password
+    }
+}
+
+public struct AgentSessionResponse: Codable, Sendable {
+    /// Bearer token for API clients; browsers get the same session as an HttpOnly cookie.
+    public var token: String
+    public var expiresAt: Date
+    public var agent: AgentDTO
+    public init(token: String, expiresAt: Date, agent: AgentDTO) {
+        self.token = token
+        self.expiresAt = expiresAt
+        self.agent = agent
+    }
+}
+
+// MARK: - Consumers: sessions
+
+public struct ConsumerSessionRequest: Codable, Sendable {
+    /// The public id of the brand's app (the widget's embed code names it).
+    public var appId: String
+    /// A JWT signed by the brand's backend with a key registered on the app. Absent: anonymous visitor.
+    public var identityToken: String?
+    /// A name shown to agents. For authenticated consumers the JWT's `name` claim wins.
+    public var displayName: String?
+    public init(appId: String, identityToken: String? = nil, displayName: String? = nil) {
+        self.appId = appId
+        self.identityToken = identityToken
+        self.displayName = displayName
+    }
+}
+
+public struct ConsumerSessionResponse: Codable, Sendable {
+    public var token: String
+    public var expiresAt: Date
+    public var consumer: ConsumerDTO
+    public init(token: String, expiresAt: Date, consumer: ConsumerDTO) {
+        self.token = token
+        self.expiresAt = expiresAt
+        self.consumer = consumer
+    }
+}
+
+// MARK: - Messages
+
+public struct SendMessageRequest: Codable, Sendable, Hashable {
+    /// Chosen by the client, unique per sender: a retry with the same id returns the original message.
+    public var clientMessageId: String
+    public var text: String
+    /// Consumers only: the conversation to write to. Absent: the consumer's latest conversation on
+    /// this app and channel is continued (reopened if resolved), or a new one is opened.
+    public var conversationId: String?
+    /// Consumers only: the channel of a new conversation. Defaults to the app's channel.
+    public var channel: Channel?
+    public init(clientMessageId: String, text: String, conversationId: String? = nil, channel: Channel? = nil) {
+        self.clientMessageId = clientMessageId
+        self.text = text
+        self.conversationId = conversationId
+        self.channel = channel
+    }
+}
+
+public struct SendMessageResponse: Codable, Sendable {
+    public var message: MessageDTO
+    public var conversation: ConversationDTO
+    /// False when this was a retry of a message that already existed.
+    public var created: Bool
+    public init(message: MessageDTO, conversation: ConversationDTO, created: Bool) {
+        self.message = message
+        self.conversation = conversation
+        self.created = created
+    }
+}
+
+public struct ReceiptRequest: Codable, Sendable, Hashable {
+    /// Every message from the other side up to and including this sequence number.
+    public var upToSeq: Int64
+    /// `delivered` or `read`.
+    public var state: DeliveryState
+    public init(upToSeq: Int64, state: DeliveryState) {
+        self.upToSeq = upToSeq
+        self.state = state
+    }
+}
+
+public struct ReceiptResponse: Codable, Sendable {
+    /// The stored event, or nil when the receipt changed nothing (already delivered/read).
+    public var event: ConversationEventDTO?
+    public init(event: ConversationEventDTO?) { self.event = event }
+}
+
+// MARK: - Conversations
+
+public struct AssignRequest: Codable, Sendable {
+    /// The agent to assign; null unassigns.
+    public var agentId: String?
+    public init(agentId: String?) { self.agentId = agentId }
+}
+
+public struct ConversationResponse: Codable, Sendable {
+    public var conversation: ConversationDTO
+    public init(conversation: ConversationDTO) { self.conversation = conversation }
+}
+
+// MARK: - Administration
+
+public struct CreateAgentRequest: Codable, Sendable {
+    public var email: String
+    public var name: String
+    public var password: String
+    public var role: AgentRole
+    public var permissions: [AgentPermission]?
+    public init(email: String, name: String, password: String, role: AgentRole, permissions: [AgentPermission]? = nil) {
+        self.email = email
+        self.name = name
+        self.password = password
+        self.role = role
+        self.permissions = permissions
+    }
+}
+
+public struct UpdateAgentRequest: Codable, Sendable {
+    public var name: String?
+    public var role: AgentRole?
+    public var permissions: [AgentPermission]?
+    public var password: String?
+    public init(name: String? = nil, role: AgentRole? = nil, permissions: [AgentPermission]? = nil, password: String? = nil) {
+        self.name = name
+        self.role = role
+        self.permissions = permissions
+        self.password = password
+    }
+}
+
+public struct CreateAppRequest: Codable, Sendable {
+    public var name: String
+    public var channel: Channel
+    public init(name: String, channel: Channel) {
+        self.name = name
+        self.channel = channel
+    }
+}
+
+public struct AddAppKeyRequest: Codable, Sendable {
+    /// Key id; the JWT header's `kid` selects the key. Unique within the app.
+    public var kid: String
+    /// `HS256` (shared secret), `ES256` or `RS256` (PEM public key).
+    public var algorithm: String
+    public var key: String
+    public init(kid: String, algorithm: String, key: String) {
+        self.kid = kid
+        self.algorithm = algorithm
+        self.key = key
+    }
+}
+
+public struct ListResponse<Item: Codable & Sendable>: Codable, Sendable {
+    public var items: [Item]
+    public init(items: [Item]) { self.items = items }
+}
+
+// MARK: - Errors
+
+/// The one error shape of every 4xx and 5xx response, and of real-time `error` frames.
+public struct ErrorBody: Codable, Sendable, Hashable {
+    public struct Detail: Codable, Sendable, Hashable {
+        /// Stable machine-readable code, e.g. `message_too_long`.
+        public var code: String
+        /// Human-readable explanation.
+        public var message: String
+        /// The request field at fault, when there is one (a JSON path like `text` or `permissions[1]`).
+        public var field: String?
+        public init(code: String, message: String, field: String? = nil) {
+            self.code = code
+            self.message = message
+            self.field = field
+        }
+    }
+
+    public var error: Detail
+    public init(code: String, message: String, field: String? = nil) {
+        self.error = .init(code: code, message: message, field: field)
+    }
+}

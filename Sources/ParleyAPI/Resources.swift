@@ -1,0 +1,208 @@
+import Foundation
+
+/// A brand: the tenant that owns apps, agents, consumers and conversations.
+public struct BrandDTO: Codable, Sendable, Hashable {
+    public var id: String
+    public var name: String
+    public var createdAt: Date
+
+    public init(id: String, name: String, createdAt: Date) {
+        self.id = id
+        self.name = name
+        self.createdAt = createdAt
+    }
+}
+
+/// An app of a brand: a web widget or the brand's own mobile app. Consumers always belong to an app.
+public struct AppDTO: Codable, Sendable, Hashable {
+    public var id: String
+    public var brandId: String
+    public var name: String
+    public var channel: Channel
+    public var createdAt: Date
+
+    public init(id: String, brandId: String, name: String, channel: Channel, createdAt: Date) {
+        self.id = id
+        self.brandId = brandId
+        self.name = name
+        self.channel = channel
+        self.createdAt = createdAt
+    }
+}
+
+/// A key the brand's backend uses to sign consumer JWTs for an app. The key material is never returned.
+public struct AppKeyDTO: Codable, Sendable, Hashable {
+    public var kid: String
+    public var appId: String
+    public var algorithm: String
+    public var createdAt: Date
+
+    public init(kid: String, appId: String, algorithm: String, createdAt: Date) {
+        self.kid = kid
+        self.appId = appId
+        self.algorithm = algorithm
+        self.createdAt = createdAt
+    }
+}
+
+public struct AgentDTO: Codable, Sendable, Hashable {
+    public var id: String
+    public var brandId: String
+    public var email: String
+    public var name: String
+    public var role: AgentRole
+    public var permissions: [AgentPermission]
+    public var createdAt: Date
+
+    public init(
+        id: String, brandId: String, email: String, name: String, role: AgentRole,
+        permissions: [AgentPermission], createdAt: Date
+    ) {
+        self.id = id
+        self.brandId = brandId
+        self.email = email
+        self.name = name
+        self.role = role
+        self.permissions = permissions
+        self.createdAt = createdAt
+    }
+}
+
+public struct ConsumerDTO: Codable, Sendable, Hashable {
+    public var id: String
+    public var brandId: String
+    public var appId: String
+    /// The brand's own user id (`sub` of the brand-signed JWT); nil for anonymous visitors.
+    public var externalId: String?
+    public var displayName: String
+    public var anonymous: Bool
+    public var createdAt: Date
+
+    public init(
+        id: String, brandId: String, appId: String, externalId: String?, displayName: String,
+        anonymous: Bool, createdAt: Date
+    ) {
+        self.id = id
+        self.brandId = brandId
+        self.appId = appId
+        self.externalId = externalId
+        self.displayName = displayName
+        self.anonymous = anonymous
+        self.createdAt = createdAt
+    }
+}
+
+public struct ConversationDTO: Codable, Sendable, Hashable {
+    public var id: String
+    public var brandId: String
+    public var appId: String
+    public var consumerId: String
+    public var channel: Channel
+    public var state: ConversationState
+    public var assigneeId: String?
+    /// Highest sequence number used in this conversation (messages and stored events share it).
+    public var lastSeq: Int64
+    public var lastMessagePreview: String?
+    public var lastMessageAt: Date?
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    public init(
+        id: String, brandId: String, appId: String, consumerId: String, channel: Channel,
+        state: ConversationState, assigneeId: String?, lastSeq: Int64, lastMessagePreview: String?,
+        lastMessageAt: Date?, createdAt: Date, updatedAt: Date
+    ) {
+        self.id = id
+        self.brandId = brandId
+        self.appId = appId
+        self.consumerId = consumerId
+        self.channel = channel
+        self.state = state
+        self.assigneeId = assigneeId
+        self.lastSeq = lastSeq
+        self.lastMessagePreview = lastMessagePreview
+        self.lastMessageAt = lastMessageAt
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+public struct MessageDTO: Codable, Sendable, Hashable {
+    public var id: String
+    public var conversationId: String
+    public var seq: Int64
+    public var senderKind: ParticipantKind
+    public var senderId: String
+    public var clientMessageId: String
+    public var kind: MessageKind
+    public var text: String
+    public var deliveryState: DeliveryState
+    public var createdAt: Date
+
+    public init(
+        id: String, conversationId: String, seq: Int64, senderKind: ParticipantKind, senderId: String,
+        clientMessageId: String, kind: MessageKind, text: String, deliveryState: DeliveryState, createdAt: Date
+    ) {
+        self.id = id
+        self.conversationId = conversationId
+        self.seq = seq
+        self.senderKind = senderKind
+        self.senderId = senderId
+        self.clientMessageId = clientMessageId
+        self.kind = kind
+        self.text = text
+        self.deliveryState = deliveryState
+        self.createdAt = createdAt
+    }
+}
+
+/// A stored, sequenced change to a conversation other than a message: receipts, state and assignment changes.
+public struct ConversationEventDTO: Codable, Sendable, Hashable {
+    public enum Kind: String, Codable, Sendable, Hashable {
+        case receipt
+        case stateChanged = "state_changed"
+        case assigned
+    }
+
+    public var conversationId: String
+    public var seq: Int64
+    public var kind: Kind
+    public var actorKind: ParticipantKind
+    public var actorId: String
+    /// For receipts: every message of the other side with `seq <= upToSeq` is at least `deliveryState`.
+    public var upToSeq: Int64?
+    public var deliveryState: DeliveryState?
+    public var state: ConversationState?
+    public var assigneeId: String?
+    public var createdAt: Date
+
+    public init(
+        conversationId: String, seq: Int64, kind: Kind, actorKind: ParticipantKind, actorId: String,
+        upToSeq: Int64? = nil, deliveryState: DeliveryState? = nil, state: ConversationState? = nil,
+        assigneeId: String? = nil, createdAt: Date
+    ) {
+        self.conversationId = conversationId
+        self.seq = seq
+        self.kind = kind
+        self.actorKind = actorKind
+        self.actorId = actorId
+        self.upToSeq = upToSeq
+        self.deliveryState = deliveryState
+        self.state = state
+        self.assigneeId = assigneeId
+        self.createdAt = createdAt
+    }
+}
+
+/// One page of results with an opaque cursor for the next page.
+public struct Page<Item: Codable & Sendable>: Codable, Sendable {
+    public var items: [Item]
+    public var nextCursor: String?
+
+    public init(items: [Item], nextCursor: String?) {
+        self.items = items
+        self.nextCursor = nextCursor
+    }
+}
+
+extension Page: Equatable where Item: Equatable {}

@@ -1,0 +1,63 @@
+import ParleyAPI
+
+/// The conversation state machine.
+///
+/// ```
+///  (first consumer message) -> open --resolve--> resolved --consumer writes / agent reopens--> reopened
+///                                                    ^                                            |
+///                                                    +------------------resolve-------------------+
+/// ```
+public enum ConversationRules {
+    public enum Action: Sendable, Hashable {
+        case consumerWrites
+        case agentWrites
+        case resolve
+        case reopen
+    }
+
+    /// The state after `action`, or an error if the action is not allowed in `state`.
+    /// Returns the same state when the action does not change it.
+    public static func transition(from state: ConversationState, on action: Action) throws(ParleyError) -> ConversationState {
+        switch (state, action) {
+        case (.open, .consumerWrites), (.reopened, .consumerWrites):
+            return state
+        case (.resolved, .consumerWrites):
+            return .reopened
+        case (.open, .agentWrites), (.reopened, .agentWrites):
+            return state
+        case (.resolved, .agentWrites):
+            throw ParleyError(
+                .conflict, code: "conversation_resolved",
+                message: "This conversation is resolved. Reopen it before writing to the consumer.")
+        case (.open, .resolve), (.reopened, .resolve):
+            return .resolved
+        case (.resolved, .resolve):
+            throw ParleyError(.conflict, code: "already_resolved", message: "This conversation is already resolved.")
+        case (.resolved, .reopen):
+            return .reopened
+        case (.open, .reopen), (.reopened, .reopen):
+            throw ParleyError(.conflict, code: "not_resolved", message: "Only a resolved conversation can be reopened.")
+        }
+    }
+
+    /// The side whose receipts move a message's delivery state: the recipient, never the sender.
+    public static func recipient(of sender: ParticipantKind) -> ParticipantKind {
+        sender == .consumer ? .agent : .consumer
+    }
+
+    /// Validates a receipt: only `delivered` and `read` can be reported, for a sequence that exists.
+    public static func validateReceipt(_ receipt: ReceiptRequest, lastSeq: Int64) throws(ParleyError) {
+        if receipt.state == .sent {
+            throw .invalidField("state", "A receipt reports 'delivered' or 'read'.")
+        }
+        if receipt.upToSeq < 1 {
+            throw .invalidField("upToSeq", "'upToSeq' must be at least 1.")
+        }
+        if receipt.upToSeq > lastSeq {
+            throw ParleyError(
+                .unprocessable, code: "sequence_out_of_range",
+                message: "'upToSeq' \(receipt.upToSeq) is past the last sequence \(lastSeq) of this conversation.",
+                field: "upToSeq")
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import ParleyAPI
+
+/// Rules for the content of a text message and for the ids clients choose.
+public enum MessageRules {
+    /// Longest client message id accepted. Ids are opaque to Parley (UUIDs fit easily).
+    public static let maxClientMessageIdLength = 128
+
+    /// Checks a client-chosen idempotency key.
+    public static func validateClientMessageId(_ id: String, field: String = "clientMessageId") throws(ParleyError) {
+        if id.isEmpty {
+            throw .missingField(field)
+        }
+        if id.utf8.count > maxClientMessageIdLength {
+            throw .invalidField(field, "'\(field)' is longer than \(maxClientMessageIdLength) bytes.")
+        }
+        if id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw .invalidField(field, "'\(field)' contains control characters.")
+        }
+    }
+
+    /// Checks a text message for a channel and sender and returns it as it will be stored.
+    ///
+    /// The text is stored as sent (no trimming, no HTML processing): rendering it as text is the
+    /// clients' job. Refused: empty or blank text, text over the channel's limit, and control
+    /// characters other than tab, line feed and carriage return.
+    public static func validateText(_ text: String, channel: Channel, sender: ParticipantKind) throws(ParleyError) -> String {
+        if text.allSatisfy({ $0.isWhitespace }) {
+            throw ParleyError(.unprocessable, code: "empty_message", message: "A message needs some text.", field: "text")
+        }
+        let limit = ChannelRules.of(channel).maxText(from: sender)
+        // Count cheaply first: grapheme clusters never outnumber unicode scalars.
+        if text.unicodeScalars.count > limit, text.count > limit {
+            throw ParleyError(
+                .unprocessable, code: "message_too_long",
+                message: "The text has \(text.count) characters; \(channel.rawValue) allows at most \(limit) from \(sender == .agent ? "an agent" : "a consumer").",
+                field: "text")
+        }
+        for scalar in text.unicodeScalars where scalar.properties.generalCategory == .control {
+            if scalar != "\n" && scalar != "\t" && scalar != "\r" {
+                throw ParleyError(
+                    .badRequest, code: "invalid_characters",
+                    message: "The text contains the control character U+\(String(scalar.value, radix: 16, uppercase: true)).",
+                    field: "text")
+            }
+        }
+        return text
+    }
+
+    /// A short single-line preview for conversation lists.
+    public static func preview(of text: String, limit: Int = 120) -> String {
+        let oneLine = text.split(whereSeparator: { $0.isNewline }).joined(separator: " ")
+        if oneLine.count <= limit { return oneLine }
+        return String(oneLine.prefix(limit - 1)) + "…"
+    }
+}

@@ -1,0 +1,54 @@
+/// The error every Parley layer throws for a refusal a client can understand.
+///
+/// `code` is stable and machine-readable; `kind` says which class of failure it is, and the
+/// transports map it to an HTTP status or a real-time `error` frame.
+public struct ParleyError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: Sendable, Hashable {
+        case badRequest          // 400
+        case unauthorized        // 401
+        case forbidden           // 403
+        case notFound            // 404
+        case conflict            // 409
+        case payloadTooLarge     // 413
+        case unsupportedMediaType // 415
+        case unprocessable       // 422
+        case rateLimited         // 429
+        case unavailable         // 503
+        case internalError       // 500
+    }
+
+    public var kind: Kind
+    public var code: String
+    public var message: String
+    public var field: String?
+
+    public init(_ kind: Kind, code: String, message: String, field: String? = nil) {
+        self.kind = kind
+        self.code = code
+        self.message = message
+        self.field = field
+    }
+
+    public var description: String { "\(code): \(message)" }
+}
+
+extension ParleyError {
+    public static func notFound(_ what: String) -> ParleyError {
+        .init(.notFound, code: "not_found", message: "\(what) was not found.")
+    }
+
+    public static func invalidField(_ field: String, _ message: String) -> ParleyError {
+        .init(.badRequest, code: "invalid_field", message: message, field: field)
+    }
+
+    public static func missingField(_ field: String) -> ParleyError {
+        .init(.badRequest, code: "missing_field", message: "The field '\(field)' is required.", field: field)
+    }
+
+    public static let unauthenticated = ParleyError(
+        .unauthorized, code: "unauthenticated", message: "Sign in first: no valid session or token was given.")
+
+    public static func forbidden(_ message: String) -> ParleyError {
+        .init(.forbidden, code: "forbidden", message: message)
+    }
+}

@@ -1,0 +1,63 @@
+import ParleyAPI
+
+/// An authenticated agent, as the server knows it for one request or connection.
+public struct AgentPrincipal: Sendable, Hashable {
+    public var agentId: String
+    public var brandId: String
+    public var role: AgentRole
+    public var permissions: Set<AgentPermission>
+
+    public init(agentId: String, brandId: String, role: AgentRole, permissions: Set<AgentPermission>) {
+        self.agentId = agentId
+        self.brandId = brandId
+        self.role = role
+        self.permissions = permissions
+    }
+
+    public func require(_ role: AgentRole) throws(ParleyError) {
+        guard self.role >= role else {
+            throw .forbidden("This needs the \(role.rawValue) role; you are \(self.role.rawValue == "agent" ? "an" : "a") \(self.role.rawValue).")
+        }
+    }
+
+    /// Who may assign a conversation to whom: managers and admins to anyone of the brand,
+    /// agents only to themselves (or unassign themselves).
+    public func canAssign(to agentId: String?, currentAssignee: String?) -> Bool {
+        if role >= .manager { return true }
+        if let agentId { return agentId == self.agentId }
+        return currentAssignee == self.agentId || currentAssignee == nil
+    }
+}
+
+/// An authenticated consumer: always bound to one brand and one app.
+public struct ConsumerPrincipal: Sendable, Hashable {
+    public var consumerId: String
+    public var brandId: String
+    public var appId: String
+
+    public init(consumerId: String, brandId: String, appId: String) {
+        self.consumerId = consumerId
+        self.brandId = brandId
+        self.appId = appId
+    }
+}
+
+/// Whoever is making a request.
+public enum Principal: Sendable, Hashable {
+    case agent(AgentPrincipal)
+    case consumer(ConsumerPrincipal)
+
+    public var brandId: String {
+        switch self {
+        case .agent(let agent): agent.brandId
+        case .consumer(let consumer): consumer.brandId
+        }
+    }
+
+    public var participant: ParticipantRef {
+        switch self {
+        case .agent(let agent): ParticipantRef(kind: .agent, id: agent.agentId)
+        case .consumer(let consumer): ParticipantRef(kind: .consumer, id: consumer.consumerId)
+        }
+    }
+}

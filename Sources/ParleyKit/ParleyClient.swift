@@ -1,0 +1,120 @@
+import Foundation
+import ParleyAPI
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The Parley SDK for a brand's app: signs a consumer in and sends and reads their messages.
+///
+/// ```swift
+/// let client = ParleyClient(baseURL: URL(string: "https://chat.example.com")!)
+/// try await client.startSession(appId: "app_...", identityToken: jwtFromYourBackend)
+/// let sent = try await client.send("Hello!")
+/// ```
+/// Sends are idempotent: `send` picks a client message id and reuses it on its own retries, so a
+/// message is never delivered twice even when the network fails after the server stored it.
+public actor ParleyClient {
+    public let baseURL: URL
+    private let session: URLSession
+    private let encoder = ParleyJSON.makeEncoder()
+    private let decoder = ParleyJSON.makeDecoder()
+    public private(set) var token: String?
+    public private(set) var consumer: ConsumerDTO?
+
+    public init(baseURL: URL, session: URLSession = .shared, token: String? = nil) {
+        self.baseURL = baseURL
+        self.session = session
+        self.token = token
+    }
+
+    /// Signs in as a consumer of the brand's app: anonymous without `identityToken`, otherwise as the
+    /// user the brand's backend vouches for in that JWT.
+    @discardableResult
+    public func startSession(appId: String, identityToken: String? = nil, displayName: String? = nil) async throws -> ConsumerDTO {
+        let response: ConsumerSessionResponse = try await request(
+            "POST", "v1/consumer/session",
+            body: ConsumerSessionRequest(appId: appId, identityToken: identityToken, displayName: displayName))
+        token = response.token
+        consumer = response.consumer
+        return response.consumer
+    }
+
+    /// Sends a text. Without `conversationId` the consumer's current conversation continues (or a new
+    /// one opens). Network failures are retried with the same client message id.
+    public func send(
+        _ text: String, conversationId: String? = nil, clientMessageId: String = UUID().uuidString, attempts: Int = 3
+    ) async throws -> SendMessageResponse {
+        let body = SendMessageRequest(clientMessageId: clientMessageId, text: text, conversationId: conversationId)
+        var lastError: (any Error)?
+        for attempt in 0..<max(1, attempts) {
+            do {
+                return try await request("POST", "v1/consumer/messages", body: body)
+            } catch let error as ParleyClientError {
+                throw error  // the server answered: retrying would get the same answer
+            } catch {
+                lastError = error
+                try await Task.sleep(nanoseconds: UInt64(200_000_000 * (attempt + 1)))
+            }
+        }
+        throw lastError ?? ParleyClientError.transport("send failed")
+    }
+
+    public func conversations() async throws -> [ConversationDTO] {
+        let list: ListResponse<ConversationDTO> = try await request("GET", "v1/consumer/conversations")
+        return list.items
+    }
+
+    public func messages(conversationId: String, afterSeq: Int64 = 0, limit: Int = 100) async throws -> [MessageDTO] {
+        let list: ListResponse<MessageDTO> = try await request(
+            "GET", "v1/consumer/conversations/\(conversationId)/messages?after=\(afterSeq)&limit=\(limit)")
+        return list.items
+    }
+
+    /// Tells the agents that the consumer has received or read their messages up to `seq`.
+    @discardableResult
+    public func acknowledge(conversationId: String, upToSeq: Int64, state: DeliveryState) async throws -> ConversationEventDTO? {
+        let response: ReceiptResponse = try await request(
+            "POST", "v1/consumer/conversations/\(conversationId)/receipts",
+            body: ReceiptRequest(upToSeq: upToSeq, state: state))
+        return response.event
+    }
+
+    // MARK: - Transport
+
+    private struct Empty: Encodable {}
+
+    private func request<Response: Decodable>(_ method: String, _ path: String) async throws -> Response {
+        try await request(method, path, body: Optional<Empty>.none)
+    }
+
+    private func request<Body: Encodable, Response: Decodable>(
+        _ method: String, _ path: String, body: Body?
+    ) async throws -> Response {
+        guard let url = URL(string: path, relativeTo: baseURL) else { throw ParleyClientError.transport("bad path \(path)") }
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.httpBody = try encoder.encode(body)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let (data, response) = try await session.data(for: request)
+        guard let http = response as? HTTPURLResponse else { throw ParleyClientError.transport("no HTTP response") }
+        guard (200..<300).contains(http.statusCode) else {
+            if let error = try? decoder.decode(ErrorBody.self, from: data) {
+                throw ParleyClientError.api(status: http.statusCode, error.error)
+            }
+            throw ParleyClientError.api(
+                status: http.statusCode, .init(code: "http_\(http.statusCode)", message: String(decoding: data, as: UTF8.self)))
+        }
+        return try decoder.decode(Response.self, from: data)
+    }
+}
+
+/// What went wrong with a Parley call.
+public enum ParleyClientError: Error, Sendable, Equatable {
+    /// The server refused the request; `detail.code` is stable and documented.
+    case api(status: Int, ErrorBody.Detail)
+    case transport(String)
+}

@@ -1,0 +1,106 @@
+import Foundation
+import JWTKit
+import ParleyDomain
+import ParleyStore
+
+/// The claims Parley reads from a brand-signed consumer JWT.
+///
+/// Required: `sub` (the brand's user id) and `exp`. Optional: `name` (shown to agents) and `aud`;
+/// when `aud` is present it must name the app id, so a token minted for one app cannot sign in to another.
+struct ConsumerIdentityClaims: JWTPayload {
+    var sub: SubjectClaim
+    var exp: ExpirationClaim
+    var aud: AudienceClaim?
+    var name: String?
+
+    func verify(using algorithm: some JWTAlgorithm) async throws {
+        try exp.verifyNotExpired()
+    }
+}
+
+/// Verifies consumer JWTs against the keys registered on an app.
+enum ConsumerIdentityVerifier {
+    static let maxTokenBytes = 8 * 1024
+    static let supportedAlgorithms = ["HS256", "ES256", "RS256"]
+
+    /// Checks that key material parses for its algorithm, so that a bad key is refused when it is
+    /// registered, not when a consumer tries to sign in.
+    static func validateKey(algorithm: String, key: String) async throws(ParleyError) {
+        do {
+            let keys = JWTKeyCollection()
+            try await add(to: keys, algorithm: algorithm, key: key, kid: "check")
+        } catch let error as ParleyError {
+            throw error
+        } catch {
+            throw ParleyError(.badRequest, code: "invalid_key", message: "The key is not a valid \(algorithm) key: PEM expected.", field: "key")
+        }
+    }
+
+    static func verify(token: String, appId: String, keys records: [AppKeyRecord]) async throws(ParleyError) -> ConsumerIdentityClaims {
+        if records.isEmpty {
+            throw ParleyError(
+                .unauthorized, code: "identity_not_configured",
+                message: "This app has no key for verifying consumer identities; register one first.")
+        }
+        if token.utf8.count > maxTokenBytes {
+            throw ParleyError(.unauthorized, code: "invalid_identity_token", message: "The identity token is too long.", field: "identityToken")
+        }
+        let claims: ConsumerIdentityClaims
+        do {
+            let keys = JWTKeyCollection()
+            for record in records {
+                try await add(to: keys, algorithm: record.algorithm, key: record.keyMaterial, kid: record.kid)
+            }
+            claims = try await keys.verify(token, as: ConsumerIdentityClaims.self)
+        } catch let error as JWTError {
+            throw ParleyError(
+                .unauthorized, code: "invalid_identity_token",
+                message: "The identity token was refused: \(describe(error)).", field: "identityToken")
+        } catch {
+            throw ParleyError(.unauthorized, code: "invalid_identity_token", message: "The identity token was refused.", field: "identityToken")
+        }
+        if let aud = claims.aud, !aud.value.contains(appId) {
+            throw ParleyError(
+                .unauthorized, code: "invalid_identity_token",
+                message: "The identity token's audience does not include this app.", field: "identityToken")
+        }
+        let subject = claims.sub.value
+        if subject.isEmpty || subject.utf8.count > 255 || subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw ParleyError(
+                .unauthorized, code: "invalid_identity_token",
+                message: "The identity token's subject must be 1-255 printable characters.", field: "identityToken")
+        }
+        return claims
+    }
+
+    private static func add(to keys: JWTKeyCollection, algorithm: String, key: String, kid: String) async throws {
+        let kid = JWKIdentifier(string: kid)
+        switch algorithm {
+        case "HS256":
+            guard key.utf8.count >= 32 else {
+                throw ParleyError(.badRequest, code: "invalid_key", message: "An HS256 secret needs at least 32 bytes.", field: "key")
+            }
+            await keys.add(hmac: HMACKey(from: key), digestAlgorithm: .sha256, kid: kid)
+        case "ES256":
+            await keys.add(ecdsa: try ES256PublicKey(pem: key), kid: kid)
+        case "RS256":
+            await keys.add(rsa: try Insecure.RSA.PublicKey(pem: key), digestAlgorithm: .sha256, kid: kid)
+        default:
+            throw ParleyError(
+                .badRequest, code: "unsupported_algorithm",
+                message: "'\(algorithm)' is not supported; use one of \(supportedAlgorithms.joined(separator: ", ")).", field: "algorithm")
+        }
+    }
+
+    private static func describe(_ error: JWTError) -> String {
+        switch error.errorType {
+        case .claimVerificationFailure: "it has expired or a claim is invalid"
+        case .signatureVerificationFailed: "the signature does not match any key of this app"
+        case .unknownKID: "its key id (kid) is not registered on this app"
+        case .missingKIDHeader: "it has no key id (kid)"
+        case .malformedToken: "it is not a well-formed JWT"
+        case .unsupportedAlgorithm: "its algorithm is not supported"
+        default: "it could not be verified"
+        }
+    }
+}

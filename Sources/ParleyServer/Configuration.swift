@@ -1,0 +1,147 @@
+import Foundation
+import Logging
+import ParleyStore
+
+/// Everything `parley serve` can be told. Each setting has a flag, a `PARLEY_*` environment variable
+/// and a default; a flag wins over the environment, which wins over the default.
+public struct ParleyConfiguration: Sendable {
+    public var host: String = "127.0.0.1"
+    public var port: Int = 8080
+    public var dataDirectory: String = "./data"
+    /// nil: `sqlite://<dataDirectory>/parley.sqlite`.
+    public var databaseURL: String?
+    public var publicDirectory: String = "./Public"
+    public var logLevel: Logger.Level = .info
+    public var bcryptCost: Int = 12
+    public var agentSessionTTL: TimeInterval = 12 * 3600
+    public var consumerSessionTTL: TimeInterval = 30 * 24 * 3600
+    /// Marks the session cookie `Secure`. Turn on whenever Parley is served over HTTPS.
+    public var secureCookies: Bool = false
+    /// Creates a demo brand, app and admin when the database has no brand yet.
+    public var seedDemo: Bool = true
+    /// Frames a real-time connection may have waiting before it is closed as too slow to keep up.
+    public var realtimeQueueLimit: Int = 512
+    /// Largest JSON request body, in bytes.
+    public var maxJSONBodyBytes: Int = 64 * 1024
+    /// Largest inbound WebSocket frame, in bytes.
+    public var maxRealtimeFrameBytes: Int = 64 * 1024
+
+    public init() {}
+
+    public var resolvedDatabaseURL: String {
+        databaseURL ?? "sqlite://\(dataDirectory)/parley.sqlite"
+    }
+
+    public var mediaDirectory: String { "\(dataDirectory)/media" }
+
+    /// Reads settings from `PARLEY_*` variables over the defaults. Unknown `PARLEY_*` names are refused
+    /// so that a typo does not silently leave a setting at its default.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> ParleyConfiguration {
+        var configuration = ParleyConfiguration()
+        try configuration.apply(environment: environment)
+        return configuration
+    }
+
+    public mutating func apply(environment: [String: String]) throws(ConfigurationError) {
+        let known = Set(Self.settings.map(\.environment) + ["PARLEY_SQLITE_SYNCHRONOUS", "PARLEY_TEST_POSTGRES_URL"])
+        for name in environment.keys.sorted() where name.hasPrefix("PARLEY_") && !known.contains(name) {
+            throw ConfigurationError(setting: name, message: "is not a Parley setting. Known settings: \(Self.settings.map(\.environment).joined(separator: ", "))")
+        }
+        for setting in Self.settings {
+            if let value = environment[setting.environment] {
+                try setting.apply(&self, value, setting.environment)
+            }
+        }
+    }
+
+    /// Applies one setting given by its flag name (without dashes), e.g. `port`.
+    public mutating func apply(flag: String, value: String) throws(ConfigurationError) {
+        guard let setting = Self.settings.first(where: { $0.flag == flag }) else {
+            throw ConfigurationError(setting: "--\(flag)", message: "is not a Parley setting")
+        }
+        try setting.apply(&self, value, "--\(flag)")
+    }
+
+    /// Checks the settings together; the database URL is parsed here so that a bad one names its setting.
+    public func validate() throws(ConfigurationError) {
+        do {
+            _ = try DatabaseLocation(url: resolvedDatabaseURL)
+        } catch {
+            throw ConfigurationError(setting: "PARLEY_DATABASE_URL (--database-url)", message: error.description)
+        }
+        if host.isEmpty {
+            throw ConfigurationError(setting: "PARLEY_HOST (--host)", message: "cannot be empty")
+        }
+    }
+
+    struct Setting: Sendable {
+        var flag: String
+        var environment: String
+        var help: String
+        var apply: @Sendable (inout ParleyConfiguration, String, String) throws(ConfigurationError) -> Void
+    }
+
+    static let settings: [Setting] = [
+        Setting(flag: "host", environment: "PARLEY_HOST", help: "address to listen on (default 127.0.0.1)") { c, v, _ in c.host = v },
+        Setting(flag: "port", environment: "PARLEY_PORT", help: "port to listen on, 0 for any free port (default 8080)") { c, v, name throws(ConfigurationError) in
+            c.port = try parseInt(v, name, range: 0...65535, what: "a port number")
+        },
+        Setting(flag: "data-dir", environment: "PARLEY_DATA_DIR", help: "directory for the SQLite file and media (default ./data)") { c, v, name throws(ConfigurationError) in
+            guard !v.isEmpty else { throw ConfigurationError(setting: name, message: "cannot be empty") }
+            c.dataDirectory = v
+        },
+        Setting(flag: "database-url", environment: "PARLEY_DATABASE_URL", help: "sqlite://PATH or postgres://USER:PASSWORD@HOST:PORT/DB") { c, v, _ in c.databaseURL = v },
+        Setting(flag: "public-dir", environment: "PARLEY_PUBLIC_DIR", help: "directory of the web pages (default ./Public)") { c, v, _ in c.publicDirectory = v },
+        Setting(flag: "log-level", environment: "PARLEY_LOG_LEVEL", help: "trace, debug, info, notice, warning, error or critical") { c, v, name throws(ConfigurationError) in
+            guard let level = Logger.Level(rawValue: v.lowercased()) else {
+                throw ConfigurationError(setting: name, message: "'\(v)' is not a log level (trace, debug, info, notice, warning, error, critical)")
+            }
+            c.logLevel = level
+        },
+        Setting(flag: "bcrypt-cost", environment: "PARLEY_BCRYPT_COST", help: "bcrypt work factor for passwords, 4-31 (default 12)") { c, v, name throws(ConfigurationError) in
+            c.bcryptCost = try parseInt(v, name, range: 4...31, what: "a bcrypt cost")
+        },
+        Setting(flag: "agent-session-ttl", environment: "PARLEY_AGENT_SESSION_TTL", help: "seconds an agent stays signed in (default 43200)") { c, v, name throws(ConfigurationError) in
+            c.agentSessionTTL = TimeInterval(try parseInt(v, name, range: 60...31_536_000, what: "a number of seconds"))
+        },
+        Setting(flag: "consumer-session-ttl", environment: "PARLEY_CONSUMER_SESSION_TTL", help: "seconds a consumer token is valid (default 2592000)") { c, v, name throws(ConfigurationError) in
+            c.consumerSessionTTL = TimeInterval(try parseInt(v, name, range: 60...31_536_000, what: "a number of seconds"))
+        },
+        Setting(flag: "secure-cookies", environment: "PARLEY_SECURE_COOKIES", help: "mark the session cookie Secure (true behind HTTPS)") { c, v, name throws(ConfigurationError) in
+            c.secureCookies = try parseBool(v, name)
+        },
+        Setting(flag: "seed-demo", environment: "PARLEY_SEED_DEMO", help: "create a demo brand on first run (default true)") { c, v, name throws(ConfigurationError) in
+            c.seedDemo = try parseBool(v, name)
+        },
+        Setting(flag: "realtime-queue-limit", environment: "PARLEY_REALTIME_QUEUE_LIMIT", help: "frames waiting per WebSocket before it is closed with 4000 (default 512)") { c, v, name throws(ConfigurationError) in
+            c.realtimeQueueLimit = try parseInt(v, name, range: 8...1_000_000, what: "a frame count")
+        },
+    ]
+
+    private static func parseInt(_ value: String, _ name: String, range: ClosedRange<Int>, what: String) throws(ConfigurationError) -> Int {
+        guard let number = Int(value.trimmingCharacters(in: .whitespaces)), range.contains(number) else {
+            throw ConfigurationError(setting: name, message: "'\(value)' is not \(what) (\(range.lowerBound)-\(range.upperBound))")
+        }
+        return number
+    }
+
+    private static func parseBool(_ value: String, _ name: String) throws(ConfigurationError) -> Bool {
+        switch value.lowercased() {
+        case "1", "true", "yes", "on": return true
+        case "0", "false", "no", "off": return false
+        default: throw ConfigurationError(setting: name, message: "'\(value)' is not true or false")
+        }
+    }
+
+    /// The flags `parley serve` accepts, with their variables, for `--help`.
+    public static var helpText: String {
+        settings.map { "  --\($0.flag) (\($0.environment)): \($0.help)" }.joined(separator: "\n")
+    }
+}
+
+/// A setting that stops start-up; the message names it.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public var setting: String
+    public var message: String
+    public var description: String { "configuration error: \(setting) \(message)" }
+}

@@ -1,0 +1,68 @@
+import Hummingbird
+import ParleyAPI
+import ParleyDomain
+
+/// The brand's own administration: agents, apps and their identity keys.
+struct AdminController {
+    let identity: IdentityService
+    let configuration: ParleyConfiguration
+
+    func addRoutes(to router: Router<ParleyRequestContext>) {
+        router.get("/v1/brand", use: brand)
+        router.get("/v1/agents", use: listAgents)
+        router.post("/v1/agents", use: createAgent)
+        router.patch("/v1/agents/{agentId}", use: updateAgent)
+        router.get("/v1/apps", use: listApps)
+        router.post("/v1/apps", use: createApp)
+        router.get("/v1/apps/{appId}/keys", use: listKeys)
+        router.post("/v1/apps/{appId}/keys", use: addKey)
+    }
+
+    @Sendable func brand(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<BrandDTO> {
+        JSONResponse(.ok, try await identity.brand(context.requireAgent()))
+    }
+
+    @Sendable func listAgents(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<AgentDTO>> {
+        JSONResponse(.ok, ListResponse(items: try await identity.agents(context.requireAgent())))
+    }
+
+    @Sendable func createAgent(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AgentDTO> {
+        let admin = try context.requireAgent()
+        try admin.require(.admin)
+        let body = try await request.decodeJSON(CreateAgentRequest.self, limit: configuration.maxJSONBodyBytes)
+        return JSONResponse(.created, try await identity.createAgent(admin, body))
+    }
+
+    @Sendable func updateAgent(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AgentDTO> {
+        let admin = try context.requireAgent()
+        try admin.require(.admin)
+        let id = try context.id("agentId", .agent, what: "Agent")
+        let body = try await request.decodeJSON(UpdateAgentRequest.self, limit: configuration.maxJSONBodyBytes)
+        return JSONResponse(.ok, try await identity.updateAgent(admin, id: id, body))
+    }
+
+    @Sendable func listApps(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<AppDTO>> {
+        JSONResponse(.ok, ListResponse(items: try await identity.apps(context.requireAgent())))
+    }
+
+    @Sendable func createApp(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AppDTO> {
+        let admin = try context.requireAgent()
+        try admin.require(.admin)
+        let body = try await request.decodeJSON(CreateAppRequest.self, limit: configuration.maxJSONBodyBytes)
+        return JSONResponse(.created, try await identity.createApp(admin, body))
+    }
+
+    @Sendable func listKeys(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<AppKeyDTO>> {
+        let admin = try context.requireAgent()
+        let appId = try context.id("appId", .app, what: "App")
+        return JSONResponse(.ok, ListResponse(items: try await identity.appKeys(admin, appId: appId)))
+    }
+
+    @Sendable func addKey(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AppKeyDTO> {
+        let admin = try context.requireAgent()
+        try admin.require(.admin)
+        let appId = try context.id("appId", .app, what: "App")
+        let body = try await request.decodeJSON(AddAppKeyRequest.self, limit: configuration.maxJSONBodyBytes)
+        return JSONResponse(.created, try await identity.addAppKey(admin, appId: appId, body))
+    }
+}

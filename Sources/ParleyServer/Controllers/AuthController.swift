@@ -1,0 +1,56 @@
+import Foundation
+import Hummingbird
+import ParleyAPI
+import ParleyDomain
+
+/// Agent sign-in and sign-out, and consumer sessions.
+struct AuthController {
+    let identity: IdentityService
+    let hub: RealtimeHub
+    let configuration: ParleyConfiguration
+
+    func addRoutes(to router: Router<ParleyRequestContext>) {
+        router.post("/v1/auth/login", use: login)
+        router.post("/v1/auth/logout", use: logout)
+        router.get("/v1/me", use: me)
+        router.post("/v1/consumer/session", use: consumerSession)
+        router.get("/v1/consumer/me", use: consumerMe)
+    }
+
+    @Sendable func login(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AgentSessionResponse> {
+        let body = try await request.decodeJSON(LoginRequest.self, limit: configuration.maxJSONBodyBytes)
+        let (session, agent) = try await identity.login(email: body.email, password: body.password)
+        let cookie = Cookie(
+            name: SessionTokens.cookieName, value: session.token, expires: session.expiresAt, path: "/",
+            secure: configuration.secureCookies, httpOnly: true, sameSite: .lax)
+        return JSONResponse(
+            .ok, AgentSessionResponse(token: session.token, expiresAt: session.expiresAt, agent: agent),
+            headers: [.setCookie: cookie.description])
+    }
+
+    @Sendable func logout(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let principal = try context.requirePrincipal()
+        if let tokenHash = context.sessionTokenHash {
+            try await identity.logout(tokenHash: tokenHash)
+        }
+        // Open real-time connections of this subject stop at once.
+        hub.disconnect(subjectId: principal.participant.id, code: RealtimeCloseCode.unauthorized, reason: "signed out")
+        let expired = Cookie(
+            name: SessionTokens.cookieName, value: "", expires: Date(timeIntervalSince1970: 0), path: "/",
+            secure: configuration.secureCookies, httpOnly: true, sameSite: .lax)
+        return Response(status: .noContent, headers: [.setCookie: expired.description])
+    }
+
+    @Sendable func me(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AgentDTO> {
+        JSONResponse(.ok, try await identity.agent(context.requireAgent()))
+    }
+
+    @Sendable func consumerSession(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConsumerSessionResponse> {
+        let body = try await request.decodeJSON(ConsumerSessionRequest.self, limit: configuration.maxJSONBodyBytes)
+        return JSONResponse(.created, try await identity.startConsumerSession(body))
+    }
+
+    @Sendable func consumerMe(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConsumerDTO> {
+        JSONResponse(.ok, try await identity.consumer(context.requireConsumer()))
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import Hummingbird
+import ParleyAPI
+import ParleyDomain
+import ParleyStore
+
+/// Conversations and messages over HTTP, for agents (`/v1/conversations`) and consumers
+/// (`/v1/consumer/...`). The same `ConversationService` serves the real-time frames.
+struct ConversationController {
+    let conversations: ConversationService
+    let identity: IdentityService
+    let configuration: ParleyConfiguration
+
+    func addRoutes(to router: Router<ParleyRequestContext>) {
+        // Agents
+        router.get("/v1/conversations", use: list)
+        router.get("/v1/conversations/{conversationId}", use: show)
+        router.get("/v1/conversations/{conversationId}/messages", use: messages)
+        router.post("/v1/conversations/{conversationId}/messages", use: agentSend)
+        router.get("/v1/conversations/{conversationId}/events", use: events)
+        router.post("/v1/conversations/{conversationId}/receipts", use: receipt)
+        router.post("/v1/conversations/{conversationId}/assign", use: assign)
+        router.post("/v1/conversations/{conversationId}/resolve", use: resolve)
+        router.post("/v1/conversations/{conversationId}/reopen", use: reopen)
+        router.get("/v1/consumers/{consumerId}", use: consumer)
+        // Consumers
+        router.get("/v1/consumer/conversations", use: consumerList)
+        router.post("/v1/consumer/messages", use: consumerSend)
+        router.get("/v1/consumer/conversations/{conversationId}", use: show)
+        router.get("/v1/consumer/conversations/{conversationId}/messages", use: messages)
+        router.get("/v1/consumer/conversations/{conversationId}/events", use: events)
+        router.post("/v1/consumer/conversations/{conversationId}/receipts", use: receipt)
+    }
+
+    private func conversationId(_ context: ParleyRequestContext) throws -> String {
+        try context.id("conversationId", .conversation, what: "Conversation")
+    }
+
+    /// The principal a route needs: agent routes refuse consumer tokens and the other way round.
+    private func principal(_ request: Request, _ context: ParleyRequestContext) throws -> Principal {
+        if request.uri.path.hasPrefix("/v1/consumer/") {
+            return .consumer(try context.requireConsumer())
+        }
+        return .agent(try context.requireAgent())
+    }
+
+    // MARK: Agents
+
+    @Sendable func list(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<Page<ConversationDTO>> {
+        let agent = try context.requireAgent()
+        var filter = ConversationFilter()
+        filter.limit = try request.queryInt("limit", default: 50, range: 1...ConversationService.maxPage)
+        if let states = request.queryString("state") {
+            filter.states = try states.split(separator: ",").map { raw throws(ParleyError) in
+                guard let state = ConversationState(rawValue: String(raw)) else {
+                    throw .invalidField("state", "'\(raw)' is not a state; use open, resolved or reopened (comma-separated).")
+                }
+                return state
+            }
+        }
+        switch request.queryString("assignee") {
+        case nil, "any": filter.assignee = .any
+        case "me": filter.assignee = .agent(agent.agentId)
+        case "unassigned": filter.assignee = .unassigned
+        case let id?:
+            guard Identifier.isWellFormed(id, .agent) else {
+                throw ParleyError.invalidField("assignee", "'assignee' is me, unassigned, any or an agent id.")
+            }
+            filter.assignee = .agent(id)
+        }
+        if let channel = request.queryString("channel") {
+            guard let value = Channel(rawValue: channel) else {
+                throw ParleyError.invalidField("channel", "'\(channel)' is not a channel; use one of \(Channel.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            filter.channel = value
+        }
+        if let cursor = request.queryString("cursor") {
+            filter.before = try Self.parseCursor(cursor)
+        }
+        let items = try await conversations.conversations(agent, filter: filter)
+        let next = items.count == filter.limit ? items.last.map { Self.cursor(for: $0) } : nil
+        return JSONResponse(.ok, Page(items: items, nextCursor: next))
+    }
+
+    static func cursor(for conversation: ConversationDTO) -> String {
+        "\(Clock.millis(conversation.updatedAt)).\(conversation.id)"
+    }
+
+    static func parseCursor(_ cursor: String) throws(ParleyError) -> (updatedAt: Int64, id: String) {
+        let parts = cursor.split(separator: ".", maxSplits: 1)
+        guard parts.count == 2, let millis = Int64(parts[0]), Identifier.isWellFormed(String(parts[1]), .conversation) else {
+            throw .invalidField("cursor", "'cursor' is not a cursor from a previous page.")
+        }
+        return (millis, String(parts[1]))
+    }
+
+    @Sendable func show(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConversationDTO> {
+        JSONResponse(.ok, try await conversations.conversation(principal(request, context), id: conversationId(context)))
+    }
+
+    @Sendable func messages(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<MessageDTO>> {
+        let principal = try principal(request, context)
+        let after = try request.queryInt("after", default: 0, range: 0...Int(Int32.max))
+        let limit = try request.queryInt("limit", default: 100, range: 1...ConversationService.maxPage)
+        let items = try await conversations.messages(principal, conversationId: conversationId(context), afterSeq: Int64(after), limit: limit)
+        return JSONResponse(.ok, ListResponse(items: items))
+    }
+
+    @Sendable func events(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<ConversationEventDTO>> {
+        let principal = try principal(request, context)
+        let after = try request.queryInt("after", default: 0, range: 0...Int(Int32.max))
+        let limit = try request.queryInt("limit", default: 100, range: 1...ConversationService.maxPage)
+        let items = try await conversations.events(principal, conversationId: conversationId(context), afterSeq: Int64(after), limit: limit)
+        return JSONResponse(.ok, ListResponse(items: items))
+    }
+
+    @Sendable func agentSend(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
+        let agent = try context.requireAgent()
+        let id = try conversationId(context)
+        var body = try await request.decodeJSON(SendMessageRequest.self, limit: configuration.maxJSONBodyBytes)
+        if let given = body.conversationId, given != id {
+            throw ParleyError.invalidField("conversationId", "'conversationId' in the body differs from the one in the path.")
+        }
+        body.conversationId = id
+        let response = try await conversations.send(.agent(agent), body)
+        return JSONResponse(response.created ? .created : .ok, response)
+    }
+
+    @Sendable func receipt(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ReceiptResponse> {
+        let principal = try principal(request, context)
+        let body = try await request.decodeJSON(ReceiptRequest.self, limit: configuration.maxJSONBodyBytes)
+        let event = try await conversations.receipt(principal, conversationId: conversationId(context), body)
+        return JSONResponse(.ok, ReceiptResponse(event: event))
+    }
+
+    @Sendable func assign(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConversationDTO> {
+        let agent = try context.requireAgent()
+        let body = try await request.decodeJSON(AssignRequest.self, limit: configuration.maxJSONBodyBytes)
+        return JSONResponse(.ok, try await conversations.assign(agent, conversationId: conversationId(context), to: body.agentId))
+    }
+
+    @Sendable func resolve(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConversationDTO> {
+        JSONResponse(.ok, try await conversations.resolve(context.requireAgent(), conversationId: conversationId(context)))
+    }
+
+    @Sendable func reopen(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConversationDTO> {
+        JSONResponse(.ok, try await conversations.reopen(context.requireAgent(), conversationId: conversationId(context)))
+    }
+
+    @Sendable func consumer(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConsumerDTO> {
+        let agent = try context.requireAgent()
+        let id = try context.id("consumerId", .consumer, what: "Consumer")
+        return JSONResponse(.ok, try await identity.consumer(agent, id: id))
+    }
+
+    // MARK: Consumers
+
+    @Sendable func consumerList(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<ConversationDTO>> {
+        let consumer = try context.requireConsumer()
+        let limit = try request.queryInt("limit", default: 50, range: 1...ConversationService.maxPage)
+        return JSONResponse(.ok, ListResponse(items: try await conversations.conversations(consumer, limit: limit)))
+    }
+
+    @Sendable func consumerSend(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
+        let consumer = try context.requireConsumer()
+        let body = try await request.decodeJSON(SendMessageRequest.self, limit: configuration.maxJSONBodyBytes)
+        let response = try await conversations.send(.consumer(consumer), body)
+        return JSONResponse(response.created ? .created : .ok, response)
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import ParleyAPI
+import ParleyDomain
+
+/// The per-request context: Hummingbird's core storage plus who is asking.
+public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let webSocket: WebSocketHandlerReference<ParleyRequestContext>
+    /// Set by `AuthMiddleware` when a valid session token came with the request.
+    public var principal: Principal?
+    /// Set by `AuthMiddleware`: the SHA-256 of the presented token, for logout.
+    public var sessionTokenHash: String?
+    /// Set by `AuthMiddleware` when a token came with the request but is not valid.
+    public var authFailure: ParleyError?
+
+    public init(source: Source) {
+        self.coreContext = .init(source: source)
+        self.webSocket = .init()
+    }
+
+    public var responseEncoder: JSONEncoder { ParleyCoders.encoder }
+
+    /// The authenticated agent, or the reason there is none.
+    public func requireAgent() throws(ParleyError) -> AgentPrincipal {
+        switch principal {
+        case .agent(let agent): return agent
+        case .consumer: throw .forbidden("This is for agents; a consumer token cannot use it.")
+        case nil: throw authFailure ?? .unauthenticated
+        }
+    }
+
+    /// The authenticated consumer, or the reason there is none.
+    public func requireConsumer() throws(ParleyError) -> ConsumerPrincipal {
+        switch principal {
+        case .consumer(let consumer): return consumer
+        case .agent: throw .forbidden("This is for consumers; an agent session cannot use it.")
+        case nil: throw authFailure ?? .unauthenticated
+        }
+    }
+
+    public func requirePrincipal() throws(ParleyError) -> Principal {
+        guard let principal else { throw authFailure ?? .unauthenticated }
+        return principal
+    }
+}
+
+/// Shared coders: JSONEncoder and JSONDecoder are safe to share once configured.
+enum ParleyCoders {
+    static let encoder = ParleyJSON.makeEncoder()
+    static let decoder = ParleyJSON.makeDecoder()
+}

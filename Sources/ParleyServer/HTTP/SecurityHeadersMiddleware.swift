@@ -1,0 +1,21 @@
+import HTTPTypes
+import Hummingbird
+
+/// Headers every response carries: no sniffing, no framing by other sites, no referrer leaks.
+struct SecurityHeadersMiddleware: RouterMiddleware {
+    typealias Context = ParleyRequestContext
+    static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
+    static let frameOptions = HTTPField.Name("X-Frame-Options")!
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var response = try await next(request, context)
+        response.headers[.xContentTypeOptions] = "nosniff"
+        response.headers[Self.referrerPolicy] = "no-referrer"
+        if response.headers[.contentType]?.hasPrefix("text/html") == true {
+            response.headers[Self.frameOptions] = "DENY"
+            response.headers[.contentSecurityPolicy] =
+                "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data: blob:; media-src 'self' blob:; style-src 'self'; script-src 'self'; frame-ancestors 'none'"
+        }
+        return response
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import Hummingbird
+import HummingbirdWSCompression
+import HummingbirdWebSocket
+import Logging
+import ParleyAPI
+import ParleyMedia
+import ParleyStore
+import ServiceLifecycle
+
+/// Everything a running Parley needs, built once and shared by the routes.
+public struct ParleyServices: Sendable {
+    public let configuration: ParleyConfiguration
+    public let store: Store
+    public let bus: any EventBus
+    public let hub: RealtimeHub
+    public let metrics: ParleyMetrics
+    public let identity: IdentityService
+    public let conversations: ConversationService
+    public let blobs: LocalBlobStore
+
+    /// Opens the database, applies migrations and wires the services together.
+    public static func make(
+        configuration: ParleyConfiguration, metrics: ParleyMetrics = ParleyMetrics(), bus: any EventBus = LocalEventBus(),
+        logger: Logger
+    ) async throws -> ParleyServices {
+        try configuration.validate()
+        let location = try DatabaseLocation(url: configuration.resolvedDatabaseURL)
+        let database = try await openDatabase(location, logger: logger)
+        do {
+            try await Migrations.apply(to: database, logger: logger)
+        } catch {
+            await database.close()
+            throw error
+        }
+        let store = Store(database: database)
+        let blobs = try LocalBlobStore(root: URL(fileURLWithPath: configuration.mediaDirectory))
+        let removed = try blobs.removePartialWrites()
+        if removed > 0 {
+            logger.notice("removed partial media writes left by a crash", metadata: ["count": "\(removed)"])
+        }
+        let hub = RealtimeHub(bus: bus, queueLimit: configuration.realtimeQueueLimit, metrics: metrics, logger: logger)
+        return ParleyServices(
+            configuration: configuration, store: store, bus: bus, hub: hub, metrics: metrics,
+            identity: IdentityService(store: store, configuration: configuration, metrics: metrics),
+            conversations: ConversationService(store: store, bus: bus, metrics: metrics, logger: logger),
+            blobs: blobs)
+    }
+
+    public func close() async {
+        await store.close()
+    }
+}
+
+/// The HTTP router with every API route. Exposed so that tests can compare it with the OpenAPI document.
+public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestContext> {
+    let router = Router(context: ParleyRequestContext.self)
+    router.add(middleware: ErrorMiddleware())
+    router.add(middleware: SecurityHeadersMiddleware())
+    router.add(middleware: AuthMiddleware(identity: services.identity))
+    router.add(middleware: FileMiddleware(services.configuration.publicDirectory, searchForIndexHtml: true))
+    AuthController(identity: services.identity, hub: services.hub, configuration: services.configuration).addRoutes(to: router)
+    ConversationController(conversations: services.conversations, identity: services.identity, configuration: services.configuration)
+        .addRoutes(to: router)
+    AdminController(identity: services.identity, configuration: services.configuration).addRoutes(to: router)
+    SystemController(store: services.store, metrics: services.metrics).addRoutes(to: router)
+    return router
+}
+
+/// The router that decides WebSocket upgrades; it has the real-time endpoint only.
+public func buildWebSocketRouter(_ services: ParleyServices) -> Router<ParleyRequestContext> {
+    let router = Router(context: ParleyRequestContext.self)
+    router.add(middleware: ErrorMiddleware())
+    router.add(middleware: AuthMiddleware(identity: services.identity))
+    RealtimeController(conversations: services.conversations, hub: services.hub, configuration: services.configuration)
+        .addRoutes(to: router)
+    return router
+}
+
+/// The whole server: HTTP, WebSocket (with permessage-deflate) and the real-time hub.
+public func buildApplication(
+    _ services: ParleyServices, logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) -> some ApplicationProtocol {
+    let configuration = services.configuration
+    var app = Application(
+        router: buildRouter(services),
+        server: .http1WebSocketUpgrade(
+            webSocketRouter: buildWebSocketRouter(services),
+            configuration: .init(
+                http1: .init(idleTimeout: .seconds(75)),
+                ws: .init(
+                    maxFrameSize: configuration.maxRealtimeFrameBytes,
+                    extensions: [.perMessageDeflate(minFrameSizeToCompress: 256)],
+                    autoPing: .enabled(timePeriod: .seconds(RealtimeController.heartbeatSeconds))))),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Parley"),
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+        logger: logger)
+    app.addServices(services.hub)
+    return app
+}

@@ -1,0 +1,51 @@
+import ParleyAPI
+import Synchronization
+
+/// One real-time event on its way to the connections that may see it.
+public struct RealtimeEvent: Sendable {
+    public enum Audience: Sendable, Hashable {
+        /// The brand's agents and the conversation's consumer (every device of theirs).
+        case conversation(brandId: String, consumerId: String)
+        /// The brand's agents only.
+        case agents(brandId: String)
+    }
+
+    public var audience: Audience
+    /// The JSON text of a `ServerFrame`, encoded once for every recipient.
+    public var frame: String
+    /// A connection that must not get the event (typing is not echoed to the typist).
+    public var excludingConnection: String?
+
+    public init(audience: Audience, frame: String, excludingConnection: String? = nil) {
+        self.audience = audience
+        self.frame = frame
+        self.excludingConnection = excludingConnection
+    }
+}
+
+/// Carries real-time events from the domain operations that make them to the hubs that deliver them.
+///
+/// One node uses `LocalEventBus`. Several nodes need a bus that crosses processes (PostgreSQL
+/// LISTEN/NOTIFY in ARCHITECTURE.md); only this protocol has to be implemented for that.
+public protocol EventBus: Sendable {
+    func publish(_ event: RealtimeEvent) async
+    /// Registers a handler for every event published from now on. Handlers must not block.
+    func subscribe(_ handler: @escaping @Sendable (RealtimeEvent) -> Void)
+}
+
+/// The in-process bus: publishing calls every subscriber directly.
+public final class LocalEventBus: EventBus {
+    private let handlers = Mutex<[@Sendable (RealtimeEvent) -> Void]>([])
+
+    public init() {}
+
+    public func publish(_ event: RealtimeEvent) async {
+        for handler in handlers.withLock({ $0 }) {
+            handler(event)
+        }
+    }
+
+    public func subscribe(_ handler: @escaping @Sendable (RealtimeEvent) -> Void) {
+        handlers.withLock { $0.append(handler) }
+    }
+}

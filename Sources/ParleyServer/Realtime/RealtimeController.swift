@@ -1,0 +1,157 @@
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOWebSocket
+import ParleyAPI
+import ParleyDomain
+
+/// The one WebSocket endpoint for agents and consumers.
+///
+/// Each connection runs two child tasks: one reads and handles client frames in order, one drains
+/// the connection's bounded `Outbox` to the socket. Everything sent to the client, answers and
+/// events alike, goes through the outbox, so the order a client sees is the order frames were queued.
+struct RealtimeController {
+    static let path = "/v1/realtime"
+    static let heartbeatSeconds = 30
+
+    let conversations: ConversationService
+    let hub: RealtimeHub
+    let configuration: ParleyConfiguration
+
+    func addRoutes(to router: Router<ParleyRequestContext>) {
+        router.ws(RouterPath(stringLiteral: Self.path)) { _, context in
+            _ = try context.requirePrincipal()
+            return .upgrade([:])
+        } onUpgrade: { inbound, outbound, context in
+            guard let principal = context.requestContext.principal else { return }
+            await serve(principal: principal, inbound: inbound, outbound: outbound, logger: context.logger)
+        }
+    }
+
+    func serve(principal: Principal, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger) async {
+        let outbox = hub.register(principal)
+        defer { hub.unregister(outbox) }
+        send(
+            .hello(
+                connectionId: outbox.connectionId, participant: principal.participant, brandId: principal.brandId,
+                heartbeatSeconds: Self.heartbeatSeconds),
+            to: outbox)
+
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await frame in outbox.stream {
+                    if outbox.pendingClose != nil { break }
+                    do {
+                        try await outbound.write(.text(frame))
+                    } catch {
+                        break
+                    }
+                }
+                if let reason = outbox.pendingClose {
+                    try? await outbound.close(.unknown(reason.code), reason: reason.text)
+                }
+            }
+            group.addTask {
+                do {
+                    for try await message in inbound.messages(maxSize: configuration.maxRealtimeFrameBytes) {
+                        switch message {
+                        case .text(let text):
+                            await handle(text, principal: principal, outbox: outbox)
+                        case .binary:
+                            send(.error(id: nil, .init(code: "unsupported_frame", message: "Send JSON frames as text.")), to: outbox)
+                        }
+                    }
+                } catch {
+                    logger.debug("real-time connection ended", metadata: ["error": "\(error)"])
+                }
+                outbox.finish()
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func handle(_ text: String, principal: Principal, outbox: Outbox) async {
+        let frame: ClientFrame
+        do {
+            frame = try ParleyCoders.decoder.decode(ClientFrame.self, from: Data(text.utf8))
+        } catch let error as DecodingError {
+            let parleyError = ParleyError.from(error)
+            let id = Self.frameId(in: text)
+            send(.error(id: id, .init(code: parleyError.code, message: parleyError.message, field: parleyError.field)), to: outbox)
+            return
+        } catch {
+            send(.error(id: nil, .init(code: "invalid_json", message: "The frame is not valid JSON.")), to: outbox)
+            return
+        }
+        var replyId: String?
+        do {
+            switch frame {
+            case .send(let id, let request):
+                replyId = id
+                let response = try await conversations.send(principal, request, fromConnection: outbox.connectionId)
+                let changed = !response.created || response.conversation.lastSeq != response.message.seq
+                send(.ack(id: id, message: response.message, conversation: changed ? response.conversation : nil, event: nil), to: outbox)
+            case .receipt(let id, let conversationId, let receipt):
+                replyId = id
+                let event = try await conversations.receipt(principal, conversationId: conversationId, receipt, fromConnection: outbox.connectionId)
+                send(.ack(id: id, message: nil, conversation: nil, event: event), to: outbox)
+            case .typing(let conversationId, let isTyping):
+                try await conversations.typing(principal, conversationId: conversationId, isTyping: isTyping, fromConnection: outbox.connectionId)
+            case .resume(let id, let cursors):
+                replyId = id
+                try await resume(id: id, cursors: cursors, principal: principal, outbox: outbox)
+            }
+        } catch let error as ParleyError {
+            send(.error(id: replyId, .init(code: error.code, message: error.message, field: error.field)), to: outbox)
+        } catch {
+            send(.error(id: replyId, .init(code: "internal_error", message: "Something went wrong on our side. Try again.")), to: outbox)
+        }
+    }
+
+    /// Replays what the client missed. At most half the outbox per request so that a replay never
+    /// overflows it; `resumed.cursors` tells where each conversation's replay stopped, and the client
+    /// sends `resume` again from there when a cursor is still below the conversation's last sequence.
+    private func resume(id: String, cursors: [String: Int64], principal: Principal, outbox: Outbox) async throws {
+        if cursors.count > ConversationService.maxResumeCursors {
+            throw ParleyError.invalidField("cursors", "A resume can name at most \(ConversationService.maxResumeCursors) conversations.")
+        }
+        var budget = max(1, configuration.realtimeQueueLimit / 2)
+        var reached: [String: Int64] = [:]
+        var complete = true
+        for (conversationId, lastSeen) in cursors.sorted(by: { $0.key < $1.key }) {
+            guard lastSeen >= 0 else { throw ParleyError.invalidField("cursors", "Sequence numbers start at 0.") }
+            var position = lastSeen
+            if budget > 0 {
+                let frames = try await conversations.timeline(principal, conversationId: conversationId, afterSeq: lastSeen, limit: budget)
+                for frame in frames {
+                    send(frame, to: outbox)
+                    switch frame {
+                    case .message(let message): position = message.seq
+                    case .event(let event): position = event.seq
+                    default: break
+                    }
+                }
+                if frames.count == budget { complete = false }
+                budget -= frames.count
+            } else {
+                _ = try await conversations.conversation(principal, id: conversationId)
+                complete = false
+            }
+            reached[conversationId] = position
+        }
+        send(.resumed(id: id, cursors: reached, complete: complete), to: outbox)
+    }
+
+    private func send(_ frame: ServerFrame, to outbox: Outbox) {
+        guard let data = try? ParleyCoders.encoder.encode(frame) else { return }
+        outbox.send(String(decoding: data, as: UTF8.self))
+    }
+
+    /// The `id` of a frame that failed to decode, so that the error can still be matched to it.
+    static func frameId(in text: String) -> String? {
+        struct IdOnly: Decodable { var id: String? }
+        return (try? ParleyCoders.decoder.decode(IdOnly.self, from: Data(text.utf8)))?.id
+    }
+}

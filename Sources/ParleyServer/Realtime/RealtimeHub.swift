@@ -1,0 +1,96 @@
+import Logging
+import ParleyAPI
+import ParleyDomain
+import ServiceLifecycle
+import Synchronization
+
+/// Knows every open real-time connection of this node and hands each event to the ones allowed to
+/// see it. A `Service`: on shutdown it closes every connection with the resume code.
+public final class RealtimeHub: Service {
+    private struct State {
+        var connections: [String: Outbox] = [:]
+        var agentsByBrand: [String: Set<String>] = [:]
+        var byConsumer: [String: Set<String>] = [:]
+    }
+
+    private let state = Mutex(State())
+    private let queueLimit: Int
+    private let logger: Logger
+    private let metrics: ParleyMetrics
+
+    public init(bus: any EventBus, queueLimit: Int, metrics: ParleyMetrics, logger: Logger) {
+        self.queueLimit = queueLimit
+        self.logger = logger
+        self.metrics = metrics
+        bus.subscribe { [weak self] event in self?.deliver(event) }
+    }
+
+    /// Adds a connection; events for its principal start arriving in its outbox at once.
+    public func register(_ principal: Principal) -> Outbox {
+        let outbox = Outbox(connectionId: Identifier.make(.connection), principal: principal, limit: queueLimit)
+        state.withLock { state in
+            state.connections[outbox.connectionId] = outbox
+            switch principal {
+            case .agent(let agent): state.agentsByBrand[agent.brandId, default: []].insert(outbox.connectionId)
+            case .consumer(let consumer): state.byConsumer[consumer.consumerId, default: []].insert(outbox.connectionId)
+            }
+        }
+        metrics.realtimeConnections.increment()
+        return outbox
+    }
+
+    public func unregister(_ outbox: Outbox) {
+        let removed = state.withLock { state -> Bool in
+            guard state.connections.removeValue(forKey: outbox.connectionId) != nil else { return false }
+            switch outbox.principal {
+            case .agent(let agent):
+                state.agentsByBrand[agent.brandId]?.remove(outbox.connectionId)
+                if state.agentsByBrand[agent.brandId]?.isEmpty == true { state.agentsByBrand[agent.brandId] = nil }
+            case .consumer(let consumer):
+                state.byConsumer[consumer.consumerId]?.remove(outbox.connectionId)
+                if state.byConsumer[consumer.consumerId]?.isEmpty == true { state.byConsumer[consumer.consumerId] = nil }
+            }
+            return true
+        }
+        if removed { metrics.realtimeConnections.decrement() }
+    }
+
+    /// Closes every connection of a consumer or agent, e.g. after logout.
+    public func disconnect(subjectId: String, code: UInt16, reason: String) {
+        let targets = state.withLock { state in
+            state.connections.values.filter { $0.principal.participant.id == subjectId }
+        }
+        for outbox in targets { outbox.close(code: code, text: reason) }
+    }
+
+    public var connectionCount: Int { state.withLock { $0.connections.count } }
+
+    func deliver(_ event: RealtimeEvent) {
+        let targets: [Outbox] = state.withLock { state in
+            var ids: [String] = []
+            switch event.audience {
+            case .conversation(let brandId, let consumerId):
+                if let agents = state.agentsByBrand[brandId] { ids.append(contentsOf: agents) }
+                if let consumers = state.byConsumer[consumerId] { ids.append(contentsOf: consumers) }
+            case .agents(let brandId):
+                if let agents = state.agentsByBrand[brandId] { ids.append(contentsOf: agents) }
+            }
+            return ids.compactMap { id in id == event.excludingConnection ? nil : state.connections[id] }
+        }
+        for outbox in targets where !outbox.send(event.frame) {
+            if outbox.pendingClose?.code == RealtimeCloseCode.resume {
+                metrics.realtimeOverflows.increment()
+                logger.notice("closed a slow real-time connection", metadata: ["connection": "\(outbox.connectionId)"])
+            }
+        }
+    }
+
+    public func run() async throws {
+        // Nothing to do until shutdown: delivery happens on the publishers' tasks.
+        try? await gracefulShutdown()
+        let all = state.withLock { Array($0.connections.values) }
+        for outbox in all {
+            outbox.close(code: RealtimeCloseCode.resume, text: "server shutting down: reconnect and resume")
+        }
+    }
+}

@@ -1,0 +1,306 @@
+import Foundation
+import Logging
+import ParleyAPI
+import ParleyDomain
+import ParleyStore
+
+/// Conversations and messages: the one set of operations behind both the HTTP routes and the
+/// real-time frames. Every operation authorizes first, commits, then publishes.
+public struct ConversationService: Sendable {
+    let store: Store
+    let bus: any EventBus
+    let metrics: ParleyMetrics
+    let logger: Logger
+
+    /// Largest page of a history or list request.
+    static let maxPage = 200
+    /// Most conversations one `resume` frame may name.
+    static let maxResumeCursors = 200
+
+    // MARK: Sending
+
+    /// Stores a message and publishes it. A retry with the same client message id returns the
+    /// original message (`created == false`) and publishes nothing.
+    public func send(
+        _ principal: Principal, _ request: SendMessageRequest, fromConnection connectionId: String? = nil
+    ) async throws -> SendMessageResponse {
+        try MessageRules.validateClientMessageId(request.clientMessageId)
+        if case .agent = principal, request.conversationId == nil {
+            throw ParleyError.missingField("conversationId")
+        }
+        if let id = request.conversationId, !Identifier.isWellFormed(id, .conversation) {
+            throw ParleyError.notFound("Conversation")
+        }
+        let sender = principal.participant
+        let outcome = try await withUniqueRetry {
+            try await store.write { repo in try await Self.append(request, by: principal, sender: sender, in: repo) }
+        }
+        guard outcome.created else {
+            metrics.idempotentReplays.increment()
+            return SendMessageResponse(message: outcome.message, conversation: outcome.conversation, created: false)
+        }
+        (sender.kind == .agent ? metrics.messagesFromAgents : metrics.messagesFromConsumers).increment()
+        let audience = RealtimeEvent.Audience.conversation(
+            brandId: outcome.conversation.brandId, consumerId: outcome.conversation.consumerId)
+        for event in outcome.events {
+            await publish(.event(event), to: audience)
+        }
+        await publish(.message(outcome.message), to: audience, excluding: connectionId)
+        if outcome.conversationCreated || !outcome.events.isEmpty {
+            await publish(.conversation(outcome.conversation), to: .agents(brandId: outcome.conversation.brandId))
+        }
+        return SendMessageResponse(message: outcome.message, conversation: outcome.conversation, created: true)
+    }
+
+    struct AppendOutcome: Sendable {
+        var message: MessageDTO
+        var conversation: ConversationDTO
+        var created: Bool
+        var conversationCreated: Bool
+        var events: [ConversationEventDTO]
+    }
+
+    private static func append(
+        _ request: SendMessageRequest, by principal: Principal, sender: ParticipantRef, in repo: any Repository
+    ) async throws -> AppendOutcome {
+        if let existing = try await repo.message(senderId: sender.id, clientMessageId: request.clientMessageId) {
+            guard existing.text == request.text, request.conversationId == nil || request.conversationId == existing.conversationId else {
+                throw ParleyError(
+                    .conflict, code: "client_message_id_reused",
+                    message: "This client message id was already used for a different message.", field: "clientMessageId")
+            }
+            guard let conversation = try await repo.conversation(brandId: principal.brandId, id: existing.conversationId, lock: false) else {
+                throw StoreError.corrupt("message \(existing.id) without its conversation")
+            }
+            return AppendOutcome(message: existing, conversation: conversation, created: false, conversationCreated: false, events: [])
+        }
+
+        let now = Date()
+        var conversation: ConversationDTO
+        var isNew = false
+        switch principal {
+        case .consumer(let consumer):
+            if let id = request.conversationId {
+                conversation = try await authorizedConversation(principal, id: id, in: repo, lock: true)
+            } else {
+                guard let app = try await repo.app(id: consumer.appId) else { throw ParleyError.notFound("App") }
+                let channel = request.channel ?? app.channel
+                if let latest = try await repo.latestConversation(
+                    consumerId: consumer.consumerId, appId: app.id, channel: channel, lock: true)
+                {
+                    conversation = latest
+                } else {
+                    // Only a consumer opens a conversation: with their first message.
+                    isNew = true
+                    conversation = ConversationDTO(
+                        id: Identifier.make(.conversation), brandId: consumer.brandId, appId: app.id,
+                        consumerId: consumer.consumerId, channel: channel, state: .open, assigneeId: nil, lastSeq: 0,
+                        lastMessagePreview: nil, lastMessageAt: nil, createdAt: now, updatedAt: now)
+                }
+            }
+        case .agent:
+            conversation = try await authorizedConversation(principal, id: request.conversationId ?? "", in: repo, lock: true)
+        }
+
+        let text = try MessageRules.validateText(request.text, channel: conversation.channel, sender: sender.kind)
+        let newState = try ConversationRules.transition(
+            from: conversation.state, on: sender.kind == .consumer ? .consumerWrites : .agentWrites)
+        var events: [ConversationEventDTO] = []
+        if newState != conversation.state {
+            conversation.lastSeq += 1
+            conversation.state = newState
+            events.append(ConversationEventDTO(
+                conversationId: conversation.id, seq: conversation.lastSeq, kind: .stateChanged, actorKind: sender.kind,
+                actorId: sender.id, state: newState, createdAt: now))
+        }
+        conversation.lastSeq += 1
+        let message = MessageDTO(
+            id: Identifier.make(.message), conversationId: conversation.id, seq: conversation.lastSeq,
+            senderKind: sender.kind, senderId: sender.id, clientMessageId: request.clientMessageId, kind: .text, text: text,
+            deliveryState: .sent, createdAt: now)
+        conversation.lastMessagePreview = MessageRules.preview(of: text)
+        conversation.lastMessageAt = now
+        conversation.updatedAt = now
+
+        if isNew {
+            try await repo.insertConversation(conversation)
+        } else {
+            try await repo.updateConversation(conversation)
+        }
+        for event in events {
+            try await repo.insertEvent(event, brandId: conversation.brandId)
+        }
+        try await repo.insertMessage(message, brandId: conversation.brandId)
+        return AppendOutcome(message: message, conversation: conversation, created: true, conversationCreated: isNew, events: events)
+    }
+
+    // MARK: Receipts, typing
+
+    /// Marks the other side's messages up to a sequence as delivered or read. Returns the stored event,
+    /// or nil when nothing changed (a repeated receipt stores and publishes nothing).
+    public func receipt(
+        _ principal: Principal, conversationId: String, _ request: ReceiptRequest, fromConnection connectionId: String? = nil
+    ) async throws -> ConversationEventDTO? {
+        let actor = principal.participant
+        let result = try await store.write { repo -> (ConversationEventDTO, ConversationDTO)? in
+            var conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: true)
+            try ConversationRules.validateReceipt(request, lastSeq: conversation.lastSeq)
+            let now = Date()
+            let changed = try await repo.raiseDeliveryState(
+                conversationId: conversation.id, senderKind: actor.kind == .consumer ? .agent : .consumer,
+                upToSeq: request.upToSeq, to: request.state, at: now)
+            guard changed > 0 else { return nil }
+            conversation.lastSeq += 1
+            let event = ConversationEventDTO(
+                conversationId: conversation.id, seq: conversation.lastSeq, kind: .receipt, actorKind: actor.kind,
+                actorId: actor.id, upToSeq: request.upToSeq, deliveryState: request.state, createdAt: now)
+            try await repo.updateConversation(conversation)
+            try await repo.insertEvent(event, brandId: conversation.brandId)
+            return (event, conversation)
+        }
+        guard let (event, conversation) = result else { return nil }
+        metrics.receipts.increment()
+        await publish(
+            .event(event), to: .conversation(brandId: conversation.brandId, consumerId: conversation.consumerId),
+            excluding: connectionId)
+        return event
+    }
+
+    /// Relays a typing indicator to the other participants. Not stored, not replayed.
+    public func typing(_ principal: Principal, conversationId: String, isTyping: Bool, fromConnection connectionId: String?) async throws {
+        let conversation = try await store.read { repo in
+            try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
+        }
+        await publish(
+            .typing(conversationId: conversation.id, participant: principal.participant, isTyping: isTyping),
+            to: .conversation(brandId: conversation.brandId, consumerId: conversation.consumerId), excluding: connectionId)
+    }
+
+    // MARK: Conversation management (agents)
+
+    public func assign(_ agent: AgentPrincipal, conversationId: String, to assigneeId: String?) async throws -> ConversationDTO {
+        if let assigneeId, !Identifier.isWellFormed(assigneeId, .agent) {
+            throw ParleyError(.unprocessable, code: "agent_not_found", message: "There is no such agent in this brand.", field: "agentId")
+        }
+        return try await change(.agent(agent), conversationId: conversationId) { conversation, repo, now in
+            guard agent.canAssign(to: assigneeId, currentAssignee: conversation.assigneeId) else {
+                throw ParleyError.forbidden("Agents can only assign conversations to themselves; managers and admins can assign anyone.")
+            }
+            if let assigneeId, try await repo.agent(brandId: agent.brandId, id: assigneeId) == nil {
+                throw ParleyError(.unprocessable, code: "agent_not_found", message: "There is no such agent in this brand.", field: "agentId")
+            }
+            guard conversation.assigneeId != assigneeId else { return nil }
+            conversation.assigneeId = assigneeId
+            return ConversationEventDTO(
+                conversationId: conversation.id, seq: 0, kind: .assigned, actorKind: .agent, actorId: agent.agentId,
+                assigneeId: assigneeId, createdAt: now)
+        }
+    }
+
+    public func resolve(_ agent: AgentPrincipal, conversationId: String) async throws -> ConversationDTO {
+        try await setState(agent, conversationId: conversationId, action: .resolve)
+    }
+
+    public func reopen(_ agent: AgentPrincipal, conversationId: String) async throws -> ConversationDTO {
+        try await setState(agent, conversationId: conversationId, action: .reopen)
+    }
+
+    private func setState(_ agent: AgentPrincipal, conversationId: String, action: ConversationRules.Action) async throws -> ConversationDTO {
+        try await change(.agent(agent), conversationId: conversationId) { conversation, _, now in
+            let state = try ConversationRules.transition(from: conversation.state, on: action)
+            conversation.state = state
+            return ConversationEventDTO(
+                conversationId: conversation.id, seq: 0, kind: .stateChanged, actorKind: .agent, actorId: agent.agentId,
+                state: state, createdAt: now)
+        }
+    }
+
+    /// Applies a change that produces at most one sequenced event, stores it and publishes it.
+    private func change(
+        _ principal: Principal, conversationId: String,
+        _ apply: @escaping @Sendable (inout ConversationDTO, any Repository, Date) async throws -> ConversationEventDTO?
+    ) async throws -> ConversationDTO {
+        let (conversation, event) = try await store.write { repo -> (ConversationDTO, ConversationEventDTO?) in
+            var conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: true)
+            let now = Date()
+            guard var event = try await apply(&conversation, repo, now) else { return (conversation, nil) }
+            conversation.lastSeq += 1
+            conversation.updatedAt = now
+            event.seq = conversation.lastSeq
+            try await repo.updateConversation(conversation)
+            try await repo.insertEvent(event, brandId: conversation.brandId)
+            return (conversation, event)
+        }
+        if let event {
+            await publish(.event(event), to: .conversation(brandId: conversation.brandId, consumerId: conversation.consumerId))
+            await publish(.conversation(conversation), to: .agents(brandId: conversation.brandId))
+        }
+        return conversation
+    }
+
+    // MARK: Reading
+
+    public func conversation(_ principal: Principal, id: String) async throws -> ConversationDTO {
+        try await store.read { repo in try await Self.authorizedConversation(principal, id: id, in: repo, lock: false) }
+    }
+
+    public func conversations(_ agent: AgentPrincipal, filter: ConversationFilter) async throws -> [ConversationDTO] {
+        try await store.read { repo in try await repo.conversations(brandId: agent.brandId, filter: filter) }
+    }
+
+    public func conversations(_ consumer: ConsumerPrincipal, limit: Int) async throws -> [ConversationDTO] {
+        try await store.read { repo in
+            try await repo.conversations(consumerId: consumer.consumerId, brandId: consumer.brandId, limit: limit)
+        }
+    }
+
+    public func messages(_ principal: Principal, conversationId: String, afterSeq: Int64, limit: Int) async throws -> [MessageDTO] {
+        try await store.read { repo in
+            let conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
+            return try await repo.messages(conversationId: conversation.id, afterSeq: afterSeq, limit: limit)
+        }
+    }
+
+    public func events(_ principal: Principal, conversationId: String, afterSeq: Int64, limit: Int) async throws -> [ConversationEventDTO] {
+        try await store.read { repo in
+            let conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
+            return try await repo.events(conversationId: conversation.id, afterSeq: afterSeq, limit: limit)
+        }
+    }
+
+    /// Everything stored after `afterSeq` in a conversation, messages and events merged in sequence
+    /// order, at most `limit` items.
+    public func timeline(_ principal: Principal, conversationId: String, afterSeq: Int64, limit: Int) async throws -> [ServerFrame] {
+        try await store.read { repo in
+            let conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
+            let messages = try await repo.messages(conversationId: conversation.id, afterSeq: afterSeq, limit: limit)
+            let events = try await repo.events(conversationId: conversation.id, afterSeq: afterSeq, limit: limit)
+            var frames: [(Int64, ServerFrame)] = messages.map { ($0.seq, .message($0)) } + events.map { ($0.seq, .event($0)) }
+            frames.sort { $0.0 < $1.0 }
+            return frames.prefix(limit).map(\.1)
+        }
+    }
+
+    // MARK: Authorization and publishing
+
+    /// The conversation if the principal may see it: an agent of its brand, or its own consumer.
+    /// Anything else, including another brand's conversation, is "not found".
+    static func authorizedConversation(_ principal: Principal, id: String, in repo: any Repository, lock: Bool) async throws -> ConversationDTO {
+        guard Identifier.isWellFormed(id, .conversation),
+            let conversation = try await repo.conversation(brandId: principal.brandId, id: id, lock: lock)
+        else { throw ParleyError.notFound("Conversation") }
+        if case .consumer(let consumer) = principal, conversation.consumerId != consumer.consumerId {
+            throw ParleyError.notFound("Conversation")
+        }
+        return conversation
+    }
+
+    func publish(_ frame: ServerFrame, to audience: RealtimeEvent.Audience, excluding connectionId: String? = nil) async {
+        do {
+            let text = String(decoding: try ParleyCoders.encoder.encode(frame), as: UTF8.self)
+            await bus.publish(RealtimeEvent(audience: audience, frame: text, excludingConnection: connectionId))
+        } catch {
+            logger.error("could not encode a real-time frame", metadata: ["error": "\(error)"])
+        }
+    }
+}

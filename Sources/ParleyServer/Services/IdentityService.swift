@@ -1,0 +1,314 @@
+import Foundation
+import Logging
+import ParleyAPI
+import ParleyDomain
+import ParleyStore
+
+/// Sign-in, sessions and the brand's administration of agents and apps.
+public struct IdentityService: Sendable {
+    let store: Store
+    let hasher: PasswordHasher
+    let configuration: ParleyConfiguration
+    let metrics: ParleyMetrics
+
+    init(store: Store, configuration: ParleyConfiguration, metrics: ParleyMetrics) {
+        self.store = store
+        self.hasher = PasswordHasher(cost: configuration.bcryptCost)
+        self.configuration = configuration
+        self.metrics = metrics
+    }
+
+    // MARK: Agents
+
+    public struct IssuedSession: Sendable {
+        public var token: String
+        public var expiresAt: Date
+    }
+
+    public func login(email rawEmail: String, password: String) async throws -> (IssuedSession, AgentDTO) {
+        let email = try IdentityRules.normalizeEmail(rawEmail)
+        let record = try await store.read { repo in try await repo.agent(email: email) }
+        let matches = try await hasher.verify(password, hash: record?.passwordHash ?? PasswordHasher.decoy)
+        guard let record, matches else {
+            metrics.failedLogins.increment()
+            throw ParleyError(.unauthorized, code: "invalid_credentials", message: "The email or the password is wrong.")
+        }
+        let session = try await issueSession(
+            brandId: record.agent.brandId, subject: ParticipantRef(kind: .agent, id: record.agent.id), appId: nil,
+            ttl: configuration.agentSessionTTL)
+        metrics.logins.increment()
+        return (session, record.agent)
+    }
+
+    public func logout(tokenHash: String) async throws {
+        try await store.write { repo in try await repo.revokeSession(tokenHash: tokenHash, at: Date()) }
+    }
+
+    /// Who a session token belongs to, or why it is refused.
+    public func authenticate(token: String) async throws -> (Principal, tokenHash: String) {
+        guard SessionTokens.isWellFormed(token) else {
+            throw ParleyError(.unauthorized, code: "invalid_token", message: "The token is not a Parley session token.")
+        }
+        let tokenHash = SessionTokens.hash(token)
+        let resolved = try await store.read { repo -> (SessionRecord, AgentRecord?)? in
+            guard let session = try await repo.session(tokenHash: tokenHash) else { return nil }
+            if session.subjectKind == .agent {
+                return (session, try await repo.agent(brandId: session.brandId, id: session.subjectId))
+            }
+            return (session, nil)
+        }
+        guard let (session, agent) = resolved else {
+            throw ParleyError(.unauthorized, code: "invalid_token", message: "The token is not valid.")
+        }
+        if session.revokedAt != nil {
+            throw ParleyError(.unauthorized, code: "session_revoked", message: "This session was signed out. Sign in again.")
+        }
+        if session.expiresAt <= Date() {
+            throw ParleyError(.unauthorized, code: "session_expired", message: "This session has expired. Sign in again.")
+        }
+        switch session.subjectKind {
+        case .agent:
+            guard let agent else {
+                throw ParleyError(.unauthorized, code: "invalid_token", message: "The agent of this session no longer exists.")
+            }
+            return (
+                .agent(AgentPrincipal(
+                    agentId: agent.agent.id, brandId: agent.agent.brandId, role: agent.agent.role,
+                    permissions: Set(agent.agent.permissions))),
+                tokenHash
+            )
+        case .consumer:
+            guard let appId = session.appId else { throw StoreError.corrupt("consumer session without an app") }
+            return (.consumer(ConsumerPrincipal(consumerId: session.subjectId, brandId: session.brandId, appId: appId)), tokenHash)
+        case .system:
+            throw ParleyError(.unauthorized, code: "invalid_token", message: "The token is not valid.")
+        }
+    }
+
+    private func issueSession(brandId: String, subject: ParticipantRef, appId: String?, ttl: TimeInterval) async throws -> IssuedSession {
+        let token = SessionTokens.make()
+        let now = Date()
+        let record = SessionRecord(
+            tokenHash: SessionTokens.hash(token), brandId: brandId, subjectKind: subject.kind, subjectId: subject.id,
+            appId: appId, createdAt: now, expiresAt: now.addingTimeInterval(ttl))
+        try await store.write { repo in try await repo.insertSession(record) }
+        return IssuedSession(token: token, expiresAt: record.expiresAt)
+    }
+
+    // MARK: Consumers
+
+    public func startConsumerSession(_ request: ConsumerSessionRequest) async throws -> ConsumerSessionResponse {
+        guard Identifier.isWellFormed(request.appId, .app),
+            let app = try await store.read({ repo in try await repo.app(id: request.appId) })
+        else {
+            throw ParleyError(.notFound, code: "app_not_found", message: "There is no app with this id.", field: "appId")
+        }
+        let requestedName = try request.displayName.map { name throws(ParleyError) in
+            try IdentityRules.validateName(name, field: "displayName")
+        }
+        let consumer: ConsumerDTO
+        if let identityToken = request.identityToken {
+            let keys = try await store.read { repo in try await repo.appKeys(appId: app.id) }
+            let claims = try await ConsumerIdentityVerifier.verify(token: identityToken, appId: app.id, keys: keys)
+            let name = try claims.name.map { name throws(ParleyError) in try IdentityRules.validateName(name, field: "name") }
+                ?? requestedName
+            consumer = try await withUniqueRetry {
+                try await store.write { repo in
+                    if var existing = try await repo.consumer(brandId: app.brandId, externalId: claims.sub.value) {
+                        if let name, name != existing.displayName {
+                            existing.displayName = name
+                            try await repo.updateConsumer(existing)
+                        }
+                        return existing
+                    }
+                    let id = Identifier.make(.consumer)
+                    let created = ConsumerDTO(
+                        id: id, brandId: app.brandId, appId: app.id, externalId: claims.sub.value,
+                        displayName: name ?? IdentityRules.visitorName(for: id), anonymous: false, createdAt: Date())
+                    try await repo.insertConsumer(created)
+                    return created
+                }
+            }
+        } else {
+            let id = Identifier.make(.consumer)
+            let created = ConsumerDTO(
+                id: id, brandId: app.brandId, appId: app.id, externalId: nil,
+                displayName: requestedName ?? IdentityRules.visitorName(for: id), anonymous: true, createdAt: Date())
+            try await store.write { repo in try await repo.insertConsumer(created) }
+            consumer = created
+        }
+        let session = try await issueSession(
+            brandId: app.brandId, subject: ParticipantRef(kind: .consumer, id: consumer.id), appId: app.id,
+            ttl: configuration.consumerSessionTTL)
+        return ConsumerSessionResponse(token: session.token, expiresAt: session.expiresAt, consumer: consumer)
+    }
+
+    public func consumer(_ principal: ConsumerPrincipal) async throws -> ConsumerDTO {
+        guard let consumer = try await store.read({ repo in try await repo.consumer(brandId: principal.brandId, id: principal.consumerId) }) else {
+            throw ParleyError.notFound("Consumer")
+        }
+        return consumer
+    }
+
+    /// A consumer of the agent's brand (another brand's consumer is not found).
+    public func consumer(_ agent: AgentPrincipal, id: String) async throws -> ConsumerDTO {
+        guard let consumer = try await store.read({ repo in try await repo.consumer(brandId: agent.brandId, id: id) }) else {
+            throw ParleyError.notFound("Consumer")
+        }
+        return consumer
+    }
+
+    // MARK: Administration
+
+    public func agent(_ principal: AgentPrincipal) async throws -> AgentDTO {
+        guard let record = try await store.read({ repo in try await repo.agent(brandId: principal.brandId, id: principal.agentId) }) else {
+            throw ParleyError.notFound("Agent")
+        }
+        return record.agent
+    }
+
+    public func agents(_ principal: AgentPrincipal) async throws -> [AgentDTO] {
+        try principal.require(.manager)
+        return try await store.read { repo in try await repo.agents(brandId: principal.brandId) }
+    }
+
+    public func createAgent(_ principal: AgentPrincipal, _ request: CreateAgentRequest) async throws -> AgentDTO {
+        try principal.require(.admin)
+        return try await createAgent(brandId: principal.brandId, request)
+    }
+
+    /// Creates an agent in a brand; also used by `parley admin` and the first-run seed.
+    public func createAgent(brandId: String, _ request: CreateAgentRequest) async throws -> AgentDTO {
+        let email = try IdentityRules.normalizeEmail(request.email)
+        let name = try IdentityRules.validateName(request.name)
+        try IdentityRules.validatePassword(request.password)
+        let hash = try await hasher.hash(request.password)
+        let agent = AgentDTO(
+            id: Identifier.make(.agent), brandId: brandId, email: email, name: name, role: request.role,
+            permissions: Array(Set(request.permissions ?? [])).sorted { $0.rawValue < $1.rawValue }, createdAt: Date())
+        try await withUniqueRetry(attempts: 1) {
+            try await store.write { repo in try await repo.insertAgent(AgentRecord(agent: agent, passwordHash: hash)) }
+        }
+        return agent
+    }
+
+    public func updateAgent(_ principal: AgentPrincipal, id: String, _ request: UpdateAgentRequest) async throws -> AgentDTO {
+        try principal.require(.admin)
+        if id == principal.agentId, let role = request.role, role != principal.role {
+            throw ParleyError(.conflict, code: "cannot_change_own_role", message: "Admins cannot change their own role; ask another admin.", field: "role")
+        }
+        let name = try request.name.map { name throws(ParleyError) in try IdentityRules.validateName(name) }
+        if let password = request.password { try IdentityRules.validatePassword(password) }
+        let newHash = try await request.password.asyncMap { try await hasher.hash($0) }
+        return try await store.write { repo in
+            guard var record = try await repo.agent(brandId: principal.brandId, id: id) else { throw ParleyError.notFound("Agent") }
+            if let name { record.agent.name = name }
+            if let role = request.role { record.agent.role = role }
+            if let permissions = request.permissions {
+                record.agent.permissions = Array(Set(permissions)).sorted { $0.rawValue < $1.rawValue }
+            }
+            if let newHash { record.passwordHash = newHash }
+            try await repo.updateAgent(record)
+            return record.agent
+        }
+    }
+
+    public func apps(_ principal: AgentPrincipal) async throws -> [AppDTO] {
+        try await store.read { repo in try await repo.apps(brandId: principal.brandId) }
+    }
+
+    public func createApp(_ principal: AgentPrincipal, _ request: CreateAppRequest) async throws -> AppDTO {
+        try principal.require(.admin)
+        return try await createApp(brandId: principal.brandId, request)
+    }
+
+    public func createApp(brandId: String, _ request: CreateAppRequest) async throws -> AppDTO {
+        let name = try IdentityRules.validateName(request.name)
+        let app = AppDTO(id: Identifier.make(.app), brandId: brandId, name: name, channel: request.channel, createdAt: Date())
+        try await store.write { repo in try await repo.insertApp(app) }
+        return app
+    }
+
+    public func addAppKey(_ principal: AgentPrincipal, appId: String, _ request: AddAppKeyRequest) async throws -> AppKeyDTO {
+        try principal.require(.admin)
+        let kid = try IdentityRules.validateName(request.kid, field: "kid", maxLength: 64)
+        try await ConsumerIdentityVerifier.validateKey(algorithm: request.algorithm, key: request.key)
+        return try await store.write { repo in
+            guard let app = try await repo.app(id: appId), app.brandId == principal.brandId else { throw ParleyError.notFound("App") }
+            let record = AppKeyRecord(
+                kid: kid, appId: app.id, brandId: app.brandId, algorithm: request.algorithm, keyMaterial: request.key, createdAt: Date())
+            try await repo.insertAppKey(record)
+            return record.dto
+        }
+    }
+
+    public func appKeys(_ principal: AgentPrincipal, appId: String) async throws -> [AppKeyDTO] {
+        try principal.require(.admin)
+        return try await store.read { repo in
+            guard let app = try await repo.app(id: appId), app.brandId == principal.brandId else { throw ParleyError.notFound("App") }
+            return try await repo.appKeys(appId: app.id).map(\.dto)
+        }
+    }
+
+    public func brand(_ principal: AgentPrincipal) async throws -> BrandDTO {
+        guard let brand = try await store.read({ repo in try await repo.brand(id: principal.brandId) }) else {
+            throw ParleyError.notFound("Brand")
+        }
+        return brand
+    }
+
+    // MARK: Brands (operator tasks: CLI and first run)
+
+    public struct NewBrand: Sendable {
+        public var brand: BrandDTO
+        public var app: AppDTO
+        public var admin: AgentDTO
+        public var adminPassword: String
+    }
+
+    /// Creates a brand with a web app and an admin whose password is generated and returned once.
+    public func createBrand(name: String, adminEmail: String, adminName: String, appName: String) async throws -> NewBrand {
+        let brandName = try IdentityRules.validateName(name)
+        let brand = BrandDTO(id: Identifier.make(.brand), name: brandName, createdAt: Date())
+        try await store.write { repo in try await repo.insertBrand(brand) }
+        let app = try await createApp(brandId: brand.id, CreateAppRequest(name: appName, channel: .web))
+        let password = Identifier.random(20)
+        let admin = try await createAgent(
+            brandId: brand.id,
+            CreateAgentRequest(
+                email: adminEmail, name: adminName, password: password, role: .admin,
+                permissions: AgentPermission.allCases))
+        return NewBrand(brand: brand, app: app, admin: admin, adminPassword: password)
+    }
+
+    /// On a database with no brand: the demo brand, app and admin. Returns nil when there is a brand.
+    public func seedDemoIfEmpty() async throws -> NewBrand? {
+        guard try await store.read({ repo in try await repo.brandCount() }) == 0 else { return nil }
+        return try await createBrand(
+            name: "Demo Brand", adminEmail: "admin@demo.parley.local", adminName: "Demo Admin", appName: "Demo Website")
+    }
+}
+
+/// Retries an operation that lost a race on a unique constraint (two first-time writes at once):
+/// the second attempt finds the row the other one made.
+func withUniqueRetry<T>(attempts: Int = 2, _ operation: () async throws -> T) async throws -> T {
+    var attempt = 0
+    while true {
+        do {
+            return try await operation()
+        } catch where isUniqueViolation(error) && attempt + 1 < attempts {
+            attempt += 1
+        } catch where isUniqueViolation(error) {
+            throw ParleyError(.conflict, code: "conflict", message: "Someone else changed this at the same time. Try again.")
+        }
+    }
+}
+
+extension Optional {
+    func asyncMap<U>(_ transform: (Wrapped) async throws -> U) async rethrows -> U? {
+        switch self {
+        case .some(let value): try await transform(value)
+        case .none: nil
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresKit
+import SQLiteKit
+
+/// Which SQL engine a `DatabaseClient` talks to. The SQL is the same; a few statements differ.
+public enum DatabaseFlavor: String, Sendable {
+    case sqlite
+    case postgres
+}
+
+/// Where the database lives, parsed from a URL: `sqlite:///abs/path.sqlite`, `sqlite://relative/path.sqlite`,
+/// `sqlite::memory:`, or `postgres://user:password@host:port/database`.
+public enum DatabaseLocation: Sendable, Hashable, CustomStringConvertible {
+    case sqliteFile(path: String)
+    case sqliteMemory
+    case postgres(url: String)
+
+    public init(url: String) throws(StoreError) {
+        if url == "sqlite::memory:" {
+            self = .sqliteMemory
+        } else if url.hasPrefix("sqlite://") {
+            let path = String(url.dropFirst("sqlite://".count))
+            guard !path.isEmpty else {
+                throw StoreError.configuration("a sqlite URL needs a file path, like sqlite://./data/parley.sqlite")
+            }
+            self = .sqliteFile(path: path)
+        } else if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
+            guard SQLPostgresConfiguration.isValid(url: url) else {
+                throw StoreError.configuration("'\(DatabaseLocation.redact(url))' is not a valid postgres URL (postgres://user:password@host:port/database)")
+            }
+            self = .postgres(url: url)
+        } else {
+            throw StoreError.configuration("'\(DatabaseLocation.redact(url))' is neither a sqlite:// nor a postgres:// URL")
+        }
+    }
+
+    public var flavor: DatabaseFlavor {
+        switch self {
+        case .sqliteFile, .sqliteMemory: .sqlite
+        case .postgres: .postgres
+        }
+    }
+
+    /// The URL with any password removed, for logs and error messages.
+    public var description: String {
+        switch self {
+        case .sqliteFile(let path): "sqlite://\(path)"
+        case .sqliteMemory: "sqlite::memory:"
+        case .postgres(let url): DatabaseLocation.redact(url)
+        }
+    }
+
+    static func redact(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "***"
+        return components.string ?? url
+    }
+}
+
+extension SQLPostgresConfiguration {
+    fileprivate static func isValid(url: String) -> Bool {
+        (try? SQLPostgresConfiguration(url: url)) != nil
+    }
+}
+
+/// Errors of the storage layer that are not a client's fault.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public static func configuration(_ message: String) -> StoreError { .init(description: message) }
+    public static func corrupt(_ message: String) -> StoreError { .init(description: "stored data is inconsistent: \(message)") }
+}
+
+/// Runs SQL against one database. Writes run in a transaction; reads see committed data.
+public protocol DatabaseClient: Sendable {
+    var flavor: DatabaseFlavor { get }
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    func write<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+    /// Runs read-only `body` outside a write transaction.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+    /// Closes every connection. The client cannot be used afterwards.
+    func close() async
+}
+
+/// Opens the database named by a location.
+public func openDatabase(_ location: DatabaseLocation, logger: Logger) async throws -> any DatabaseClient {
+    switch location {
+    case .sqliteFile(let path):
+        try SQLiteDatabaseClient.prepareDirectory(for: path)
+        return try await SQLiteDatabaseClient.open(storage: .file(path: path), logger: logger)
+    case .sqliteMemory:
+        return try await SQLiteDatabaseClient.open(storage: .memory, logger: logger)
+    case .postgres(let url):
+        return try await PostgresDatabaseClient.open(url: url, logger: logger)
+    }
+}

@@ -1,0 +1,192 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import Metrics
+import ParleyAPI
+import ParleyServer
+import ParleyStore
+import Prometheus
+
+@main
+struct Parley: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "parley",
+        abstract: "Parley: self-hosted customer messaging with voice.",
+        subcommands: [Serve.self, Migrate.self, Admin.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// The settings every command that opens the database shares, as flags over `PARLEY_*` variables.
+struct ServerOptions: ParsableArguments {
+    @Option(help: "Address to listen on (PARLEY_HOST, default 127.0.0.1).") var host: String?
+    @Option(help: "Port to listen on, 0 for any free port (PARLEY_PORT, default 8080).") var port: String?
+    @Option(name: .customLong("data-dir"), help: "Directory for the SQLite file and media (PARLEY_DATA_DIR, default ./data).") var dataDir: String?
+    @Option(name: .customLong("database-url"), help: "sqlite://PATH or postgres://USER:PASSWORD@HOST:PORT/DB (PARLEY_DATABASE_URL).") var databaseURL: String?
+    @Option(name: .customLong("public-dir"), help: "Directory of the web pages (PARLEY_PUBLIC_DIR, default ./Public).") var publicDir: String?
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (PARLEY_LOG_LEVEL).") var logLevel: String?
+    @Option(name: .customLong("bcrypt-cost"), help: "bcrypt work factor, 4-31 (PARLEY_BCRYPT_COST, default 12).") var bcryptCost: String?
+    @Option(name: .customLong("secure-cookies"), help: "Mark the session cookie Secure: true behind HTTPS (PARLEY_SECURE_COOKIES).") var secureCookies: String?
+    @Option(name: .customLong("seed-demo"), help: "Create a demo brand on first run (PARLEY_SEED_DEMO, default true).") var seedDemo: String?
+
+    /// Defaults, then the environment, then flags; exits with a message naming the setting on error.
+    func resolve() throws -> ParleyConfiguration {
+        do {
+            var configuration = try ParleyConfiguration.fromEnvironment()
+            let flags: [(String, String?)] = [
+                ("host", host), ("port", port), ("data-dir", dataDir), ("database-url", databaseURL),
+                ("public-dir", publicDir), ("log-level", logLevel), ("bcrypt-cost", bcryptCost),
+                ("secure-cookies", secureCookies), ("seed-demo", seedDemo),
+            ]
+            for case let (flag, value?) in flags {
+                try configuration.apply(flag: flag, value: value)
+            }
+            try configuration.validate()
+            return configuration
+        } catch {
+            FileHandle.standardError.write(Data("parley: \(error)\n".utf8))
+            throw ExitCode(78)  // EX_CONFIG
+        }
+    }
+
+    func logger(_ configuration: ParleyConfiguration) -> Logger {
+        var logger = Logger(label: "parley")
+        logger.logLevel = configuration.logLevel
+        return logger
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the Parley server (HTTP API, real-time, web pages).")
+    @OptionGroup var options: ServerOptions
+
+    func run() async throws {
+        let configuration = try options.resolve()
+        let logger = options.logger(configuration)
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        let services: ParleyServices
+        do {
+            services = try await ParleyServices.make(configuration: configuration, metrics: ParleyMetrics(registry: registry), logger: logger)
+        } catch {
+            FileHandle.standardError.write(Data("parley: cannot start: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        if configuration.seedDemo, let demo = try await services.identity.seedDemoIfEmpty() {
+            print(
+                """
+
+                Parley created a demo brand on first run. These credentials are shown only once:
+                  brand     \(demo.brand.name) (\(demo.brand.id))
+                  web app   \(demo.app.name) (\(demo.app.id))
+                  admin     \(demo.admin.email)
+                  password  \(demo.adminPassword)
+
+                """)
+        }
+        let app = buildApplication(services, logger: logger) { port in
+            print("Parley is listening on http://\(configuration.host):\(port)")
+        }
+        do {
+            try await app.runService()
+        } catch {
+            await services.close()
+            throw error
+        }
+        await services.close()
+    }
+}
+
+struct Migrate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Apply pending database migrations and exit.")
+    @OptionGroup var options: ServerOptions
+
+    func run() async throws {
+        let configuration = try options.resolve()
+        let logger = options.logger(configuration)
+        let database = try await openDatabase(DatabaseLocation(url: configuration.resolvedDatabaseURL), logger: logger)
+        let applied = try await Migrations.apply(to: database, logger: logger)
+        let all = try await Migrations.appliedVersions(in: database)
+        await database.close()
+        print(applied.isEmpty ? "Database is up to date (schema version \(all.last ?? 0))." : "Applied migrations \(applied.map(String.init).joined(separator: ", ")).")
+    }
+}
+
+struct Admin: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Operator tasks: create brands, apps and agents.",
+        subcommands: [CreateBrand.self, CreateApp.self, CreateAgent.self])
+}
+
+struct CreateBrand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "create-brand", abstract: "Create a brand with a web app and an admin agent.")
+    @OptionGroup var options: ServerOptions
+    @Option(help: "The brand's name.") var name: String
+    @Option(name: .customLong("admin-email"), help: "Email of the brand's first admin.") var adminEmail: String
+    @Option(name: .customLong("admin-name"), help: "Name of the brand's first admin.") var adminName: String = "Admin"
+    @Option(name: .customLong("app-name"), help: "Name of the brand's web app.") var appName: String = "Website"
+
+    func run() async throws {
+        try await withServices(options) { services in
+            let created = try await services.identity.createBrand(name: name, adminEmail: adminEmail, adminName: adminName, appName: appName)
+            print("brand \(created.brand.id)\napp \(created.app.id)\nadmin \(created.admin.email)\npassword \(created.adminPassword)")
+        }
+    }
+}
+
+struct CreateApp: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "create-app", abstract: "Create an app (web widget or mobile app) for a brand.")
+    @OptionGroup var options: ServerOptions
+    @Option(help: "The brand id (brd_...).") var brand: String
+    @Option(help: "The app's name.") var name: String
+    @Option(help: "web, in_app, whatsapp, messenger, apple or sms.") var channel: String = "web"
+
+    func run() async throws {
+        guard let channel = Channel(rawValue: channel) else {
+            throw ValidationError("'\(channel)' is not a channel: use web, in_app, whatsapp, messenger, apple or sms.")
+        }
+        try await withServices(options) { services in
+            let app = try await services.identity.createApp(brandId: brand, CreateAppRequest(name: name, channel: channel))
+            print("app \(app.id)")
+        }
+    }
+}
+
+struct CreateAgent: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "create-agent", abstract: "Create an agent; the password is generated and printed once.")
+    @OptionGroup var options: ServerOptions
+    @Option(help: "The brand id (brd_...).") var brand: String
+    @Option(help: "The agent's email.") var email: String
+    @Option(help: "The agent's name.") var name: String
+    @Option(help: "agent, manager or admin.") var role: String = "agent"
+    @Option(name: .customLong("permission"), help: "send_audio, initiate_voice_call or initiate_video_call; repeat for several.") var permissions: [String] = []
+
+    func run() async throws {
+        guard let role = AgentRole(rawValue: role) else { throw ValidationError("'\(role)' is not a role: use agent, manager or admin.") }
+        let parsed = try permissions.map { raw in
+            guard let permission = AgentPermission(rawValue: raw) else { throw ValidationError("'\(raw)' is not a permission.") }
+            return permission
+        }
+        try await withServices(options) { services in
+            let password = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(20))
+            let agent = try await services.identity.createAgent(
+                brandId: brand, CreateAgentRequest(email: email, name: name, password: password, role: role, permissions: parsed))
+            print("agent \(agent.id)\nemail \(agent.email)\npassword \(password)")
+        }
+    }
+}
+
+/// Opens the services for a one-off command and closes them afterwards.
+func withServices(_ options: ServerOptions, _ body: (ParleyServices) async throws -> Void) async throws {
+    var configuration = try options.resolve()
+    configuration.seedDemo = false
+    let services = try await ParleyServices.make(configuration: configuration, logger: options.logger(configuration))
+    do {
+        try await body(services)
+    } catch {
+        await services.close()
+        FileHandle.standardError.write(Data("parley: \(error)\n".utf8))
+        throw ExitCode(1)
+    }
+    await services.close()
+}
