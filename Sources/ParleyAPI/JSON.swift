@@ -26,8 +26,16 @@ public enum ParleyJSON {
         return decoder
     }
 
+    /// `2026-11-22T03:23:35.745Z`: whole milliseconds, rounded, so that a time survives a round trip
+    /// through the database (which stores milliseconds) unchanged.
     public static func formatDate(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+        let millis = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let (seconds, fraction) = millis.quotientAndRemainder(dividingBy: 1000)
+        let wholeSeconds = fraction < 0 ? seconds - 1 : seconds
+        let milliseconds = fraction < 0 ? fraction + 1000 : fraction
+        let base = Date(timeIntervalSince1970: TimeInterval(wholeSeconds)).formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
+        let digits = String(milliseconds)
+        return String(base.dropLast()) + "." + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
     }
 
     public static func parseDate(_ string: String) -> Date? {

@@ -55,8 +55,8 @@ public struct ParleyServices: Sendable {
 /// The HTTP router with every API route. Exposed so that tests can compare it with the OpenAPI document.
 public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestContext> {
     let router = Router(context: ParleyRequestContext.self)
-    router.add(middleware: ErrorMiddleware())
     router.add(middleware: SecurityHeadersMiddleware())
+    router.add(middleware: ErrorMiddleware())
     router.add(middleware: AuthMiddleware(identity: services.identity))
     router.add(middleware: FileMiddleware(services.configuration.publicDirectory, searchForIndexHtml: true))
     AuthController(identity: services.identity, hub: services.hub, configuration: services.configuration).addRoutes(to: router)

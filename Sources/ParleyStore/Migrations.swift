@@ -198,6 +198,9 @@ public enum Migrations {
 /// Milliseconds since 1970: how every timestamp is stored.
 public enum Clock {
     public static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+    /// Now, at the millisecond precision that is stored, so that what a write returns equals what a
+    /// later read finds.
+    public static func now() -> Date { date(nowMillis()) }
     public static func date(_ millis: Int64) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
     public static func millis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
 }

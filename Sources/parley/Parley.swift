@@ -73,7 +73,7 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(1)
         }
         if configuration.seedDemo, let demo = try await services.identity.seedDemoIfEmpty() {
-            print(
+            say(
                 """
 
                 Parley created a demo brand on first run. These credentials are shown only once:
@@ -85,7 +85,7 @@ struct Serve: AsyncParsableCommand {
                 """)
         }
         let app = buildApplication(services, logger: logger) { port in
-            print("Parley is listening on http://\(configuration.host):\(port)")
+            say("Parley is listening on http://\(configuration.host):\(port)")
         }
         do {
             try await app.runService()
@@ -108,7 +108,7 @@ struct Migrate: AsyncParsableCommand {
         let applied = try await Migrations.apply(to: database, logger: logger)
         let all = try await Migrations.appliedVersions(in: database)
         await database.close()
-        print(applied.isEmpty ? "Database is up to date (schema version \(all.last ?? 0))." : "Applied migrations \(applied.map(String.init).joined(separator: ", ")).")
+        say(applied.isEmpty ? "Database is up to date (schema version \(all.last ?? 0))." : "Applied migrations \(applied.map(String.init).joined(separator: ", ")).")
     }
 }
 
@@ -129,7 +129,7 @@ struct CreateBrand: AsyncParsableCommand {
     func run() async throws {
         try await withServices(options) { services in
             let created = try await services.identity.createBrand(name: name, adminEmail: adminEmail, adminName: adminName, appName: appName)
-            print("brand \(created.brand.id)\napp \(created.app.id)\nadmin \(created.admin.email)\npassword \(created.adminPassword)")
+            say("brand \(created.brand.id)\napp \(created.app.id)\nadmin \(created.admin.email)\npassword \(created.adminPassword)")
         }
     }
 }
@@ -147,7 +147,7 @@ struct CreateApp: AsyncParsableCommand {
         }
         try await withServices(options) { services in
             let app = try await services.identity.createApp(brandId: brand, CreateAppRequest(name: name, channel: channel))
-            print("app \(app.id)")
+            say("app \(app.id)")
         }
     }
 }
@@ -171,7 +171,7 @@ struct CreateAgent: AsyncParsableCommand {
             let password = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(20))
             let agent = try await services.identity.createAgent(
                 brandId: brand, CreateAgentRequest(email: email, name: name, password: password, role: role, permissions: parsed))
-            print("agent \(agent.id)\nemail \(agent.email)\npassword \(password)")
+            say("agent \(agent.id)\nemail \(agent.email)\npassword \(password)")
         }
     }
 }
@@ -189,4 +189,9 @@ func withServices(_ options: ServerOptions, _ body: (ParleyServices) async throw
         throw ExitCode(1)
     }
     await services.close()
+}
+
+/// Writes a line to standard output unbuffered, so that it reaches a log file at once.
+func say(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }

@@ -75,7 +75,7 @@ public struct ConversationService: Sendable {
             return AppendOutcome(message: existing, conversation: conversation, created: false, conversationCreated: false, events: [])
         }
 
-        let now = Date()
+        let now = Clock.now()
         var conversation: ConversationDTO
         var isNew = false
         switch principal {
@@ -145,7 +145,7 @@ public struct ConversationService: Sendable {
         let result = try await store.write { repo -> (ConversationEventDTO, ConversationDTO)? in
             var conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: true)
             try ConversationRules.validateReceipt(request, lastSeq: conversation.lastSeq)
-            let now = Date()
+            let now = Clock.now()
             let changed = try await repo.raiseDeliveryState(
                 conversationId: conversation.id, senderKind: actor.kind == .consumer ? .agent : .consumer,
                 upToSeq: request.upToSeq, to: request.state, at: now)
@@ -222,7 +222,7 @@ public struct ConversationService: Sendable {
     ) async throws -> ConversationDTO {
         let (conversation, event) = try await store.write { repo -> (ConversationDTO, ConversationEventDTO?) in
             var conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: true)
-            let now = Date()
+            let now = Clock.now()
             guard var event = try await apply(&conversation, repo, now) else { return (conversation, nil) }
             conversation.lastSeq += 1
             conversation.updatedAt = now

@@ -41,7 +41,7 @@ public struct IdentityService: Sendable {
     }
 
     public func logout(tokenHash: String) async throws {
-        try await store.write { repo in try await repo.revokeSession(tokenHash: tokenHash, at: Date()) }
+        try await store.write { repo in try await repo.revokeSession(tokenHash: tokenHash, at: Clock.now()) }
     }
 
     /// Who a session token belongs to, or why it is refused.
@@ -87,7 +87,7 @@ public struct IdentityService: Sendable {
 
     private func issueSession(brandId: String, subject: ParticipantRef, appId: String?, ttl: TimeInterval) async throws -> IssuedSession {
         let token = SessionTokens.make()
-        let now = Date()
+        let now = Clock.now()
         let record = SessionRecord(
             tokenHash: SessionTokens.hash(token), brandId: brandId, subjectKind: subject.kind, subjectId: subject.id,
             appId: appId, createdAt: now, expiresAt: now.addingTimeInterval(ttl))
@@ -124,7 +124,7 @@ public struct IdentityService: Sendable {
                     let id = Identifier.make(.consumer)
                     let created = ConsumerDTO(
                         id: id, brandId: app.brandId, appId: app.id, externalId: claims.sub.value,
-                        displayName: name ?? IdentityRules.visitorName(for: id), anonymous: false, createdAt: Date())
+                        displayName: name ?? IdentityRules.visitorName(for: id), anonymous: false, createdAt: Clock.now())
                     try await repo.insertConsumer(created)
                     return created
                 }
@@ -133,7 +133,7 @@ public struct IdentityService: Sendable {
             let id = Identifier.make(.consumer)
             let created = ConsumerDTO(
                 id: id, brandId: app.brandId, appId: app.id, externalId: nil,
-                displayName: requestedName ?? IdentityRules.visitorName(for: id), anonymous: true, createdAt: Date())
+                displayName: requestedName ?? IdentityRules.visitorName(for: id), anonymous: true, createdAt: Clock.now())
             try await store.write { repo in try await repo.insertConsumer(created) }
             consumer = created
         }
@@ -185,7 +185,7 @@ public struct IdentityService: Sendable {
         let hash = try await hasher.hash(request.password)
         let agent = AgentDTO(
             id: Identifier.make(.agent), brandId: brandId, email: email, name: name, role: request.role,
-            permissions: Array(Set(request.permissions ?? [])).sorted { $0.rawValue < $1.rawValue }, createdAt: Date())
+            permissions: Array(Set(request.permissions ?? [])).sorted { $0.rawValue < $1.rawValue }, createdAt: Clock.now())
         try await withUniqueRetry(attempts: 1) {
             try await store.write { repo in try await repo.insertAgent(AgentRecord(agent: agent, passwordHash: hash)) }
         }
@@ -224,7 +224,7 @@ public struct IdentityService: Sendable {
 
     public func createApp(brandId: String, _ request: CreateAppRequest) async throws -> AppDTO {
         let name = try IdentityRules.validateName(request.name)
-        let app = AppDTO(id: Identifier.make(.app), brandId: brandId, name: name, channel: request.channel, createdAt: Date())
+        let app = AppDTO(id: Identifier.make(.app), brandId: brandId, name: name, channel: request.channel, createdAt: Clock.now())
         try await store.write { repo in try await repo.insertApp(app) }
         return app
     }
@@ -236,7 +236,7 @@ public struct IdentityService: Sendable {
         return try await store.write { repo in
             guard let app = try await repo.app(id: appId), app.brandId == principal.brandId else { throw ParleyError.notFound("App") }
             let record = AppKeyRecord(
-                kid: kid, appId: app.id, brandId: app.brandId, algorithm: request.algorithm, keyMaterial: request.key, createdAt: Date())
+                kid: kid, appId: app.id, brandId: app.brandId, algorithm: request.algorithm, keyMaterial: request.key, createdAt: Clock.now())
             try await repo.insertAppKey(record)
             return record.dto
         }
@@ -269,7 +269,7 @@ public struct IdentityService: Sendable {
     /// Creates a brand with a web app and an admin whose password is generated and returned once.
     public func createBrand(name: String, adminEmail: String, adminName: String, appName: String) async throws -> NewBrand {
         let brandName = try IdentityRules.validateName(name)
-        let brand = BrandDTO(id: Identifier.make(.brand), name: brandName, createdAt: Date())
+        let brand = BrandDTO(id: Identifier.make(.brand), name: brandName, createdAt: Clock.now())
         try await store.write { repo in try await repo.insertBrand(brand) }
         let app = try await createApp(brandId: brand.id, CreateAppRequest(name: appName, channel: .web))
         let password = Identifier.random(20)
