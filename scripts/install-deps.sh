@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the system packages Parley needs on Debian, if any are missing.
+#   scripts/install-deps.sh          what `parley serve` needs
+#   scripts/install-deps.sh --test   also what the test suite needs
+set -euo pipefail
+
+packages=(ca-certificates)
+if [[ "${1:-}" == "--test" ]]; then
+    packages+=(postgresql python3)
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]} == 0)); then
+    exit 0
+fi
+
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+    sudo=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq
+for attempt in 1 2; do
+    if "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"; then
+        break
+    fi
+    [[ $attempt == 2 ]] && exit 1
+    echo "install-deps: apt failed, retrying once" >&2
+    "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq
+done
+"${sudo[@]}" dpkg --audit

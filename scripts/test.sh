@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh Debian machine with the Swift toolchain:
+# installs what is missing, starts a throw-away PostgreSQL, builds, runs every test, stops what it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh --test
+
+pg_dir=$(mktemp -d /tmp/parley-test-pg.XXXXXX)
+cleanup() { scripts/postgres.sh stop "$pg_dir" || true; }
+trap cleanup EXIT
+if url=$(scripts/postgres.sh start "$pg_dir"); then
+    export PARLEY_TEST_POSTGRES_URL="$url"
+    echo "test: PostgreSQL for the repository suite at $url"
+else
+    echo "test: could not start PostgreSQL; see $pg_dir" >&2
+    exit 1
+fi
+
+swift build --build-tests
+swift test --skip-build
