@@ -46,6 +46,8 @@ extension ParleyError {
             return .missingField(field)
         case .valueNotFound(_, let context):
             return .missingField(path(context.codingPath))
+        case .typeMismatch(_, let context) where context.codingPath.isEmpty:
+            return ParleyError(.badRequest, code: "invalid_json", message: "The body must be a JSON object.")
         case .typeMismatch(let type, let context):
             let field = path(context.codingPath)
             return .invalidField(field, "'\(field)' has the wrong type; expected \(describe(type)).")

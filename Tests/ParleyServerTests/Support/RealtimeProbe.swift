@@ -1,0 +1,119 @@
+import Foundation
+import HummingbirdWSClient
+import Logging
+import NIOCore
+import NIOWebSocket
+import ParleyAPI
+import Synchronization
+
+/// A WebSocket client for tests: connects to `/v1/realtime`, decodes every server frame into a queue
+/// the test reads with a timeout, and records how the server closed the connection.
+final class RealtimeProbe: Sendable {
+    private struct Inbox {
+        var frames: [ServerFrame] = []
+        var closed = false
+    }
+
+    private final class Shared: Sendable {
+        let state = Mutex(Inbox())
+    }
+
+    private let shared = Shared()
+    private let outgoing: AsyncStream<String>.Continuation
+    private let task: Task<WebSocketCloseFrame?, any Error>
+
+    static func connect(port: Int, token: String, compression: Bool = false) async throws -> RealtimeProbe {
+        let probe = RealtimeProbe(url: "ws://127.0.0.1:\(port)/v1/realtime?access_token=\(token)", compression: compression)
+        guard case .hello = try await probe.next() else { throw TestFailure("expected hello first") }
+        return probe
+    }
+
+    private init(url: String, compression: Bool) {
+        let (outgoingStream, outgoing) = AsyncStream<String>.makeStream()
+        self.outgoing = outgoing
+        let shared = self.shared
+        var logger = Logger(label: "realtime-probe")
+        logger.logLevel = .warning
+        task = Task {
+            defer { shared.state.withLock { $0.closed = true } }
+            return try await WebSocketClient.connect(
+                url: url,
+                configuration: .init(maxFrameSize: 1 << 20, extensions: compression ? [.perMessageDeflate()] : []),
+                logger: logger
+            ) { inbound, outbound, _ in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await text in outgoingStream {
+                            try await outbound.write(.text(text))
+                        }
+                        try await outbound.close(.normalClosure, reason: nil)
+                    }
+                    group.addTask {
+                        for try await message in inbound.messages(maxSize: 1 << 20) {
+                            if case .text(let text) = message {
+                                let frame = try ParleyJSON.makeDecoder().decode(ServerFrame.self, from: Data(text.utf8))
+                                shared.state.withLock { $0.frames.append(frame) }
+                            }
+                        }
+                    }
+                    try await group.next()
+                    group.cancelAll()
+                }
+            }
+        }
+    }
+
+    func send(_ frame: ClientFrame) throws {
+        outgoing.yield(String(decoding: try ParleyJSON.makeEncoder().encode(frame), as: UTF8.self))
+    }
+
+    func sendRaw(_ text: String) {
+        outgoing.yield(text)
+    }
+
+    /// The next frame, or a failure after `seconds`.
+    func next(within seconds: Double = 5) async throws -> ServerFrame {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while true {
+            let (frame, closed) = shared.state.withLock { inbox -> (ServerFrame?, Bool) in
+                inbox.frames.isEmpty ? (nil, inbox.closed) : (inbox.frames.removeFirst(), false)
+            }
+            if let frame { return frame }
+            if closed { throw TestFailure("the connection closed") }
+            if ContinuousClock.now >= deadline { throw TestFailure("no real-time frame within \(seconds) s") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// Skips frames until one matches; fails after `seconds`.
+    func next(within seconds: Double = 5, where matches: (ServerFrame) -> Bool) async throws -> ServerFrame {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            let remaining = deadline.timeIntervalSinceNow
+            if remaining <= 0 { throw TestFailure("no matching real-time frame within \(seconds) s") }
+            let frame = try await next(within: remaining)
+            if matches(frame) { return frame }
+        }
+    }
+
+    /// Asserts that no frame arrives for `seconds`.
+    func expectSilence(for seconds: Double = 0.3) async throws -> ServerFrame? {
+        do {
+            return try await next(within: seconds)
+        } catch let error as TestFailure where error.description.hasPrefix("no real-time frame") {
+            return nil
+        }
+    }
+
+    /// Closes from the client side and returns how the connection ended.
+    @discardableResult
+    func close() async -> WebSocketCloseFrame? {
+        outgoing.finish()
+        return try? await task.value
+    }
+
+    /// Waits for the server to close the connection and returns its close frame.
+    func closedByServer() async throws -> WebSocketCloseFrame? {
+        try await task.value
+    }
+}
