@@ -38,10 +38,12 @@ public enum ParleyJSON {
         return String(base.dropLast()) + "." + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
     }
 
+    /// Parses an ISO 8601 date, with or without fractional seconds, at millisecond precision
+    /// (exactly the `Date` a value of whole milliseconds makes, so that parsed and stored times compare equal).
     public static func parseDate(_ string: String) -> Date? {
-        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt).parse(string) {
-            return date
-        }
-        return try? Date.ISO8601FormatStyle(timeZone: .gmt).parse(string)
+        guard let date = (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt).parse(string))
+            ?? (try? Date.ISO8601FormatStyle(timeZone: .gmt).parse(string))
+        else { return nil }
+        return Date(timeIntervalSince1970: Double(Int64((date.timeIntervalSince1970 * 1000).rounded())) / 1000)
     }
 }
