@@ -1,0 +1,206 @@
+import Foundation
+import ParleyAPI
+import ParleyServer
+import Testing
+
+@Suite("Conversations and messages over HTTP")
+struct MessagingTests {
+    @Test("the consumer's first message opens a conversation; later ones continue it")
+    func firstMessageOpens() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, consumer) = try await acme.consumer()
+            // Agents have nothing to open a conversation with: they need an id.
+            let agentOpen = try await server.post(
+                "/v1/conversations/cnv_doesnotexist/messages", token: acme.adminToken,
+                json: SendMessageRequest(clientMessageId: "a", text: "hi"))
+            #expect(agentOpen.status == .notFound)
+
+            let first = try await acme.send("Hello, my order is late", as: token)
+            #expect(first.created)
+            #expect(first.message.seq == 1)
+            #expect(first.message.deliveryState == .sent)
+            #expect(first.conversation.state == .open)
+            #expect(first.conversation.channel == .web)
+            #expect(first.conversation.consumerId == consumer.id)
+            let second = try await acme.send("Order 1234", as: token)
+            #expect(second.conversation.id == first.conversation.id)
+            #expect(second.message.seq == 2)
+            #expect(second.conversation.lastMessagePreview == "Order 1234")
+        }
+    }
+
+    @Test("a retry with the same client message id returns the original and stores nothing")
+    func idempotentRetry() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            let first = try await acme.send("once", as: token, clientMessageId: "retry-me")
+            let retry = try await server.post(
+                "/v1/consumer/messages", token: token, json: SendMessageRequest(clientMessageId: "retry-me", text: "once"))
+            #expect(retry.status == .ok)
+            let replay = try retry.decode(SendMessageResponse.self)
+            #expect(!replay.created)
+            #expect(replay.message == first.message)
+            let history = try await server.get("/v1/consumer/conversations/\(first.conversation.id)/messages", token: token)
+            #expect(try history.decode(ListResponse<MessageDTO>.self).items == [first.message])
+
+            let reused = try await server.post(
+                "/v1/consumer/messages", token: token, json: SendMessageRequest(clientMessageId: "retry-me", text: "different"))
+            #expect(reused.status == .conflict)
+            #expect(try reused.error.code == "client_message_id_reused")
+
+            // Many retries at once still make one message.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<8 {
+                    group.addTask { try await acme.send("burst", as: token, clientMessageId: "burst-1") }
+                }
+                try await group.waitForAll()
+            }
+            let all = try await server.get("/v1/consumer/conversations/\(first.conversation.id)/messages", token: token)
+            #expect(try all.decode(ListResponse<MessageDTO>.self).items.filter { $0.clientMessageId == "burst-1" }.count == 1)
+        }
+    }
+
+    @Test("per-channel limits apply to each side")
+    func channelLimits() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let messengerApp = try await server.post(
+                "/v1/apps", token: acme.adminToken, json: CreateAppRequest(name: "Messenger page", channel: .messenger)
+            ).decode(AppDTO.self)
+            let session = try await server.post("/v1/consumer/session", json: ConsumerSessionRequest(appId: messengerApp.id))
+                .decode(ConsumerSessionResponse.self)
+            // A consumer may write 5000 characters on Messenger...
+            let long = try await acme.send(String(repeating: "c", count: 5000), as: session.token)
+            #expect(long.conversation.channel == .messenger)
+            // ...an agent only 640.
+            let tooLong = try await server.post(
+                "/v1/conversations/\(long.conversation.id)/messages", token: acme.adminToken,
+                json: SendMessageRequest(clientMessageId: "a1", text: String(repeating: "a", count: 641)))
+            #expect(tooLong.status == .unprocessableContent)
+            #expect(try tooLong.error.code == "message_too_long")
+            #expect(try tooLong.error.message.contains("640"))
+            try await acme.reply(String(repeating: "a", count: 640), in: long.conversation.id, as: acme.adminToken)
+        }
+    }
+
+    @Test("resolve, consumer writes again: reopened; agents cannot write to a resolved conversation")
+    func lifecycle() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            let opened = try await acme.send("help", as: token)
+            let id = opened.conversation.id
+            let resolved = try await server.post("/v1/conversations/\(id)/resolve", token: acme.adminToken).decode(ConversationDTO.self)
+            #expect(resolved.state == .resolved)
+            #expect(try await server.post("/v1/conversations/\(id)/resolve", token: acme.adminToken).error.code == "already_resolved")
+            let refused = try await server.post(
+                "/v1/conversations/\(id)/messages", token: acme.adminToken, json: SendMessageRequest(clientMessageId: "r", text: "hi"))
+            #expect(refused.status == .conflict)
+            #expect(try refused.error.code == "conversation_resolved")
+
+            let again = try await acme.send("it broke again", as: token)
+            #expect(again.conversation.id == id)
+            #expect(again.conversation.state == .reopened)
+            // seq: 1 message, 2 resolved, 3 reopened, 4 message
+            #expect(again.message.seq == 4)
+            let events = try await server.get("/v1/conversations/\(id)/events", token: acme.adminToken).decode(ListResponse<ConversationEventDTO>.self).items
+            #expect(events.map(\.seq) == [2, 3])
+            #expect(events.map(\.state) == [.resolved, .reopened])
+            #expect(events.map(\.actorKind) == [.agent, .consumer])
+        }
+    }
+
+    @Test("receipts from the recipient move delivery states forward")
+    func receipts() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            let question = try await acme.send("question", as: token)
+            let id = question.conversation.id
+            let answer = try await acme.reply("answer", in: id, as: acme.adminToken)
+
+            // The consumer reads the agent's answer.
+            let read = try await server.post(
+                "/v1/consumer/conversations/\(id)/receipts", token: token, json: ReceiptRequest(upToSeq: answer.message.seq, state: .read))
+            #expect(read.status == .ok)
+            let event = try #require(try read.decode(ReceiptResponse.self).event)
+            #expect(event.kind == .receipt)
+            #expect(event.deliveryState == .read)
+            // Repeating it changes nothing and stores nothing.
+            let repeated = try await server.post(
+                "/v1/consumer/conversations/\(id)/receipts", token: token, json: ReceiptRequest(upToSeq: answer.message.seq, state: .delivered))
+            #expect(try repeated.decode(ReceiptResponse.self).event == nil)
+
+            let messages = try await server.get("/v1/conversations/\(id)/messages", token: acme.adminToken).decode(ListResponse<MessageDTO>.self).items
+            #expect(messages.map(\.deliveryState) == [.sent, .read])  // the consumer's own message is untouched
+
+            let outOfRange = try await server.post(
+                "/v1/conversations/\(id)/receipts", token: acme.adminToken, json: ReceiptRequest(upToSeq: 99, state: .read))
+            #expect(try outOfRange.error.code == "sequence_out_of_range")
+            let sentState = try await server.post(
+                "/v1/conversations/\(id)/receipts", token: acme.adminToken, json: ReceiptRequest(upToSeq: 1, state: .sent))
+            #expect(sentState.status == .badRequest)
+        }
+    }
+
+    @Test("assignment follows roles; lists filter by assignee, state and channel")
+    func assignmentAndLists() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (agentToken, agent) = try await acme.agent()
+            let (otherToken, other) = try await acme.agent()
+            var conversationIds: [String] = []
+            for index in 0..<3 {
+                let (token, _) = try await acme.consumer()
+                conversationIds.append(try await acme.send("hello \(index)", as: token).conversation.id)
+            }
+            // An agent takes a conversation for themselves, not for someone else.
+            let mine = try await server.post("/v1/conversations/\(conversationIds[0])/assign", token: agentToken, json: AssignRequest(agentId: agent.id))
+            #expect(try mine.decode(ConversationDTO.self).assigneeId == agent.id)
+            let forOther = try await server.post("/v1/conversations/\(conversationIds[1])/assign", token: agentToken, json: AssignRequest(agentId: other.id))
+            #expect(forOther.status == .forbidden)
+            let steal = try await server.post("/v1/conversations/\(conversationIds[0])/assign", token: otherToken, json: AssignRequest(agentId: nil))
+            #expect(steal.status == .forbidden)
+            // Admins assign anyone; an unknown agent is refused.
+            #expect(try await server.post("/v1/conversations/\(conversationIds[1])/assign", token: acme.adminToken, json: AssignRequest(agentId: other.id)).status == .ok)
+            let ghost = try await server.post("/v1/conversations/\(conversationIds[2])/assign", token: acme.adminToken, json: AssignRequest(agentId: "agt_ghost"))
+            #expect(try ghost.error.code == "agent_not_found")
+            _ = try await server.post("/v1/conversations/\(conversationIds[2])/resolve", token: acme.adminToken)
+
+            func list(_ query: String, _ token: String) async throws -> [String] {
+                try await server.get("/v1/conversations\(query)", token: token).decode(Page<ConversationDTO>.self).items.map(\.id)
+            }
+            #expect(try await list("?assignee=me", agentToken) == [conversationIds[0]])
+            #expect(try await list("?assignee=unassigned", agentToken) == [conversationIds[2]])
+            #expect(try await list("?assignee=\(other.id)", agentToken) == [conversationIds[1]])
+            #expect(try await list("?state=resolved", agentToken) == [conversationIds[2]])
+            #expect(Set(try await list("?state=open,reopened", agentToken)) == Set(conversationIds[0...1]))
+            #expect(try await list("?channel=sms", agentToken).isEmpty)
+            #expect(try await server.get("/v1/conversations?state=closed", token: agentToken).status == .badRequest)
+
+            // Paging walks every conversation once, newest activity first.
+            let firstPage = try await server.get("/v1/conversations?limit=2", token: agentToken).decode(Page<ConversationDTO>.self)
+            let cursor = try #require(firstPage.nextCursor)
+            let secondPage = try await server.get("/v1/conversations?limit=2&cursor=\(cursor)", token: agentToken).decode(Page<ConversationDTO>.self)
+            #expect(Set(firstPage.items.map(\.id) + secondPage.items.map(\.id)) == Set(conversationIds))
+            #expect(secondPage.nextCursor == nil)
+        }
+    }
+
+    @Test("history pages by sequence")
+    func history() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            var id = ""
+            for index in 1...5 {
+                id = try await acme.send("message \(index)", as: token).conversation.id
+            }
+            let page = try await server.get("/v1/conversations/\(id)/messages?after=2&limit=2", token: acme.adminToken).decode(ListResponse<MessageDTO>.self)
+            #expect(page.items.map(\.seq) == [3, 4])
+            #expect(page.items.map(\.text) == ["message 3", "message 4"])
+        }
+    }
+}
