@@ -7,6 +7,7 @@ import ParleyAPI
 import ParleyMedia
 import ParleyStore
 import ServiceLifecycle
+import UnixSignals
 
 /// Everything a running Parley needs, built once and shared by the routes.
 public struct ParleyServices: Sendable {
@@ -82,7 +83,7 @@ public func buildApplication(
     _ services: ParleyServices, logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let configuration = services.configuration
-    var app = Application(
+    let app = Application(
         router: buildRouter(services),
         server: .http1WebSocketUpgrade(
             webSocketRouter: buildWebSocketRouter(services),
@@ -95,6 +96,16 @@ public func buildApplication(
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Parley"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
         logger: logger)
-    app.addServices(services.hub)
     return app
+}
+
+/// Runs the application and the real-time hub together. The hub is listed last so that graceful
+/// shutdown (which goes in reverse order) reaches it first: every client is told to reconnect and
+/// resume (close code 4000) before the HTTP server stops.
+public func makeServiceGroup(
+    _ app: some ApplicationProtocol, _ services: ParleyServices, gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
+    logger: Logger
+) -> ServiceGroup {
+    ServiceGroup(
+        configuration: .init(services: [app, services.hub], gracefulShutdownSignals: gracefulShutdownSignals, logger: logger))
 }

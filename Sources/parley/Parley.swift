@@ -7,6 +7,7 @@ import ParleyAPI
 import ParleyServer
 import ParleyStore
 import Prometheus
+import ServiceLifecycle
 
 @main
 struct Parley: AsyncParsableCommand {
@@ -88,7 +89,7 @@ struct Serve: AsyncParsableCommand {
             say("Parley is listening on http://\(configuration.host):\(port)")
         }
         do {
-            try await app.runService()
+            try await makeServiceGroup(app, services, logger: logger).run()
         } catch {
             await services.close()
             throw error

@@ -91,7 +91,8 @@ struct RealtimeController {
             case .send(let id, let request):
                 replyId = id
                 let response = try await conversations.send(principal, request, fromConnection: outbox.connectionId)
-                let changed = !response.created || response.conversation.lastSeq != response.message.seq
+                // The conversation rides along when it is new or changed beyond this message.
+                let changed = !response.created || response.message.seq == 1 || response.conversation.lastSeq != response.message.seq
                 send(.ack(id: id, message: response.message, conversation: changed ? response.conversation : nil, event: nil), to: outbox)
             case .receipt(let id, let conversationId, let receipt):
                 replyId = id

@@ -92,5 +92,10 @@ public final class RealtimeHub: Service {
         for outbox in all {
             outbox.close(code: RealtimeCloseCode.resume, text: "server shutting down: reconnect and resume")
         }
+        // Give the close frames a moment to go out before the HTTP server stops.
+        let deadline = ContinuousClock.now + .seconds(3)
+        while connectionCount > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
     }
 }

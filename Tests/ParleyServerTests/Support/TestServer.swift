@@ -39,7 +39,7 @@ struct TestServer: Sendable {
         let services = try await ParleyServices.make(configuration: configuration, logger: logger)
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let app = buildApplication(services, logger: logger) { port in portContinuation.yield(port) }
-        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
+        let group = makeServiceGroup(app, services, gracefulShutdownSignals: [], logger: logger)
         let running = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw TestFailure("server did not start") }
