@@ -1,0 +1,54 @@
+import ParleyServer
+import Testing
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    @Test("defaults: SQLite under ./data on 127.0.0.1:8080")
+    func defaults() throws {
+        let configuration = try ParleyConfiguration.fromEnvironment([:])
+        #expect(configuration.host == "127.0.0.1")
+        #expect(configuration.port == 8080)
+        #expect(configuration.resolvedDatabaseURL == "sqlite://./data/parley.sqlite")
+        #expect(configuration.mediaDirectory == "./data/media")
+        try configuration.validate()
+    }
+
+    @Test("environment over defaults, flags over environment")
+    func precedence() throws {
+        var configuration = try ParleyConfiguration.fromEnvironment([
+            "PARLEY_PORT": "9000", "PARLEY_DATA_DIR": "/srv/parley", "PARLEY_SECURE_COOKIES": "yes", "PATH": "/bin",
+        ])
+        #expect(configuration.port == 9000)
+        #expect(configuration.resolvedDatabaseURL == "sqlite:///srv/parley/parley.sqlite")
+        #expect(configuration.secureCookies)
+        try configuration.apply(flag: "port", value: "9100")
+        try configuration.apply(flag: "database-url", value: "postgres://parley:secret@db:5432/parley")
+        #expect(configuration.port == 9100)
+        try configuration.validate()
+    }
+
+    @Test("a bad setting stops start-up with a message that names it", arguments: [
+        (["PARLEY_PORT": "eighty"], "PARLEY_PORT"),
+        (["PARLEY_PORT": "70000"], "PARLEY_PORT"),
+        (["PARLEY_LOG_LEVEL": "loud"], "PARLEY_LOG_LEVEL"),
+        (["PARLEY_BCRYPT_COST": "2"], "PARLEY_BCRYPT_COST"),
+        (["PARLEY_SEED_DEMO": "maybe"], "PARLEY_SEED_DEMO"),
+        (["PARLEY_DATA_DIR": ""], "PARLEY_DATA_DIR"),
+        (["PARLEY_PROT": "8080"], "PARLEY_PROT"),
+    ])
+    func badSettings(environment: [String: String], setting: String) {
+        let error = #expect(throws: ConfigurationError.self) { try ParleyConfiguration.fromEnvironment(environment) }
+        #expect(error?.setting == setting)
+        #expect(error?.description.contains(setting) == true)
+    }
+
+    @Test("a bad database URL is named, without its password")
+    func badDatabaseURL() throws {
+        var configuration = ParleyConfiguration()
+        configuration.databaseURL = "mysql://root:hunter2@db/parley"
+        let error = #expect(throws: ConfigurationError.self) { try configuration.validate() }
+        #expect(error?.setting.contains("PARLEY_DATABASE_URL") == true)
+        #expect(error?.description.contains("hunter2") == false)
+        #expect(throws: ConfigurationError.self) { try configuration.apply(flag: "colour", value: "red") }
+    }
+}

@@ -1,0 +1,57 @@
+import Logging
+import ParleyAPI
+import ParleyDomain
+@testable import ParleyServer
+import Testing
+
+@Suite("Real-time hub")
+struct HubTests {
+    let agent = Principal.agent(AgentPrincipal(agentId: "agt_a", brandId: "brd_a", role: .agent, permissions: []))
+    let consumer = Principal.consumer(ConsumerPrincipal(consumerId: "csm_a", brandId: "brd_a", appId: "app_a"))
+    let stranger = Principal.consumer(ConsumerPrincipal(consumerId: "csm_b", brandId: "brd_a", appId: "app_a"))
+    let otherBrand = Principal.agent(AgentPrincipal(agentId: "agt_z", brandId: "brd_z", role: .admin, permissions: []))
+
+    func drain(_ outbox: Outbox) async -> [String] {
+        outbox.close(code: 1000, text: "test")
+        var frames: [String] = []
+        for await frame in outbox.stream { frames.append(frame) }
+        return frames
+    }
+
+    @Test("events reach the brand's agents and the conversation's consumer only")
+    func routing() async {
+        let bus = LocalEventBus()
+        let hub = RealtimeHub(bus: bus, queueLimit: 16, metrics: ParleyMetrics(), logger: Logger(label: "test"))
+        let agentBox = hub.register(agent), consumerBox = hub.register(consumer)
+        let strangerBox = hub.register(stranger), otherBox = hub.register(otherBrand)
+        await bus.publish(RealtimeEvent(audience: .conversation(brandId: "brd_a", consumerId: "csm_a"), frame: "m1"))
+        await bus.publish(RealtimeEvent(audience: .agents(brandId: "brd_a"), frame: "list"))
+        await bus.publish(RealtimeEvent(audience: .conversation(brandId: "brd_a", consumerId: "csm_a"), frame: "typing", excludingConnection: consumerBox.connectionId))
+        #expect(await drain(agentBox) == ["m1", "list", "typing"])
+        #expect(await drain(consumerBox) == ["m1"])
+        #expect(await drain(strangerBox) == [])
+        #expect(await drain(otherBox) == [])
+        hub.unregister(agentBox)
+        #expect(hub.connectionCount == 3)
+    }
+
+    @Test("a slow connection is closed with the resume code, never silently trimmed, and others go on")
+    func slowConsumer() async {
+        let bus = LocalEventBus()
+        let metrics = ParleyMetrics()
+        let hub = RealtimeHub(bus: bus, queueLimit: 8, metrics: metrics, logger: Logger(label: "test"))
+        let slow = hub.register(agent)
+        let fast = hub.register(consumer)
+        var fastSeen: [String] = []
+        var iterator = fast.stream.makeAsyncIterator()
+        for index in 0..<20 {
+            await bus.publish(RealtimeEvent(audience: .conversation(brandId: "brd_a", consumerId: "csm_a"), frame: "e\(index)"))
+            // The fast reader keeps up.
+            if let frame = await iterator.next() { fastSeen.append(frame) }
+        }
+        #expect(slow.pendingClose?.code == RealtimeCloseCode.resume)
+        #expect(fast.pendingClose == nil)
+        #expect(fastSeen.count == 20)
+        #expect(metrics.render().contains("parley_realtime_overflows_total 1"))
+    }
+}
