@@ -269,6 +269,35 @@ struct RealtimeTests {
         }
     }
 
+    @Test("signing out on one device leaves the other devices connected")
+    func logoutIsPerSession() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (consumerToken, _) = try await acme.consumer()
+            let laptopLogin = try await server.post("/v1/auth/login", json: LoginRequest(email: acme.admin.email, password: acme.adminPassword))
+            let laptopToken = try laptopLogin.decode(AgentSessionResponse.self).token
+            let laptop = try await RealtimeProbe.connect(port: server.port, token: laptopToken)
+            let phone = try await RealtimeProbe.connect(port: server.port, token: acme.adminToken)
+            #expect(try await server.post("/v1/auth/logout", token: laptopToken).status == .noContent)
+            #expect(try await laptop.closedByServer()?.closeCode == .unknown(RealtimeCloseCode.unauthorized))
+            let sent = try await acme.send("still there?", as: consumerToken)
+            #expect(Self.message(try await phone.next(where: { Self.message($0) != nil })) == sent.message)
+            await phone.close()
+        }
+    }
+
+    @Test("a connection ends when its session expires")
+    func sessionExpiry() async throws {
+        try await TestServer.run(configure: { $0.consumerSessionTTL = 1.5 }) { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            let socket = try await RealtimeProbe.connect(port: server.port, token: token)
+            let started = Date()
+            #expect(try await socket.closedByServer()?.closeCode == .unknown(RealtimeCloseCode.unauthorized))
+            #expect(Date().timeIntervalSince(started) < 10)
+        }
+    }
+
     @Test("permessage-deflate is negotiated and frames still arrive intact")
     func compression() async throws {
         try await TestServer.run { server in

@@ -29,12 +29,12 @@ struct AuthController {
     }
 
     @Sendable func logout(_ request: Request, context: ParleyRequestContext) async throws -> Response {
-        let principal = try context.requirePrincipal()
+        _ = try context.requirePrincipal()
         if let tokenHash = context.sessionTokenHash {
             try await identity.logout(tokenHash: tokenHash)
+            // Real-time connections opened with this session stop at once; other devices go on.
+            hub.disconnect(sessionTokenHash: tokenHash, code: RealtimeCloseCode.unauthorized, reason: "signed out")
         }
-        // Open real-time connections of this subject stop at once.
-        hub.disconnect(subjectId: principal.participant.id, code: RealtimeCloseCode.unauthorized, reason: "signed out")
         let expired = Cookie(
             name: SessionTokens.cookieName, value: "", expires: Date(timeIntervalSince1970: 0), path: "/",
             secure: configuration.secureCookies, httpOnly: true, sameSite: .lax)

@@ -15,9 +15,10 @@ struct AuthMiddleware: RouterMiddleware {
         var context = context
         if let token = Self.token(in: request) {
             do {
-                let (principal, tokenHash) = try await identity.authenticate(token: token)
-                context.principal = principal
-                context.sessionTokenHash = tokenHash
+                let session = try await identity.authenticate(token: token)
+                context.principal = session.principal
+                context.sessionTokenHash = session.tokenHash
+                context.sessionExpiresAt = session.expiresAt
             } catch let error as ParleyError {
                 context.authFailure = error
             }

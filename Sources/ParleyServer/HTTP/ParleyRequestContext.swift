@@ -12,6 +12,8 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
     public var principal: Principal?
     /// Set by `AuthMiddleware`: the SHA-256 of the presented token, for logout.
     public var sessionTokenHash: String?
+    /// Set by `AuthMiddleware`: when the presented session ends.
+    public var sessionExpiresAt: Date?
     /// Set by `AuthMiddleware` when a token came with the request but is not valid.
     public var authFailure: ParleyError?
 

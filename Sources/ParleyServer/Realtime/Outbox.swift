@@ -15,13 +15,16 @@ public final class Outbox: Sendable {
 
     public let connectionId: String
     public let principal: Principal
+    /// The hash of the session token the connection was opened with; logout of that session closes it.
+    public let sessionTokenHash: String?
     let stream: AsyncStream<String>
     private let continuation: AsyncStream<String>.Continuation
     private let closeReason = Mutex<CloseReason?>(nil)
 
-    init(connectionId: String, principal: Principal, limit: Int) {
+    init(connectionId: String, principal: Principal, sessionTokenHash: String?, limit: Int) {
         self.connectionId = connectionId
         self.principal = principal
+        self.sessionTokenHash = sessionTokenHash
         (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(limit))
     }
 

@@ -24,13 +24,19 @@ struct RealtimeController {
             _ = try context.requirePrincipal()
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
-            guard let principal = context.requestContext.principal else { return }
-            await serve(principal: principal, inbound: inbound, outbound: outbound, logger: context.logger)
+            let session = context.requestContext
+            guard let principal = session.principal else { return }
+            await serve(
+                principal: principal, sessionTokenHash: session.sessionTokenHash, expiresAt: session.sessionExpiresAt,
+                inbound: inbound, outbound: outbound, logger: context.logger)
         }
     }
 
-    func serve(principal: Principal, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger) async {
-        let outbox = hub.register(principal)
+    func serve(
+        principal: Principal, sessionTokenHash: String?, expiresAt: Date?, inbound: WebSocketInboundStream,
+        outbound: WebSocketOutboundWriter, logger: Logger
+    ) async {
+        let outbox = hub.register(principal, sessionTokenHash: sessionTokenHash)
         defer { hub.unregister(outbox) }
         send(
             .hello(
@@ -39,19 +45,6 @@ struct RealtimeController {
             to: outbox)
 
         await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await frame in outbox.stream {
-                    if outbox.pendingClose != nil { break }
-                    do {
-                        try await outbound.write(.text(frame))
-                    } catch {
-                        break
-                    }
-                }
-                if let reason = outbox.pendingClose {
-                    try? await outbound.close(.unknown(reason.code), reason: reason.text)
-                }
-            }
             group.addTask {
                 do {
                     for try await message in inbound.messages(maxSize: configuration.maxRealtimeFrameBytes) {
@@ -65,9 +58,30 @@ struct RealtimeController {
                 } catch {
                     logger.debug("real-time connection ended", metadata: ["error": "\(error)"])
                 }
-                outbox.finish()
+                outbox.finish()  // the client went away: stop writing
             }
-            await group.next()
+            if let expiresAt {
+                group.addTask {
+                    // The connection ends with its session.
+                    let remaining = min(max(expiresAt.timeIntervalSinceNow, 0), 31_536_000)
+                    try? await Task.sleep(for: .milliseconds(Int64(remaining * 1000)))
+                    if !Task.isCancelled {
+                        outbox.close(code: RealtimeCloseCode.unauthorized, text: "session expired")
+                    }
+                }
+            }
+            // This task writes: it drains the outbox until the client leaves or the connection is closed.
+            for await frame in outbox.stream {
+                if outbox.pendingClose != nil { break }
+                do {
+                    try await outbound.write(.text(frame))
+                } catch {
+                    break
+                }
+            }
+            if let reason = outbox.pendingClose {
+                try? await outbound.close(.unknown(reason.code), reason: reason.text)
+            }
             group.cancelAll()
         }
     }

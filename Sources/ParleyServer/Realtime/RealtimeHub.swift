@@ -26,8 +26,9 @@ public final class RealtimeHub: Service {
     }
 
     /// Adds a connection; events for its principal start arriving in its outbox at once.
-    public func register(_ principal: Principal) -> Outbox {
-        let outbox = Outbox(connectionId: Identifier.make(.connection), principal: principal, limit: queueLimit)
+    public func register(_ principal: Principal, sessionTokenHash: String? = nil) -> Outbox {
+        let outbox = Outbox(
+            connectionId: Identifier.make(.connection), principal: principal, sessionTokenHash: sessionTokenHash, limit: queueLimit)
         state.withLock { state in
             state.connections[outbox.connectionId] = outbox
             switch principal {
@@ -55,10 +56,10 @@ public final class RealtimeHub: Service {
         if removed { metrics.realtimeConnections.decrement() }
     }
 
-    /// Closes every connection of a consumer or agent, e.g. after logout.
-    public func disconnect(subjectId: String, code: UInt16, reason: String) {
+    /// Closes every connection opened with one session, e.g. after its logout.
+    public func disconnect(sessionTokenHash: String, code: UInt16, reason: String) {
         let targets = state.withLock { state in
-            state.connections.values.filter { $0.principal.participant.id == subjectId }
+            state.connections.values.filter { $0.sessionTokenHash == sessionTokenHash }
         }
         for outbox in targets { outbox.close(code: code, text: reason) }
     }

@@ -44,8 +44,14 @@ public struct IdentityService: Sendable {
         try await store.write { repo in try await repo.revokeSession(tokenHash: tokenHash, at: Clock.now()) }
     }
 
+    public struct AuthenticatedSession: Sendable {
+        public var principal: Principal
+        public var tokenHash: String
+        public var expiresAt: Date
+    }
+
     /// Who a session token belongs to, or why it is refused.
-    public func authenticate(token: String) async throws -> (Principal, tokenHash: String) {
+    public func authenticate(token: String) async throws -> AuthenticatedSession {
         guard SessionTokens.isWellFormed(token) else {
             throw ParleyError(.unauthorized, code: "invalid_token", message: "The token is not a Parley session token.")
         }
@@ -71,15 +77,14 @@ public struct IdentityService: Sendable {
             guard let agent else {
                 throw ParleyError(.unauthorized, code: "invalid_token", message: "The agent of this session no longer exists.")
             }
-            return (
-                .agent(AgentPrincipal(
-                    agentId: agent.agent.id, brandId: agent.agent.brandId, role: agent.agent.role,
-                    permissions: Set(agent.agent.permissions))),
-                tokenHash
-            )
+            let principal = Principal.agent(AgentPrincipal(
+                agentId: agent.agent.id, brandId: agent.agent.brandId, role: agent.agent.role,
+                permissions: Set(agent.agent.permissions)))
+            return AuthenticatedSession(principal: principal, tokenHash: tokenHash, expiresAt: session.expiresAt)
         case .consumer:
             guard let appId = session.appId else { throw StoreError.corrupt("consumer session without an app") }
-            return (.consumer(ConsumerPrincipal(consumerId: session.subjectId, brandId: session.brandId, appId: appId)), tokenHash)
+            let principal = Principal.consumer(ConsumerPrincipal(consumerId: session.subjectId, brandId: session.brandId, appId: appId))
+            return AuthenticatedSession(principal: principal, tokenHash: tokenHash, expiresAt: session.expiresAt)
         case .system:
             throw ParleyError(.unauthorized, code: "invalid_token", message: "The token is not valid.")
         }
