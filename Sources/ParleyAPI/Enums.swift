@@ -76,4 +76,15 @@ public enum DeliveryState: String, Codable, Sendable, CaseIterable, Hashable, Co
 /// The kind of content a message carries.
 public enum MessageKind: String, Codable, Sendable, Hashable {
     case text
+    case voice
+}
+
+/// Where a voice note is on its way from upload to playable everywhere.
+public enum VoiceState: String, Codable, Sendable, Hashable {
+    /// Stored and measured (duration and waveform are known); renditions are being made.
+    case processing
+    /// Every rendition is ready.
+    case ready
+    /// Processing failed; `failureReason` says why.
+    case failed
 }

@@ -127,6 +127,50 @@ public struct ConversationDTO: Codable, Sendable, Hashable {
     }
 }
 
+/// Where media is served from.
+public enum MediaPaths {
+    /// `/v1/media/{messageId}/{format}` with `format` `original`, `opus` or `aac`.
+    public static func voice(messageId: String, format: String) -> String {
+        "/v1/media/\(messageId)/\(format)"
+    }
+}
+
+/// One playable form of a voice note.
+public struct VoiceRenditionDTO: Codable, Sendable, Hashable {
+    /// `original`, `opus` (Ogg/Opus) or `aac` (M4A).
+    public var format: String
+    public var contentType: String
+    public var bytes: Int
+    /// Where to fetch it (Range requests supported).
+    public var url: String
+
+    public init(format: String, contentType: String, bytes: Int, url: String) {
+        self.format = format
+        self.contentType = contentType
+        self.bytes = bytes
+        self.url = url
+    }
+}
+
+/// The audio of a voice message.
+public struct VoiceDTO: Codable, Sendable, Hashable {
+    public var durationMs: Int
+    /// Peak levels 0-255, evenly spread over the note.
+    public var waveform: [UInt8]
+    public var state: VoiceState
+    public var failureReason: String?
+    /// The original as uploaded (always available), then the renditions that are ready.
+    public var renditions: [VoiceRenditionDTO]
+
+    public init(durationMs: Int, waveform: [UInt8], state: VoiceState, failureReason: String?, renditions: [VoiceRenditionDTO]) {
+        self.durationMs = durationMs
+        self.waveform = waveform
+        self.state = state
+        self.failureReason = failureReason
+        self.renditions = renditions
+    }
+}
+
 public struct MessageDTO: Codable, Sendable, Hashable {
     public var id: String
     public var conversationId: String
@@ -138,11 +182,16 @@ public struct MessageDTO: Codable, Sendable, Hashable {
     public var text: String
     public var deliveryState: DeliveryState
     public var createdAt: Date
+    /// For `kind == .voice`: the audio. The `text` of a voice message is its transcript line,
+    /// `[audio message m:ss]`.
+    public var voice: VoiceDTO?
 
     public init(
         id: String, conversationId: String, seq: Int64, senderKind: ParticipantKind, senderId: String,
-        clientMessageId: String, kind: MessageKind, text: String, deliveryState: DeliveryState, createdAt: Date
+        clientMessageId: String, kind: MessageKind, text: String, deliveryState: DeliveryState, createdAt: Date,
+        voice: VoiceDTO? = nil
     ) {
+        self.voice = voice
         self.id = id
         self.conversationId = conversationId
         self.seq = seq
@@ -162,6 +211,8 @@ public struct ConversationEventDTO: Codable, Sendable, Hashable {
         case receipt
         case stateChanged = "state_changed"
         case assigned
+        /// A voice note finished processing (ready or failed); `message` carries it as it is now.
+        case voiceProcessed = "voice_processed"
     }
 
     public var conversationId: String
@@ -174,13 +225,18 @@ public struct ConversationEventDTO: Codable, Sendable, Hashable {
     public var deliveryState: DeliveryState?
     public var state: ConversationState?
     public var assigneeId: String?
+    /// For `voiceProcessed`: the message id, and the message as it is now.
+    public var messageId: String?
+    public var message: MessageDTO?
     public var createdAt: Date
 
     public init(
         conversationId: String, seq: Int64, kind: Kind, actorKind: ParticipantKind, actorId: String,
         upToSeq: Int64? = nil, deliveryState: DeliveryState? = nil, state: ConversationState? = nil,
-        assigneeId: String? = nil, createdAt: Date
+        assigneeId: String? = nil, messageId: String? = nil, message: MessageDTO? = nil, createdAt: Date
     ) {
+        self.messageId = messageId
+        self.message = message
         self.conversationId = conversationId
         self.seq = seq
         self.kind = kind
@@ -191,6 +247,48 @@ public struct ConversationEventDTO: Codable, Sendable, Hashable {
         self.state = state
         self.assigneeId = assigneeId
         self.createdAt = createdAt
+    }
+}
+
+/// What a brand allows. Admins change it; agents and consumers read what concerns them.
+public struct BrandSettingsDTO: Codable, Sendable, Hashable {
+    /// Longest voice note accepted, 15-120 seconds.
+    public var voiceMaxSeconds: Int
+    /// Whether consumers may send voice notes to agents.
+    public var voiceFromConsumers: Bool
+    /// Whether agents (with the send_audio permission) may send voice notes to consumers.
+    public var voiceFromAgents: Bool
+
+    public init(voiceMaxSeconds: Int = 120, voiceFromConsumers: Bool = true, voiceFromAgents: Bool = true) {
+        self.voiceMaxSeconds = voiceMaxSeconds
+        self.voiceFromConsumers = voiceFromConsumers
+        self.voiceFromAgents = voiceFromAgents
+    }
+}
+
+/// A change to brand settings; absent fields stay as they are.
+public struct UpdateBrandSettingsRequest: Codable, Sendable {
+    public var voiceMaxSeconds: Int?
+    public var voiceFromConsumers: Bool?
+    public var voiceFromAgents: Bool?
+
+    public init(voiceMaxSeconds: Int? = nil, voiceFromConsumers: Bool? = nil, voiceFromAgents: Bool? = nil) {
+        self.voiceMaxSeconds = voiceMaxSeconds
+        self.voiceFromConsumers = voiceFromConsumers
+        self.voiceFromAgents = voiceFromAgents
+    }
+}
+
+/// What the consumer's client needs to know to show or hide its microphone.
+public struct ConsumerSettingsDTO: Codable, Sendable, Hashable {
+    public var voiceEnabled: Bool
+    public var voiceMaxSeconds: Int
+    public var brandName: String
+
+    public init(voiceEnabled: Bool, voiceMaxSeconds: Int, brandName: String) {
+        self.voiceEnabled = voiceEnabled
+        self.voiceMaxSeconds = voiceMaxSeconds
+        self.brandName = brandName
     }
 }
 

@@ -6,7 +6,13 @@ import ParleyDomain
 public protocol BlobStore: Sendable {
     /// Stores `data` under `key` atomically: a reader sees the whole blob or nothing.
     func put(_ data: Data, key: String) async throws
+    /// Moves a finished local file into the store under `key` (the file is gone afterwards).
+    func putFile(_ source: URL, key: String) async throws
     func get(key: String) async throws -> Data?
+    /// The size of a blob in bytes, or nil when there is none.
+    func size(key: String) async throws -> Int?
+    /// Bytes `range` of a blob (for HTTP Range requests).
+    func read(key: String, range: Range<Int>) async throws -> Data
     func delete(key: String) async throws
 }
 
@@ -31,6 +37,35 @@ public struct LocalBlobStore: BlobStore {
         try FileManager.default.moveItem(at: partial, to: destination)
     }
 
+    public func putFile(_ source: URL, key: String) async throws {
+        let destination = try url(for: key)
+        try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        if FileManager.default.fileExists(atPath: destination.path) {
+            try FileManager.default.removeItem(at: destination)
+        }
+        // Same file system (the partial directory is inside the root): an atomic rename.
+        try FileManager.default.moveItem(at: source, to: destination)
+    }
+
+    public func size(key: String) async throws -> Int? {
+        let path = try url(for: key).path
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return nil }
+        return (attributes[.size] as? NSNumber)?.intValue
+    }
+
+    public func read(key: String, range: Range<Int>) async throws -> Data {
+        let handle = try FileHandle(forReadingFrom: try url(for: key))
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(range.lowerBound))
+        return try handle.read(upToCount: range.count) ?? Data()
+    }
+
+    /// A new path for a temporary file inside the store's partial directory, for uploads and
+    /// transcoder output that `putFile` later moves into place.
+    public func partialFile(_ suffix: String = "") -> URL {
+        root.appendingPathComponent(".partial/\(Identifier.random(20))\(suffix)")
+    }
+
     public func get(key: String) async throws -> Data? {
         let source = try url(for: key)
         guard FileManager.default.fileExists(atPath: source.path) else { return nil }
@@ -53,6 +88,11 @@ public struct LocalBlobStore: BlobStore {
             try FileManager.default.removeItem(at: partial.appendingPathComponent(name))
         }
         return leftovers.count
+    }
+
+    /// The local file of a blob, for tools (ffmpeg) that read files.
+    public func fileURL(for key: String) throws -> URL {
+        try url(for: key)
     }
 
     func url(for key: String) throws -> URL {

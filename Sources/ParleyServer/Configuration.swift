@@ -25,6 +25,12 @@ public struct ParleyConfiguration: Sendable {
     public var maxJSONBodyBytes: Int = 64 * 1024
     /// Largest inbound WebSocket frame, in bytes.
     public var maxRealtimeFrameBytes: Int = 64 * 1024
+    /// The ffmpeg program: a name looked up in PATH, or an absolute path.
+    public var ffmpeg: String = "ffmpeg"
+    /// Largest voice upload, in bytes; larger uploads are cut off with 413 while they stream in.
+    public var maxVoiceBytes: Int = 16 * 1024 * 1024
+    /// Voice notes transcoded at once.
+    public var voiceWorkers: Int = 2
 
     public init() {}
 
@@ -112,6 +118,13 @@ public struct ParleyConfiguration: Sendable {
         },
         Setting(flag: "seed-demo", environment: "PARLEY_SEED_DEMO", help: "create a demo brand on first run (default true)") { c, v, name throws(ConfigurationError) in
             c.seedDemo = try parseBool(v, name)
+        },
+        Setting(flag: "ffmpeg", environment: "PARLEY_FFMPEG", help: "the ffmpeg program, by name or path (default ffmpeg)") { c, v, _ in c.ffmpeg = v },
+        Setting(flag: "max-voice-bytes", environment: "PARLEY_MAX_VOICE_BYTES", help: "largest voice upload in bytes (default 16777216)") { c, v, name throws(ConfigurationError) in
+            c.maxVoiceBytes = try parseInt(v, name, range: 1024...1_073_741_824, what: "a byte count")
+        },
+        Setting(flag: "voice-workers", environment: "PARLEY_VOICE_WORKERS", help: "voice notes transcoded at once (default 2)") { c, v, name throws(ConfigurationError) in
+            c.voiceWorkers = try parseInt(v, name, range: 1...64, what: "a worker count")
         },
         Setting(flag: "realtime-queue-limit", environment: "PARLEY_REALTIME_QUEUE_LIMIT", help: "frames waiting per WebSocket before it is closed with 4000 (default 512)") { c, v, name throws(ConfigurationError) in
             c.realtimeQueueLimit = try parseInt(v, name, range: 8...1_000_000, what: "a frame count")

@@ -18,6 +18,8 @@ public struct ParleyServices: Sendable {
     public let metrics: ParleyMetrics
     public let identity: IdentityService
     public let conversations: ConversationService
+    public let voice: VoiceService
+    public let voiceProcessor: VoiceProcessor
     public let blobs: LocalBlobStore
 
     /// Opens the database, applies migrations and wires the services together.
@@ -41,11 +43,21 @@ public struct ParleyServices: Sendable {
             logger.notice("removed partial media writes left by a crash", metadata: ["count": "\(removed)"])
         }
         let hub = RealtimeHub(bus: bus, queueLimit: configuration.realtimeQueueLimit, metrics: metrics, logger: logger)
+        let conversations = ConversationService(store: store, bus: bus, metrics: metrics, logger: logger)
+        let ffmpeg = ProcessRunner.locate(configuration.ffmpeg).map(ProcessRunner.init(executable:))
+        if ffmpeg == nil {
+            logger.warning("ffmpeg was not found: voice messages are refused until it is installed", metadata: ["ffmpeg": "\(configuration.ffmpeg)"])
+        }
+        let processor = VoiceProcessor(
+            store: store, blobs: blobs, transcoder: ffmpeg.map { VoiceTranscoder(ffmpeg: $0) }, conversations: conversations,
+            concurrency: configuration.voiceWorkers, logger: logger)
+        let voice = VoiceService(
+            store: store, blobs: blobs, conversations: conversations, processor: processor,
+            analyzer: ffmpeg.map { AudioAnalyzer(ffmpeg: $0) }, maxUploadBytes: configuration.maxVoiceBytes, logger: logger)
         return ParleyServices(
             configuration: configuration, store: store, bus: bus, hub: hub, metrics: metrics,
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics),
-            conversations: ConversationService(store: store, bus: bus, metrics: metrics, logger: logger),
-            blobs: blobs)
+            conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs)
     }
 
     public func close() async {
@@ -65,6 +77,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
         .addRoutes(to: router)
     AdminController(identity: services.identity, configuration: services.configuration).addRoutes(to: router)
     SystemController(store: services.store, metrics: services.metrics).addRoutes(to: router)
+    VoiceController(voice: services.voice, identity: services.identity, blobs: services.blobs).addRoutes(to: router)
     return router
 }
 
@@ -107,5 +120,5 @@ public func makeServiceGroup(
     logger: Logger
 ) -> ServiceGroup {
     ServiceGroup(
-        configuration: .init(services: [app, services.hub], gracefulShutdownSignals: gracefulShutdownSignals, logger: logger))
+        configuration: .init(services: [services.voiceProcessor, app, services.hub], gracefulShutdownSignals: gracefulShutdownSignals, logger: logger))
 }

@@ -56,6 +56,78 @@ public struct AppKeyRecord: Sendable, Hashable {
     public var dto: AppKeyDTO { AppKeyDTO(kid: kid, appId: appId, algorithm: algorithm, createdAt: createdAt) }
 }
 
+/// The stored audio of a voice message: the original and its renditions.
+public struct VoiceRecord: Sendable, Hashable {
+    public var messageId: String
+    public var brandId: String
+    /// The sniffed container of the original (`webm`, `ogg`, `mp4`, ...).
+    public var container: String
+    public var originalKey: String
+    public var originalBytes: Int
+    public var durationMs: Int
+    public var waveform: [UInt8]
+    public var state: VoiceState
+    public var failureReason: String?
+    public var opusKey: String?
+    public var opusBytes: Int?
+    public var aacKey: String?
+    public var aacBytes: Int?
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    public init(
+        messageId: String, brandId: String, container: String, originalKey: String, originalBytes: Int, durationMs: Int,
+        waveform: [UInt8], state: VoiceState, failureReason: String? = nil, opusKey: String? = nil, opusBytes: Int? = nil,
+        aacKey: String? = nil, aacBytes: Int? = nil, createdAt: Date, updatedAt: Date
+    ) {
+        self.messageId = messageId
+        self.brandId = brandId
+        self.container = container
+        self.originalKey = originalKey
+        self.originalBytes = originalBytes
+        self.durationMs = durationMs
+        self.waveform = waveform
+        self.state = state
+        self.failureReason = failureReason
+        self.opusKey = opusKey
+        self.opusBytes = opusBytes
+        self.aacKey = aacKey
+        self.aacBytes = aacBytes
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+
+    /// How clients see it: the original always, renditions once made.
+    public var dto: VoiceDTO {
+        var renditions = [
+            VoiceRenditionDTO(
+                format: "original", contentType: Self.contentType(ofContainer: container), bytes: originalBytes,
+                url: MediaPaths.voice(messageId: messageId, format: "original"))
+        ]
+        if let opusBytes, opusKey != nil {
+            renditions.append(.init(format: "opus", contentType: "audio/ogg", bytes: opusBytes, url: MediaPaths.voice(messageId: messageId, format: "opus")))
+        }
+        if let aacBytes, aacKey != nil {
+            renditions.append(.init(format: "aac", contentType: "audio/mp4", bytes: aacBytes, url: MediaPaths.voice(messageId: messageId, format: "aac")))
+        }
+        return VoiceDTO(durationMs: durationMs, waveform: waveform, state: state, failureReason: failureReason, renditions: renditions)
+    }
+
+    public static func contentType(ofContainer container: String) -> String {
+        switch container {
+        case "webm": "audio/webm"
+        case "ogg": "audio/ogg"
+        case "mp4": "audio/mp4"
+        case "mp3": "audio/mpeg"
+        case "wav": "audio/wav"
+        case "amr": "audio/amr"
+        case "caf": "audio/x-caf"
+        case "aac": "audio/aac"
+        default: "application/octet-stream"
+        }
+    }
+}
+
 /// Which conversations an agent's list shows. Newest activity first; `before` continues a page.
 public struct ConversationFilter: Sendable, Hashable {
     public enum Assignee: Sendable, Hashable {

@@ -18,6 +18,9 @@ public protocol Repository: Sendable {
     func insertAppKey(_ key: AppKeyRecord) async throws
     func appKeys(appId: String) async throws -> [AppKeyRecord]
 
+    func brandSettings(brandId: String) async throws -> BrandSettingsDTO
+    func saveBrandSettings(_ settings: BrandSettingsDTO, brandId: String) async throws
+
     // MARK: Agents
     func insertAgent(_ record: AgentRecord) async throws
     func updateAgent(_ record: AgentRecord) async throws
@@ -48,6 +51,8 @@ public protocol Repository: Sendable {
     // MARK: Messages and events
     func insertMessage(_ message: MessageDTO, brandId: String) async throws
     func message(senderId: String, clientMessageId: String) async throws -> MessageDTO?
+    /// A message of the brand by id (any conversation of the brand).
+    func message(brandId: String, id: String) async throws -> MessageDTO?
     func messages(conversationId: String, afterSeq: Int64, limit: Int) async throws -> [MessageDTO]
     /// Raises the delivery state of every message sent by `senderKind` with `seq <= upToSeq` to `state`.
     /// Returns how many messages changed.
@@ -56,6 +61,13 @@ public protocol Repository: Sendable {
     ) async throws -> Int
     func insertEvent(_ event: ConversationEventDTO, brandId: String) async throws
     func events(conversationId: String, afterSeq: Int64, limit: Int) async throws -> [ConversationEventDTO]
+
+    // MARK: Voice
+    func insertVoice(_ voice: VoiceRecord) async throws
+    func updateVoice(_ voice: VoiceRecord) async throws
+    func voice(messageId: String, brandId: String) async throws -> VoiceRecord?
+    /// Voice notes left in `processing` (e.g. by a crash), oldest first.
+    func voicesProcessing(limit: Int) async throws -> [VoiceRecord]
 }
 
 /// The database plus the repository over it.

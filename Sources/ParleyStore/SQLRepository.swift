@@ -78,6 +78,29 @@ public struct SQLRepository: Repository {
         }
     }
 
+    public func brandSettings(brandId: String) async throws -> BrandSettingsDTO {
+        guard let row = try await db.raw("SELECT * FROM brand_settings WHERE brand_id = \(bind: brandId)").first() else {
+            return BrandSettingsDTO()
+        }
+        return BrandSettingsDTO(
+            voiceMaxSeconds: try row.decode(column: "voice_max_seconds", as: Int.self),
+            voiceFromConsumers: try row.decode(column: "voice_from_consumers", as: Int.self) != 0,
+            voiceFromAgents: try row.decode(column: "voice_from_agents", as: Int.self) != 0)
+    }
+
+    public func saveBrandSettings(_ settings: BrandSettingsDTO, brandId: String) async throws {
+        try await db.raw(
+            """
+            INSERT INTO brand_settings (brand_id, voice_max_seconds, voice_from_consumers, voice_from_agents, updated_at)
+            VALUES (\(bind: brandId), \(bind: settings.voiceMaxSeconds), \(bind: settings.voiceFromConsumers ? 1 : 0),
+                    \(bind: settings.voiceFromAgents ? 1 : 0), \(bind: Clock.nowMillis()))
+            ON CONFLICT (brand_id) DO UPDATE SET voice_max_seconds = excluded.voice_max_seconds,
+                voice_from_consumers = excluded.voice_from_consumers, voice_from_agents = excluded.voice_from_agents,
+                updated_at = excluded.updated_at
+            """
+        ).run()
+    }
+
     // MARK: Agents
 
     public func insertAgent(_ record: AgentRecord) async throws {
@@ -277,17 +300,30 @@ public struct SQLRepository: Repository {
         ).run()
     }
 
+    /// Messages with their voice media, if any, in one query.
+    private static let messageColumns: SQLQueryString = """
+        SELECT m.*, v.container AS v_container, v.original_key AS v_original_key, v.original_bytes AS v_original_bytes,
+            v.duration_ms AS v_duration_ms, v.waveform AS v_waveform, v.state AS v_state, v.failure_reason AS v_failure_reason,
+            v.opus_key AS v_opus_key, v.opus_bytes AS v_opus_bytes, v.aac_key AS v_aac_key, v.aac_bytes AS v_aac_bytes,
+            v.created_at AS v_created_at, v.updated_at AS v_updated_at
+        FROM messages m LEFT JOIN voice_media v ON v.message_id = m.id
+        """
+
     public func message(senderId: String, clientMessageId: String) async throws -> MessageDTO? {
         try await db.raw(
-            "SELECT * FROM messages WHERE sender_id = \(bind: senderId) AND client_message_id = \(bind: clientMessageId)"
+            "\(Self.messageColumns) WHERE m.sender_id = \(bind: senderId) AND m.client_message_id = \(bind: clientMessageId)"
         ).first().map(Self.message(from:))
+    }
+
+    public func message(brandId: String, id: String) async throws -> MessageDTO? {
+        try await db.raw("\(Self.messageColumns) WHERE m.id = \(bind: id) AND m.brand_id = \(bind: brandId)").first().map(Self.message(from:))
     }
 
     public func messages(conversationId: String, afterSeq: Int64, limit: Int) async throws -> [MessageDTO] {
         try await db.raw(
             """
-            SELECT * FROM messages WHERE conversation_id = \(bind: conversationId) AND seq > \(bind: afterSeq)
-            ORDER BY seq LIMIT \(bind: limit)
+            \(Self.messageColumns) WHERE m.conversation_id = \(bind: conversationId) AND m.seq > \(bind: afterSeq)
+            ORDER BY m.seq LIMIT \(bind: limit)
             """
         ).all().map(Self.message(from:))
     }
@@ -313,10 +349,10 @@ public struct SQLRepository: Repository {
         try await db.raw(
             """
             INSERT INTO conversation_events (conversation_id, seq, brand_id, kind, actor_kind, actor_id, up_to_seq, delivery_state,
-                state, assignee_id, created_at)
+                state, assignee_id, message_id, created_at)
             VALUES (\(bind: e.conversationId), \(bind: e.seq), \(bind: brandId), \(bind: e.kind.rawValue), \(bind: e.actorKind.rawValue),
                 \(bind: e.actorId), \(bind: e.upToSeq), \(bind: e.deliveryState?.rawValue), \(bind: e.state?.rawValue),
-                \(bind: e.assigneeId), \(bind: Clock.millis(e.createdAt)))
+                \(bind: e.assigneeId), \(bind: e.messageId), \(bind: Clock.millis(e.createdAt)))
             """
         ).run()
     }
@@ -328,6 +364,44 @@ public struct SQLRepository: Repository {
             ORDER BY seq LIMIT \(bind: limit)
             """
         ).all().map(Self.event(from:))
+    }
+
+    // MARK: Voice
+
+    public func insertVoice(_ v: VoiceRecord) async throws {
+        try await db.raw(
+            """
+            INSERT INTO voice_media (message_id, brand_id, container, original_key, original_bytes, duration_ms, waveform, state,
+                failure_reason, opus_key, opus_bytes, aac_key, aac_bytes, created_at, updated_at)
+            VALUES (\(bind: v.messageId), \(bind: v.brandId), \(bind: v.container), \(bind: v.originalKey), \(bind: v.originalBytes),
+                \(bind: v.durationMs), \(bind: Self.hex(v.waveform)), \(bind: v.state.rawValue), \(bind: v.failureReason),
+                \(bind: v.opusKey), \(bind: v.opusBytes), \(bind: v.aacKey), \(bind: v.aacBytes),
+                \(bind: Clock.millis(v.createdAt)), \(bind: Clock.millis(v.updatedAt)))
+            """
+        ).run()
+    }
+
+    public func updateVoice(_ v: VoiceRecord) async throws {
+        try await db.raw(
+            """
+            UPDATE voice_media SET state = \(bind: v.state.rawValue), failure_reason = \(bind: v.failureReason),
+                opus_key = \(bind: v.opusKey), opus_bytes = \(bind: v.opusBytes), aac_key = \(bind: v.aacKey),
+                aac_bytes = \(bind: v.aacBytes), updated_at = \(bind: Clock.millis(v.updatedAt))
+            WHERE message_id = \(bind: v.messageId) AND brand_id = \(bind: v.brandId)
+            """
+        ).run()
+    }
+
+    public func voice(messageId: String, brandId: String) async throws -> VoiceRecord? {
+        try await db.raw(
+            "SELECT * FROM voice_media WHERE message_id = \(bind: messageId) AND brand_id = \(bind: brandId)"
+        ).first().map { try Self.voice(from: $0, prefix: "") }
+    }
+
+    public func voicesProcessing(limit: Int) async throws -> [VoiceRecord] {
+        try await db.raw(
+            "SELECT * FROM voice_media WHERE state = \(bind: VoiceState.processing.rawValue) ORDER BY created_at LIMIT \(bind: limit)"
+        ).all().map { try Self.voice(from: $0, prefix: "") }
     }
 }
 
@@ -403,9 +477,54 @@ extension SQLRepository {
             updatedAt: Clock.date(try row.decode(column: "updated_at", as: Int64.self)))
     }
 
+    static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func bytes(fromHex hex: String) -> [UInt8] {
+        var result: [UInt8] = []
+        result.reserveCapacity(hex.utf8.count / 2)
+        var index = hex.startIndex
+        while let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex), index != hex.endIndex {
+            if let byte = UInt8(hex[index..<next], radix: 16) { result.append(byte) }
+            index = next
+        }
+        return result
+    }
+
+    /// A voice row, read from its own table (`prefix` "") or from the message join (`prefix` "v_").
+    static func voice(from row: any SQLRow, prefix: String, messageId: String? = nil, brandId: String? = nil) throws -> VoiceRecord {
+        func column(_ name: String) -> String { prefix + name }
+        guard let state = VoiceState(rawValue: try row.decode(column: column("state"), as: String.self)) else {
+            throw StoreError.corrupt("voice state")
+        }
+        return VoiceRecord(
+            messageId: try messageId ?? row.decode(column: "message_id", as: String.self),
+            brandId: try brandId ?? row.decode(column: "brand_id", as: String.self),
+            container: try row.decode(column: column("container"), as: String.self),
+            originalKey: try row.decode(column: column("original_key"), as: String.self),
+            originalBytes: try row.decode(column: column("original_bytes"), as: Int.self),
+            durationMs: try row.decode(column: column("duration_ms"), as: Int.self),
+            waveform: bytes(fromHex: try row.decode(column: column("waveform"), as: String.self)),
+            state: state,
+            failureReason: try row.decode(column: column("failure_reason"), as: String?.self),
+            opusKey: try row.decode(column: column("opus_key"), as: String?.self),
+            opusBytes: try row.decode(column: column("opus_bytes"), as: Int?.self),
+            aacKey: try row.decode(column: column("aac_key"), as: String?.self),
+            aacBytes: try row.decode(column: column("aac_bytes"), as: Int?.self),
+            createdAt: Clock.date(try row.decode(column: column("created_at"), as: Int64.self)),
+            updatedAt: Clock.date(try row.decode(column: column("updated_at"), as: Int64.self)))
+    }
+
     static func message(from row: any SQLRow) throws -> MessageDTO {
         let rank = try row.decode(column: "delivery_state", as: Int.self)
         guard let deliveryState = DeliveryState(rank: rank) else { throw StoreError.corrupt("delivery state \(rank)") }
+        let id = try row.decode(column: "id", as: String.self)
+        var voice: VoiceDTO?
+        if row.contains(column: "v_state"), try row.decode(column: "v_state", as: String?.self) != nil {
+            let brandId = try row.decode(column: "brand_id", as: String.self)
+            voice = try Self.voice(from: row, prefix: "v_", messageId: id, brandId: brandId).dto
+        }
         return MessageDTO(
             id: try row.decode(column: "id", as: String.self),
             conversationId: try row.decode(column: "conversation_id", as: String.self),
@@ -416,7 +535,8 @@ extension SQLRepository {
             kind: try decodeEnum(row, "kind", as: MessageKind.self),
             text: try row.decode(column: "body", as: String.self),
             deliveryState: deliveryState,
-            createdAt: Clock.date(try row.decode(column: "created_at", as: Int64.self)))
+            createdAt: Clock.date(try row.decode(column: "created_at", as: Int64.self)),
+            voice: voice)
     }
 
     static func event(from row: any SQLRow) throws -> ConversationEventDTO {
@@ -430,6 +550,7 @@ extension SQLRepository {
             deliveryState: try row.decode(column: "delivery_state", as: String?.self).flatMap(DeliveryState.init(rawValue:)),
             state: try row.decode(column: "state", as: String?.self).flatMap(ConversationState.init(rawValue:)),
             assigneeId: try row.decode(column: "assignee_id", as: String?.self),
+            messageId: try row.decode(column: "message_id", as: String?.self),
             createdAt: Clock.date(try row.decode(column: "created_at", as: Int64.self)))
     }
 }

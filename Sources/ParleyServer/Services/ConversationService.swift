@@ -21,8 +21,21 @@ public struct ConversationService: Sendable {
 
     /// Stores a message and publishes it. A retry with the same client message id returns the
     /// original message (`created == false`) and publishes nothing.
+    /// What a new message carries.
+    enum Content: Sendable {
+        case text(String)
+        /// A stored, measured voice note; the record's message id is the new message's id.
+        case voice(VoiceRecord)
+    }
+
     public func send(
         _ principal: Principal, _ request: SendMessageRequest, fromConnection connectionId: String? = nil
+    ) async throws -> SendMessageResponse {
+        try await send(principal, request, content: .text(request.text), fromConnection: connectionId)
+    }
+
+    func send(
+        _ principal: Principal, _ request: SendMessageRequest, content: Content, fromConnection connectionId: String? = nil
     ) async throws -> SendMessageResponse {
         try MessageRules.validateClientMessageId(request.clientMessageId)
         if case .agent = principal, request.conversationId == nil {
@@ -33,7 +46,7 @@ public struct ConversationService: Sendable {
         }
         let sender = principal.participant
         let outcome = try await withUniqueRetry {
-            try await store.write { repo in try await Self.append(request, by: principal, sender: sender, in: repo) }
+            try await store.write { repo in try await Self.append(request, content: content, by: principal, sender: sender, in: repo) }
         }
         guard outcome.created else {
             metrics.idempotentReplays.increment()
@@ -61,10 +74,15 @@ public struct ConversationService: Sendable {
     }
 
     private static func append(
-        _ request: SendMessageRequest, by principal: Principal, sender: ParticipantRef, in repo: any Repository
+        _ request: SendMessageRequest, content: Content, by principal: Principal, sender: ParticipantRef, in repo: any Repository
     ) async throws -> AppendOutcome {
         if let existing = try await repo.message(senderId: sender.id, clientMessageId: request.clientMessageId) {
-            guard existing.text == request.text, request.conversationId == nil || request.conversationId == existing.conversationId else {
+            let sameContent: Bool
+            switch content {
+            case .text(let text): sameContent = existing.kind == .text && existing.text == text
+            case .voice: sameContent = existing.kind == .voice
+            }
+            guard sameContent, request.conversationId == nil || request.conversationId == existing.conversationId else {
                 throw ParleyError(
                     .conflict, code: "client_message_id_reused",
                     message: "This client message id was already used for a different message.", field: "clientMessageId")
@@ -102,7 +120,16 @@ public struct ConversationService: Sendable {
             conversation = try await authorizedConversation(principal, id: request.conversationId ?? "", in: repo, lock: true)
         }
 
-        let text = try MessageRules.validateText(request.text, channel: conversation.channel, sender: sender.kind)
+        let text: String
+        let preview: String
+        switch content {
+        case .text(let raw):
+            text = try MessageRules.validateText(raw, channel: conversation.channel, sender: sender.kind)
+            preview = MessageRules.preview(of: text)
+        case .voice(let voice):
+            text = VoiceRules.transcriptLine(durationMs: voice.durationMs)
+            preview = VoiceRules.preview(durationMs: voice.durationMs)
+        }
         let newState = try ConversationRules.transition(
             from: conversation.state, on: sender.kind == .consumer ? .consumerWrites : .agentWrites)
         var events: [ConversationEventDTO] = []
@@ -114,11 +141,16 @@ public struct ConversationService: Sendable {
                 actorId: sender.id, state: newState, createdAt: now))
         }
         conversation.lastSeq += 1
-        let message = MessageDTO(
+        var message = MessageDTO(
             id: Identifier.make(.message), conversationId: conversation.id, seq: conversation.lastSeq,
             senderKind: sender.kind, senderId: sender.id, clientMessageId: request.clientMessageId, kind: .text, text: text,
             deliveryState: .sent, createdAt: now)
-        conversation.lastMessagePreview = MessageRules.preview(of: text)
+        if case .voice(let voice) = content {
+            message.id = voice.messageId
+            message.kind = .voice
+            message.voice = voice.dto
+        }
+        conversation.lastMessagePreview = preview
         conversation.lastMessageAt = now
         conversation.updatedAt = now
 
@@ -131,6 +163,9 @@ public struct ConversationService: Sendable {
             try await repo.insertEvent(event, brandId: conversation.brandId)
         }
         try await repo.insertMessage(message, brandId: conversation.brandId)
+        if case .voice(let voice) = content {
+            try await repo.insertVoice(voice)
+        }
         return AppendOutcome(message: message, conversation: conversation, created: true, conversationCreated: isNew, events: events)
     }
 
@@ -238,6 +273,26 @@ public struct ConversationService: Sendable {
         return conversation
     }
 
+    /// Stores the end of a voice note's processing as a sequenced event and publishes the message as
+    /// it now is, so that every client (and every later `resume`) learns of it.
+    func recordVoiceProcessed(_ voice: VoiceRecord) async throws {
+        let result = try await store.write { repo -> (ConversationEventDTO, ConversationDTO)? in
+            try await repo.updateVoice(voice)
+            guard let message = try await repo.message(brandId: voice.brandId, id: voice.messageId),
+                var conversation = try await repo.conversation(brandId: voice.brandId, id: message.conversationId, lock: true)
+            else { return nil }
+            conversation.lastSeq += 1
+            let event = ConversationEventDTO(
+                conversationId: conversation.id, seq: conversation.lastSeq, kind: .voiceProcessed, actorKind: .system,
+                actorId: "media", messageId: message.id, message: message, createdAt: Clock.now())
+            try await repo.updateConversation(conversation)
+            try await repo.insertEvent(event, brandId: conversation.brandId)
+            return (event, conversation)
+        }
+        guard let (event, conversation) = result else { return }
+        await publish(.event(event), to: .conversation(brandId: conversation.brandId, consumerId: conversation.consumerId))
+    }
+
     // MARK: Reading
 
     public func conversation(_ principal: Principal, id: String) async throws -> ConversationDTO {
@@ -264,8 +319,20 @@ public struct ConversationService: Sendable {
     public func events(_ principal: Principal, conversationId: String, afterSeq: Int64, limit: Int) async throws -> [ConversationEventDTO] {
         try await store.read { repo in
             let conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
-            return try await repo.events(conversationId: conversation.id, afterSeq: afterSeq, limit: limit)
+            return try await Self.withMessages(
+                repo.events(conversationId: conversation.id, afterSeq: afterSeq, limit: limit), brandId: conversation.brandId, repo: repo)
         }
+    }
+
+    /// Voice events carry the message as it is now.
+    static func withMessages(_ events: [ConversationEventDTO], brandId: String, repo: any Repository) async throws -> [ConversationEventDTO] {
+        var result = events
+        for index in result.indices where result[index].kind == .voiceProcessed {
+            if let id = result[index].messageId {
+                result[index].message = try await repo.message(brandId: brandId, id: id)
+            }
+        }
+        return result
     }
 
     /// Everything stored after `afterSeq` in a conversation, messages and events merged in sequence
@@ -274,7 +341,7 @@ public struct ConversationService: Sendable {
         try await store.read { repo in
             let conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
             let messages = try await repo.messages(conversationId: conversation.id, afterSeq: afterSeq, limit: limit)
-            let events = try await repo.events(conversationId: conversation.id, afterSeq: afterSeq, limit: limit)
+            let events = try await Self.withMessages(repo.events(conversationId: conversation.id, afterSeq: afterSeq, limit: limit), brandId: conversation.brandId, repo: repo)
             var frames: [(Int64, ServerFrame)] = messages.map { ($0.seq, .message($0)) } + events.map { ($0.seq, .event($0)) }
             frames.sort { $0.0 < $1.0 }
             return frames.prefix(limit).map(\.1)

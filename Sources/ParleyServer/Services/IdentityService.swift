@@ -262,6 +262,10 @@ public struct IdentityService: Sendable {
         return brand
     }
 
+    public func brandName(_ brandId: String) async throws -> String {
+        try await store.read { repo in try await repo.brand(id: brandId)?.name } ?? ""
+    }
+
     // MARK: Brands (operator tasks: CLI and first run)
 
     public struct NewBrand: Sendable {

@@ -83,7 +83,7 @@ struct TestServer: Sendable {
     @discardableResult
     func request(
         _ method: HTTPRequest.Method, _ path: String, token: String? = nil, json: (any Encodable)? = nil, raw: String? = nil,
-        headers extra: HTTPFields = [:]
+        data: Data? = nil, headers extra: HTTPFields = [:]
     ) async throws -> Reply {
         var headers = extra
         if let token { headers[.authorization] = "Bearer \(token)" }
@@ -94,6 +94,10 @@ struct TestServer: Sendable {
             body = ByteBuffer(string: raw)
         }
         if body != nil, headers[.contentType] == nil { headers[.contentType] = "application/json" }
+        if let data {
+            body = ByteBuffer(bytes: data)
+            if headers[.contentType] == nil { headers[.contentType] = "application/octet-stream" }
+        }
         let request = TestClient.Request(path, method: method, authority: "127.0.0.1:\(port)", headers: headers, body: body)
         let response = try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
             try await client.execute(request)

@@ -1,0 +1,61 @@
+import ParleyAPI
+
+/// Rules for voice messages: who may send them, how long, and how they read in text.
+public enum VoiceRules {
+    /// The range a brand may set its maximum voice-note length in.
+    public static let maxSecondsRange = 15...120
+    public static let defaultMaxSeconds = 120
+    /// The default upload cap: far above what 2 minutes of any accepted codec needs.
+    public static let defaultMaxUploadBytes = 16 * 1024 * 1024
+
+    /// `0:42`, `2:00`.
+    public static func clock(milliseconds: Int) -> String {
+        let seconds = (milliseconds + 500) / 1000
+        let remainder = seconds % 60
+        return "\(seconds / 60):\(remainder < 10 ? "0" : "")\(remainder)"
+    }
+
+    /// What a voice message's `text` is, in histories and transcript exports: `[audio message 0:42]`.
+    public static func transcriptLine(durationMs: Int) -> String {
+        "[audio message \(clock(milliseconds: durationMs))]"
+    }
+
+    /// The conversation list's preview of a voice message.
+    public static func preview(durationMs: Int) -> String {
+        "Audio message \(clock(milliseconds: durationMs))"
+    }
+
+    public static func validate(_ settings: UpdateBrandSettingsRequest) throws(ParleyError) {
+        if let seconds = settings.voiceMaxSeconds, !maxSecondsRange.contains(seconds) {
+            throw .invalidField(
+                "voiceMaxSeconds", "'voiceMaxSeconds' must be from \(maxSecondsRange.lowerBound) to \(maxSecondsRange.upperBound).")
+        }
+    }
+
+    /// Whether `sender` may send a voice note under `settings`; agents also need `send_audio`.
+    public static func authorize(_ principal: Principal, settings: BrandSettingsDTO) throws(ParleyError) {
+        switch principal {
+        case .consumer:
+            guard settings.voiceFromConsumers else {
+                throw ParleyError(.forbidden, code: "voice_disabled", message: "This brand does not accept voice messages.")
+            }
+        case .agent(let agent):
+            guard settings.voiceFromAgents else {
+                throw ParleyError(.forbidden, code: "voice_disabled", message: "Voice messages to consumers are switched off for this brand.")
+            }
+            guard agent.permissions.contains(.sendAudio) else {
+                throw ParleyError(.forbidden, code: "permission_required", message: "Your profile does not allow sending voice messages (send_audio).")
+            }
+        }
+    }
+
+    /// Refuses a note longer than the brand allows, naming the limit.
+    public static func validateDuration(milliseconds: Int, maxSeconds: Int) throws(ParleyError) {
+        // Half a second of grace: recorders stop a little after the timer.
+        if milliseconds > maxSeconds * 1000 + 500 {
+            throw ParleyError(
+                .unprocessable, code: "voice_too_long",
+                message: "The voice message is \(clock(milliseconds: milliseconds)) long; this brand accepts at most \(clock(milliseconds: maxSeconds * 1000)).")
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a helper program (ffmpeg) as a child process with a time limit.
+///
+/// Arguments are passed as an array, never through a shell, and callers only ever pass paths the
+/// server generated. A hang is killed at the deadline; a crash is reported, not propagated: either
+/// fails the one job that ran it.
+public struct ProcessRunner: Sendable {
+    public struct Outcome: Sendable {
+        public var status: Int32
+        public var stdout: Data
+        /// The end of what the program wrote to stderr, for logs and failure reasons.
+        public var stderrTail: String
+        public var timedOut: Bool
+        public var crashed: Bool
+
+        public var succeeded: Bool { status == 0 && !timedOut && !crashed }
+    }
+
+    public struct LaunchError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public let executable: String
+
+    public init(executable: String) {
+        self.executable = executable
+    }
+
+    /// Finds `name` in PATH (or takes an absolute path as it is).
+    public static func locate(_ name: String) -> String? {
+        if name.hasPrefix("/") { return FileManager.default.isExecutableFile(atPath: name) ? name : nil }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for directory in path.split(separator: ":") {
+            let candidate = "\(directory)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return nil
+    }
+
+    public func run(_ arguments: [String], timeout: Duration) async throws -> Outcome {
+        let executable = self.executable
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: executable)
+                process.arguments = arguments
+                let stdout = Pipe()
+                let stderr = Pipe()
+                process.standardOutput = stdout
+                process.standardError = stderr
+                process.standardInput = FileHandle.nullDevice
+                do {
+                    try process.run()
+                } catch {
+                    continuation.resume(throwing: LaunchError(description: "cannot start \(executable): \(error)"))
+                    return
+                }
+                let timedOut = Flag()
+                let pid = process.processIdentifier
+                let killer = DispatchWorkItem {
+                    timedOut.set()
+                    kill(pid, SIGKILL)
+                }
+                DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: killer)
+                // Read both pipes at once so that neither can fill up and stall the child.
+                let errorOutput = DataBox()
+                let readers = DispatchGroup()
+                readers.enter()
+                DispatchQueue.global().async {
+                    errorOutput.set(stderr.fileHandleForReading.readDataToEndOfFile())
+                    readers.leave()
+                }
+                let output = stdout.fileHandleForReading.readDataToEndOfFile()
+                readers.wait()
+                process.waitUntilExit()
+                killer.cancel()
+                let tail = String(decoding: errorOutput.get().suffix(2000), as: UTF8.self)
+                continuation.resume(
+                    returning: Outcome(
+                        status: process.terminationStatus, stdout: output, stderrTail: tail, timedOut: timedOut.isSet,
+                        crashed: process.terminationReason == .uncaughtSignal && !timedOut.isSet))
+            }
+        }
+    }
+}
+
+private final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .relaxed) }
+    var isSet: Bool { value.load(ordering: .relaxed) }
+}
+
+private final class DataBox: Sendable {
+    private let value = Mutex(Data())
+    func set(_ data: Data) { value.withLock { $0 = data } }
+    func get() -> Data { value.withLock { $0 } }
+}

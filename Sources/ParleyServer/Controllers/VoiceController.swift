@@ -1,0 +1,135 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import ParleyAPI
+import ParleyDomain
+import ParleyMedia
+
+/// Voice uploads (raw audio bodies), playback with Range requests, and the brand's voice settings.
+struct VoiceController {
+    let voice: VoiceService
+    let identity: IdentityService
+    let blobs: LocalBlobStore
+
+    func addRoutes(to router: Router<ParleyRequestContext>) {
+        router.post("/v1/consumer/voice-messages", use: consumerUpload)
+        router.post("/v1/conversations/{conversationId}/voice-messages", use: agentUpload)
+        router.get("/v1/media/{messageId}/{format}", use: media)
+        router.get("/v1/brand/settings", use: brandSettings)
+        router.patch("/v1/brand/settings", use: updateBrandSettings)
+        router.get("/v1/consumer/settings", use: consumerSettings)
+    }
+
+    // MARK: Uploads
+
+    @Sendable func consumerUpload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
+        let consumer = try context.requireConsumer()
+        let conversationId = request.queryString("conversationId")
+        if let conversationId, !Identifier.isWellFormed(conversationId, .conversation) { throw ParleyError.notFound("Conversation") }
+        return try await upload(.consumer(consumer), conversationId: conversationId, request)
+    }
+
+    @Sendable func agentUpload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
+        let agent = try context.requireAgent()
+        let conversationId = try context.id("conversationId", .conversation, what: "Conversation")
+        return try await upload(.agent(agent), conversationId: conversationId, request)
+    }
+
+    private func upload(_ principal: Principal, conversationId: String?, _ request: Request) async throws -> JSONResponse<SendMessageResponse> {
+        guard let clientMessageId = request.queryString("clientMessageId") else { throw ParleyError.missingField("clientMessageId") }
+        let contentLength = request.headers[.contentLength].flatMap { Int($0) }
+        let response = try await voice.upload(
+            principal, clientMessageId: clientMessageId, conversationId: conversationId, contentLength: contentLength, body: request.body)
+        return JSONResponse(response.created ? .created : .ok, response)
+    }
+
+    // MARK: Playback
+
+    @Sendable func media(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let principal = try context.requirePrincipal()
+        let messageId = try context.id("messageId", .message, what: "Voice message")
+        let format = context.parameters.get("format") ?? ""
+        let file = try await voice.media(principal, messageId: messageId, format: format)
+        let etag = "\"\(messageId)-\(format)-\(file.bytes)\""
+        var headers: HTTPFields = [
+            .contentType: file.contentType,
+            .acceptRanges: "bytes",
+            .eTag: etag,
+            // The bytes under a URL never change; only the people allowed to fetch them may keep them.
+            .cacheControl: "private, max-age=31536000, immutable",
+        ]
+        if request.uri.queryParameters["download"] != nil {
+            headers[.contentDisposition] = "attachment; filename=\"voice-\(messageId).\(file.fileExtension)\""
+        }
+        if let match = request.headers[.ifNoneMatch], match == etag || match == "*" {
+            return Response(status: .notModified, headers: headers)
+        }
+        var range = 0..<file.bytes
+        var status = HTTPResponse.Status.ok
+        if let rangeHeader = request.headers[.range] {
+            switch ByteRange.parse(rangeHeader, size: file.bytes) {
+            case .whole:
+                break
+            case .partial(let requested):
+                range = requested
+                status = .partialContent
+                headers[.contentRange] = "bytes \(requested.lowerBound)-\(requested.upperBound - 1)/\(file.bytes)"
+            case .unsatisfiable:
+                headers[.contentRange] = "bytes */\(file.bytes)"
+                var refusal = ErrorMiddleware.response(
+                    for: ParleyError(.badRequest, code: "range_not_satisfiable", message: "The range is outside the \(file.bytes) bytes of this file."))
+                refusal.status = .rangeNotSatisfiable
+                refusal.headers[.contentRange] = "bytes */\(file.bytes)"
+                return refusal
+            }
+        }
+        let data = try await blobs.read(key: file.key, range: range)
+        headers[.contentLength] = "\(data.count)"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    // MARK: Settings
+
+    @Sendable func brandSettings(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<BrandSettingsDTO> {
+        JSONResponse(.ok, try await voice.settings(brandId: context.requireAgent().brandId))
+    }
+
+    @Sendable func updateBrandSettings(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<BrandSettingsDTO> {
+        let agent = try context.requireAgent()
+        try agent.require(.admin)
+        let change = try await request.decodeJSON(UpdateBrandSettingsRequest.self, limit: 4096)
+        return JSONResponse(.ok, try await voice.updateSettings(agent, change))
+    }
+
+    @Sendable func consumerSettings(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConsumerSettingsDTO> {
+        let consumer = try context.requireConsumer()
+        let settings = try await voice.settings(brandId: consumer.brandId)
+        let brand = try await identity.brandName(consumer.brandId)
+        return JSONResponse(.ok, ConsumerSettingsDTO(voiceEnabled: settings.voiceFromConsumers, voiceMaxSeconds: settings.voiceMaxSeconds, brandName: brand))
+    }
+}
+
+/// A single HTTP byte range (RFC 9110 §14.1.2). Several ranges in one request are answered with the
+/// whole file, which the RFC allows.
+enum ByteRange: Equatable {
+    case whole
+    case partial(Range<Int>)
+    case unsatisfiable
+
+    static func parse(_ header: String, size: Int) -> ByteRange {
+        let value = header.trimmingCharacters(in: .whitespaces)
+        guard value.lowercased().hasPrefix("bytes="), !value.contains(",") else { return .whole }
+        let spec = value.dropFirst("bytes=".count).trimmingCharacters(in: .whitespaces)
+        let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2 else { return .unsatisfiable }
+        if parts[0].isEmpty {
+            // bytes=-N: the last N bytes
+            guard let suffix = Int(parts[1]), suffix > 0, size > 0 else { return .unsatisfiable }
+            return .partial(max(0, size - suffix)..<size)
+        }
+        guard let start = Int(parts[0]), start >= 0, start < size else { return .unsatisfiable }
+        if parts[1].isEmpty { return .partial(start..<size) }
+        guard let end = Int(parts[1]), end >= start else { return .unsatisfiable }
+        return .partial(start..<(min(end, size - 1) + 1))
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import ParleyAPI
+import ParleyDomain
+import ParleyMedia
+import ParleyStore
+
+/// Voice notes from upload to a published message; renditions follow in `VoiceProcessor`.
+public struct VoiceService: Sendable {
+    let store: Store
+    let blobs: LocalBlobStore
+    let conversations: ConversationService
+    let processor: VoiceProcessor
+    let analyzer: AudioAnalyzer?
+    let maxUploadBytes: Int
+    let logger: Logger
+
+    public func settings(brandId: String) async throws -> BrandSettingsDTO {
+        try await store.read { repo in try await repo.brandSettings(brandId: brandId) }
+    }
+
+    public func updateSettings(_ agent: AgentPrincipal, _ change: UpdateBrandSettingsRequest) async throws -> BrandSettingsDTO {
+        try agent.require(.admin)
+        try VoiceRules.validate(change)
+        return try await store.write { repo in
+            var settings = try await repo.brandSettings(brandId: agent.brandId)
+            if let value = change.voiceMaxSeconds { settings.voiceMaxSeconds = value }
+            if let value = change.voiceFromConsumers { settings.voiceFromConsumers = value }
+            if let value = change.voiceFromAgents { settings.voiceFromAgents = value }
+            try await repo.saveBrandSettings(settings, brandId: agent.brandId)
+            return settings
+        }
+    }
+
+    /// Receives a voice note. In order: permission and settings, idempotency (a retry returns the
+    /// original without reading the body), the size cap while the body streams in, the real format
+    /// from the bytes, decoding (duration and waveform), the brand's length limit; then the original
+    /// is stored, the message published with its duration and waveform, and renditions queued.
+    public func upload(
+        _ principal: Principal, clientMessageId: String, conversationId: String?, contentLength: Int?, body: RequestBody
+    ) async throws -> SendMessageResponse {
+        try MessageRules.validateClientMessageId(clientMessageId)
+        guard let analyzer else {
+            throw ParleyError(.unavailable, code: "voice_unavailable", message: "Voice messages are unavailable: the server has no ffmpeg.")
+        }
+        let settings = try await settings(brandId: principal.brandId)
+        try VoiceRules.authorize(principal, settings: settings)
+        let request = SendMessageRequest(clientMessageId: clientMessageId, text: "", conversationId: conversationId)
+        if let existing = try await store.read({ repo in
+            try await repo.message(senderId: principal.participant.id, clientMessageId: clientMessageId)
+        }) {
+            // A retry of an upload that was stored: the original message, nothing read or stored.
+            guard existing.kind == .voice else {
+                throw ParleyError(
+                    .conflict, code: "client_message_id_reused",
+                    message: "This client message id was already used for a different message.", field: "clientMessageId")
+            }
+            let conversation = try await conversations.conversation(principal, id: existing.conversationId)
+            return SendMessageResponse(message: existing, conversation: conversation, created: false)
+        }
+        if let conversationId {
+            _ = try await conversations.conversation(principal, id: conversationId)  // 404 before reading the body
+        }
+        if let contentLength, contentLength > maxUploadBytes {
+            throw tooLarge()
+        }
+
+        let partial = blobs.partialFile()
+        defer { try? FileManager.default.removeItem(at: partial) }
+        let size = try await receive(body, into: partial)
+        if size == 0 {
+            throw ParleyError(.unprocessable, code: "empty_audio", message: "The upload has no bytes.")
+        }
+        let header = try FileHandle(forReadingFrom: partial).readToEndLimited(AudioContainer.headerLength)
+        guard let container = AudioContainer.sniff(header) else {
+            throw ParleyError(
+                .unsupportedMediaType, code: "unsupported_audio",
+                message: "This is not audio Parley accepts. Send WebM, Ogg, MP4/M4A, MP3, WAV, AMR, CAF or AAC.")
+        }
+        let analysis: AudioAnalysis
+        do {
+            analysis = try await analyzer.analyze(partial)
+        } catch AudioAnalysisError.timedOut {
+            throw ParleyError(.unprocessable, code: "corrupt_audio", message: "The audio could not be decoded in time.")
+        } catch {
+            throw ParleyError(.unprocessable, code: "corrupt_audio", message: "The audio is damaged or empty and cannot be played.")
+        }
+        try VoiceRules.validateDuration(milliseconds: analysis.durationMs, maxSeconds: settings.voiceMaxSeconds)
+
+        let messageId = Identifier.make(.message)
+        let key = "voice/\(principal.brandId)/\(messageId)/original.\(container.fileExtension)"
+        try await blobs.putFile(partial, key: key)
+        let now = Clock.now()
+        let voice = VoiceRecord(
+            messageId: messageId, brandId: principal.brandId, container: container.rawValue, originalKey: key,
+            originalBytes: size, durationMs: analysis.durationMs, waveform: analysis.waveform, state: .processing,
+            createdAt: now, updatedAt: now)
+        let response: SendMessageResponse
+        do {
+            response = try await conversations.send(principal, request, content: .voice(voice))
+        } catch {
+            try? await blobs.delete(key: key)
+            throw error
+        }
+        if response.created {
+            processor.enqueue(messageId: messageId, brandId: principal.brandId)
+        } else {
+            try? await blobs.delete(key: key)  // lost a race with its own retry: keep the first
+        }
+        return response
+    }
+
+    private func tooLarge() -> ParleyError {
+        ParleyError(
+            .payloadTooLarge, code: "voice_too_large",
+            message: "The voice message is larger than \(maxUploadBytes / (1024 * 1024)) MB.")
+    }
+
+    /// Streams the body to a file, stopping as soon as it passes the cap.
+    private func receive(_ body: RequestBody, into file: URL) async throws -> Int {
+        guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
+            throw ParleyError(.internalError, code: "internal_error", message: "The upload could not be stored.")
+        }
+        let handle = try FileHandle(forWritingTo: file)
+        defer { try? handle.close() }
+        var size = 0
+        for try await chunk in body {
+            size += chunk.readableBytes
+            if size > maxUploadBytes { throw tooLarge() }
+            try handle.write(contentsOf: chunk.readableBytesView)
+        }
+        return size
+    }
+
+    /// A stored voice note's file, for playback, if the principal may hear it.
+    public func media(_ principal: Principal, messageId: String, format: String) async throws -> (key: String, contentType: String, bytes: Int, fileExtension: String) {
+        let (message, voice) = try await store.read { repo -> (MessageDTO?, VoiceRecord?) in
+            guard let message = try await repo.message(brandId: principal.brandId, id: messageId) else { return (nil, nil) }
+            return (message, try await repo.voice(messageId: messageId, brandId: principal.brandId))
+        }
+        guard let message, let voice else { throw ParleyError.notFound("Voice message") }
+        _ = try await conversations.conversation(principal, id: message.conversationId)  // a consumer's own only
+        switch format {
+        case "original":
+            let container = AudioContainer(rawValue: voice.container)
+            return (voice.originalKey, VoiceRecord.contentType(ofContainer: voice.container), voice.originalBytes, container?.fileExtension ?? "bin")
+        case "opus":
+            guard let key = voice.opusKey, let bytes = voice.opusBytes else { throw renditionNotReady(voice) }
+            return (key, VoiceRendition.opus.contentType, bytes, VoiceRendition.opus.fileExtension)
+        case "aac":
+            guard let key = voice.aacKey, let bytes = voice.aacBytes else { throw renditionNotReady(voice) }
+            return (key, VoiceRendition.aac.contentType, bytes, VoiceRendition.aac.fileExtension)
+        default:
+            throw ParleyError.notFound("Rendition")
+        }
+    }
+
+    private func renditionNotReady(_ voice: VoiceRecord) -> ParleyError {
+        voice.state == .failed
+            ? ParleyError(.notFound, code: "rendition_failed", message: "This rendition could not be made: \(voice.failureReason ?? "unknown reason"). The original is available.")
+            : ParleyError(.conflict, code: "rendition_not_ready", message: "This rendition is still being made; try again shortly or play the original.")
+    }
+}
+
+extension FileHandle {
+    /// Up to `count` bytes from the start, closing the handle.
+    func readToEndLimited(_ count: Int) throws -> Data {
+        defer { try? close() }
+        return try read(upToCount: count) ?? Data()
+    }
+}
