@@ -4,9 +4,12 @@
 #   scripts/install-deps.sh --test   also what the test suite needs
 set -euo pipefail
 
-packages=(ca-certificates)
+# ffmpeg: voice notes (sniffed, measured and converted by the server).
+packages=(ca-certificates ffmpeg)
 if [[ "${1:-}" == "--test" ]]; then
-    packages+=(postgresql python3)
+    # postgresql: the repository suite's second engine; espeak-ng, sox and its AMR format: real
+    # speech in every container the voice tests upload.
+    packages+=(postgresql python3 espeak-ng sox libsox-fmt-all)
 fi
 
 missing=()

@@ -46,7 +46,7 @@ enum AudioFixtures {
             try run("sox", [path("speech.wav"), "-r", "8000", "-c", "1", "-t", "amr-nb", "-C", "7", path("note.amr")])
             // Tones of chosen lengths, for the length limit.
             try run("sox", ["-n", "-r", "48000", "-c", "1", path("tone20s.wav"), "synth", "20", "sine", "440"])
-            try run("ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", path("tone20s.wav"), "-c:a", "libopus", "-f", "webm", "-live", "1", path("tone20s.webm")])
+            try run("ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", path("tone20s.wav"), "-c:a", "libopus", "-b:a", "12k", "-f", "webm", "-live", "1", path("tone20s.webm")])
             // Hostile and broken files.
             let webm = try files.data("note.webm")
             try (webm.prefix(40) + Data(repeating: 0x5A, count: 4000)).write(to: files.url("corrupt.webm"))

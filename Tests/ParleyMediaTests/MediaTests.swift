@@ -1,0 +1,71 @@
+import Foundation
+import ParleyMedia
+import Testing
+
+@Suite("Media building blocks")
+struct MediaTests {
+    @Test("containers are recognised from their first bytes", arguments: [
+        ([0x1A, 0x45, 0xDF, 0xA3, 0x9F], AudioContainer.webm),
+        (Array("OggS\u{0}\u{2}".utf8), .ogg),
+        ([0, 0, 0, 0x1C] + Array("ftypM4A ".utf8), .mp4),
+        (Array("RIFF".utf8) + [0x24, 0, 0, 0] + Array("WAVE".utf8), .wav),
+        (Array("#!AMR\n".utf8), .amr),
+        (Array("caff".utf8) + [0, 1], .caf),
+        (Array("ID3".utf8) + [4, 0], .mp3),
+        ([0xFF, 0xFB, 0x90, 0x64], .mp3),
+        ([0xFF, 0xF1, 0x4C, 0x40], .aac),
+    ] as [([UInt8], AudioContainer)])
+    func sniffing(bytes: [UInt8], container: AudioContainer) {
+        #expect(AudioContainer.sniff(bytes) == container)
+    }
+
+    @Test("anything else is not audio")
+    func notAudio() {
+        for bytes: [UInt8] in [[], Array("#!/bin/sh".utf8), [0x7F, 0x45, 0x4C, 0x46], Array("<html>".utf8), Array("RIFF\0\0\0\0AVI ".utf8), [0xFF]] {
+            #expect(AudioContainer.sniff(bytes) == nil, "\(bytes)")
+        }
+    }
+
+    @Test("the waveform is peak per bar, scaled to the loudest")
+    func waveform() {
+        var samples = [Int16](repeating: 0, count: 800)
+        for index in 400..<800 { samples[index] = index % 2 == 0 ? 16000 : -8000 }
+        samples[100] = -4000
+        let pcm = samples.withUnsafeBufferPointer { Data(buffer: $0) }
+        #expect(AudioAnalyzer.waveform(pcm: pcm, bars: 4) == [63, 0, 255, 255])
+        #expect(AudioAnalyzer.waveform(pcm: Data(), bars: 4) == [])
+    }
+
+    @Test("blob keys cannot climb out of the store")
+    func blobKeys() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("blobs-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let store = try LocalBlobStore(root: root)
+        for bad in ["../etc/passwd", "voice/../../x", "/abs", "voice//x", ".partial/x", "voice/Ünïcode", ""] {
+            #expect(!LocalBlobStore.isValidKey(bad), "\(bad)")
+            await #expect(throws: BlobKeyError.self) { try await store.put(Data("x".utf8), key: bad) }
+        }
+        try await store.put(Data("hello".utf8), key: "voice/brd_1/msg_1/original.webm")
+        #expect(try await store.get(key: "voice/brd_1/msg_1/original.webm") == Data("hello".utf8))
+        #expect(try await store.size(key: "voice/brd_1/msg_1/original.webm") == 5)
+        #expect(try await store.read(key: "voice/brd_1/msg_1/original.webm", range: 1..<4) == Data("ell".utf8))
+        // A crash leaves partial files behind; start-up removes them.
+        try Data("half".utf8).write(to: store.partialFile())
+        #expect(try store.removePartialWrites() == 1)
+    }
+
+    @Test("a hung or crashing helper fails its job, not the caller")
+    func processLimits() async throws {
+        let shell = ProcessRunner(executable: "/bin/sh")
+        let hung = try await shell.run(["-c", "exec sleep 30"], timeout: .milliseconds(300))
+        #expect(hung.timedOut)
+        #expect(!hung.succeeded)
+        let crashed = try await shell.run(["-c", "kill -SEGV $$"], timeout: .seconds(5))
+        #expect(crashed.crashed)
+        let fine = try await shell.run(["-c", "printf ok; echo oops >&2"], timeout: .seconds(5))
+        #expect(fine.succeeded)
+        #expect(fine.stdout == Data("ok".utf8))
+        #expect(fine.stderrTail == "oops\n")
+        await #expect(throws: ProcessRunner.LaunchError.self) { try await ProcessRunner(executable: "/nonexistent").run([], timeout: .seconds(1)) }
+    }
+}
