@@ -1,0 +1,193 @@
+import { icon, clock, text } from "./icons.js";
+import "./voice-player.js";
+
+const dayFormat = new Intl.DateTimeFormat(undefined, { weekday: "short", day: "numeric", month: "short" });
+const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+
+/**
+ * A conversation's messages as bubbles. `perspective` is the side whose messages are "out"
+ * (right, accent colour): "consumer" in the widget, "agent" in the workspace.
+ */
+export class Timeline {
+  constructor(element, { perspective, api }) {
+    this.element = element;
+    this.perspective = perspective;
+    this.api = api;
+    this.rows = new Map();  // message id or pending client id -> { message, element }
+  }
+
+  clear() {
+    this.rows.clear();
+    this.element.replaceChildren();
+  }
+
+  isOut(message) { return message.senderKind === this.perspective; }
+
+  /** Adds or updates a stored message; it replaces its pending twin (same client message id). */
+  upsert(message) {
+    const pendingKey = `pending:${message.clientMessageId}`;
+    const pending = this.rows.get(pendingKey);
+    if (pending && this.isOut(message)) {
+      this.rows.delete(pendingKey);
+      pending.element.remove();
+    }
+    const existing = this.rows.get(message.id);
+    if (existing) {
+      const voiceChanged = message.voice && existing.message.voice?.state !== message.voice.state;
+      existing.message = { ...existing.message, ...message };
+      this.fill(existing.element, existing.message, { voiceChanged });
+      return;
+    }
+    const element = document.createElement("div");
+    this.rows.set(message.id, { message, element });
+    this.fill(element, message, { voiceChanged: true });
+    this.place(element, message);
+  }
+
+  /** A message being sent or uploaded; `state` is sending, uploading or failed. */
+  pending({ clientMessageId, kind, text: body, durationMs, state, progress, error, onRetry }) {
+    const key = `pending:${clientMessageId}`;
+    let row = this.rows.get(key);
+    if (!row) {
+      row = { element: document.createElement("div"), message: {} };
+      this.rows.set(key, row);
+      this.element.append(row.element);
+    }
+    row.message = { clientMessageId, kind, text: body, durationMs, pendingState: state };
+    const element = row.element;
+    element.className = "row out pending";
+    element.dataset.state = state;
+    const bubble = document.createElement("div");
+    bubble.className = "bubble";
+    if (kind === "voice") {
+      bubble.append(text(`Voice message ${clock(durationMs)}`));
+    } else {
+      bubble.append(text(body));
+    }
+    const meta = document.createElement("div");
+    meta.className = "meta";
+    if (state === "failed") {
+      const reason = document.createElement("span");
+      reason.className = "failed";
+      reason.textContent = error || "Not sent";
+      const retry = document.createElement("button");
+      retry.type = "button";
+      retry.className = "retry";
+      retry.textContent = "Retry";
+      retry.onclick = onRetry;
+      meta.append(reason, retry);
+    } else {
+      meta.append(text(state === "uploading" ? `Uploading ${Math.round((progress ?? 0) * 100)}%` : "Sending…"));
+    }
+    element.replaceChildren(bubble, meta);
+    this.scroll();
+  }
+
+  dropPending(clientMessageId) {
+    const key = `pending:${clientMessageId}`;
+    this.rows.get(key)?.element.remove();
+    this.rows.delete(key);
+  }
+
+  /** Every message of `senderKind` up to `upToSeq` is now at least `state`. */
+  receipt({ actorKind, upToSeq, deliveryState }) {
+    const rank = { sent: 0, delivered: 1, read: 2 };
+    for (const row of this.rows.values()) {
+      const message = row.message;
+      if (!message.id || message.senderKind === actorKind || message.seq > upToSeq) continue;
+      if (rank[deliveryState] > rank[message.deliveryState]) {
+        message.deliveryState = deliveryState;
+        this.fill(row.element, message, { voiceChanged: false });
+      }
+    }
+  }
+
+  place(element, message) {
+    const later = [...this.element.children].find((child) => Number(child.dataset.seq) > message.seq || child.classList.contains("pending"));
+    this.element.insertBefore(element, later ?? null);
+    this.days();
+    this.scroll();
+  }
+
+  /** Day separators between messages of different days. */
+  days() {
+    for (const separator of this.element.querySelectorAll(".day")) separator.remove();
+    let last = "";
+    for (const child of [...this.element.children]) {
+      if (!child.dataset.time) continue;
+      const day = dayFormat.format(new Date(child.dataset.time));
+      if (day !== last) {
+        const separator = document.createElement("div");
+        separator.className = "day";
+        separator.textContent = day;
+        child.before(separator);
+        last = day;
+      }
+    }
+  }
+
+  fill(element, message, { voiceChanged }) {
+    const out = this.isOut(message);
+    element.className = `row ${out ? "out" : "in"}`;
+    element.dataset.id = message.id;
+    element.dataset.seq = message.seq;
+    element.dataset.time = message.createdAt;
+    element.dataset.kind = message.kind;
+    let bubble = element.querySelector(".bubble");
+    if (!bubble) {
+      bubble = document.createElement("div");
+      bubble.className = "bubble";
+      element.prepend(bubble);
+    }
+    if (message.kind === "voice" && message.voice) {
+      let player = bubble.querySelector("parley-voice");
+      if (!player) {
+        player = document.createElement("parley-voice");
+        player.api = this.api;
+        bubble.replaceChildren(player);
+        voiceChanged = true;
+      }
+      if (voiceChanged && (!player.audio || player.audio.paused)) {
+        player.audio = undefined;
+        player.voice = message.voice;
+      }
+    } else {
+      bubble.replaceChildren(text(message.text));
+    }
+    let meta = element.querySelector(".meta");
+    if (!meta) {
+      meta = document.createElement("div");
+      meta.className = "meta";
+      element.append(meta);
+    }
+    const parts = [text(timeFormat.format(new Date(message.createdAt)))];
+    if (message.kind === "voice" && message.voice?.state === "processing") parts.push(text("Processing…"));
+    if (out) {
+      const mark = document.createElement("span");
+      mark.className = "delivery";
+      mark.dataset.state = message.deliveryState;
+      mark.innerHTML = icon(message.deliveryState === "sent" ? "check" : "checks");
+      mark.style.color = message.deliveryState === "read" ? "var(--accent)" : "";
+      mark.append(Object.assign(document.createElement("span"), { className: "sr-only", textContent: message.deliveryState }));
+      parts.push(mark);
+    }
+    meta.replaceChildren(...parts);
+  }
+
+  lastSeq() {
+    let seq = 0;
+    for (const { message } of this.rows.values()) if (message.seq > seq) seq = message.seq;
+    return seq;
+  }
+
+  /** Highest sequence of a message from the other side, for read receipts. */
+  lastIncomingSeq() {
+    let seq = 0;
+    for (const { message } of this.rows.values()) if (message.seq > seq && !this.isOut(message)) seq = message.seq;
+    return seq;
+  }
+
+  scroll() {
+    this.element.scrollTop = this.element.scrollHeight;
+  }
+}

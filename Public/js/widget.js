@@ -1,0 +1,142 @@
+import { Api, ApiError } from "./api.js";
+import { Realtime } from "./realtime.js";
+import { Timeline } from "./timeline.js";
+import { icon } from "./icons.js";
+import "./voice-recorder.js";
+
+// The consumer widget. /widget.html?app=app_... ; the session token is kept per app in localStorage.
+const appId = new URLSearchParams(location.search).get("app");
+const storageKey = `parley.consumer.${appId}`;
+const $ = (selector) => document.querySelector(selector);
+const status = $(".status");
+const textarea = $("#message");
+const recorder = $("parley-recorder");
+const composer = $(".composer");
+$(".send-text").innerHTML = icon("send");
+
+const api = new Api();
+let realtime;
+let timeline;
+let conversationId = null;
+const newId = () => crypto.randomUUID();
+
+function setStatus(state, message) {
+  status.dataset.state = state;
+  status.textContent = message ?? ({ connecting: "Connecting…", online: "Online", offline: "Offline – retrying" })[state];
+}
+
+async function session() {
+  const saved = localStorage.getItem(storageKey);
+  if (saved) {
+    api.token = saved;
+    try { await api.get("/v1/consumer/me"); return; } catch (error) { if (!(error instanceof ApiError) || error.status !== 401) throw error; }
+  }
+  const created = await api.post("/v1/consumer/session", { appId });
+  api.token = created.token;
+  localStorage.setItem(storageKey, created.token);
+}
+
+async function start() {
+  if (!appId) { setStatus("offline", "This chat is not set up: the page needs ?app=…"); return; }
+  try {
+    await session();
+  } catch (error) {
+    setStatus("offline", error.code === "app_not_found" ? "This chat is not available." : "Cannot connect. Retrying…");
+    if (error.code !== "app_not_found") setTimeout(start, 3000);
+    return;
+  }
+  const settings = await api.get("/v1/consumer/settings");
+  document.title = `Chat with ${settings.brandName}`;
+  $(".brand-name").textContent = settings.brandName;
+  $(".avatar").textContent = settings.brandName.slice(0, 1).toUpperCase();
+  if (settings.voiceEnabled) {
+    recorder.setAttribute("max-seconds", settings.voiceMaxSeconds);
+    recorder.hidden = false;
+  }
+  timeline = new Timeline($(".timeline"), { perspective: "consumer", api });
+  const conversations = (await api.get("/v1/consumer/conversations?limit=1")).items;
+  if (conversations.length) {
+    conversationId = conversations[0].id;
+    const history = await api.get(`/v1/consumer/conversations/${conversationId}/messages?limit=200`);
+    history.items.forEach((message) => timeline.upsert(message));
+  }
+  realtime = new Realtime({ token: api.token });
+  if (conversationId) realtime.seen(conversationId, conversations[0].lastSeq);
+  realtime.addEventListener("status", (event) => setStatus(event.detail));
+  realtime.addEventListener("frame", (event) => receive(event.detail));
+  realtime.connect();
+  markRead();
+}
+
+function receive(frame) {
+  if (frame.type === "message") {
+    conversationId ??= frame.message.conversationId;
+    timeline.upsert(frame.message);
+    markRead();
+  } else if (frame.type === "event") {
+    const event = frame.event;
+    if (event.kind === "receipt") timeline.receipt(event);
+    if (event.kind === "voice_processed" && event.message) timeline.upsert(event.message);
+  }
+}
+
+/** Tells the agents what the consumer has seen, when the page is visible. */
+async function markRead() {
+  const seq = timeline?.lastIncomingSeq();
+  if (!seq || !conversationId || document.visibilityState !== "visible" || seq <= (markRead.last ?? 0)) return;
+  markRead.last = seq;
+  try {
+    await api.post(`/v1/consumer/conversations/${conversationId}/receipts`, { upToSeq: seq, state: "read" });
+  } catch { markRead.last = 0; }
+}
+document.addEventListener("visibilitychange", markRead);
+
+async function sendText(body, clientMessageId = newId()) {
+  timeline.pending({ clientMessageId, kind: "text", text: body, state: "sending" });
+  try {
+    const response = await api.post("/v1/consumer/messages", { clientMessageId, text: body, conversationId: conversationId ?? undefined });
+    conversationId = response.conversation.id;
+    realtime.seen(conversationId, response.message.seq);
+    timeline.upsert(response.message);
+  } catch (error) {
+    timeline.pending({
+      clientMessageId, kind: "text", text: body, state: "failed", error: error.message,
+      onRetry: () => sendText(body, clientMessageId),
+    });
+  }
+}
+
+async function sendVoice(blob, durationMs, clientMessageId = newId()) {
+  const retry = () => sendVoice(blob, durationMs, clientMessageId);
+  timeline.pending({ clientMessageId, kind: "voice", durationMs, state: "uploading", progress: 0 });
+  const query = new URLSearchParams({ clientMessageId });
+  if (conversationId) query.set("conversationId", conversationId);
+  try {
+    const response = await api.upload(`/v1/consumer/voice-messages?${query}`, blob, (progress) =>
+      timeline.pending({ clientMessageId, kind: "voice", durationMs, state: "uploading", progress }));
+    conversationId = response.conversation.id;
+    realtime.seen(conversationId, response.message.seq);
+    timeline.upsert(response.message);
+  } catch (error) {
+    // The recording stays in memory: retry sends it again without re-recording.
+    timeline.pending({ clientMessageId, kind: "voice", durationMs, state: "failed", error: error.message, onRetry: retry });
+  }
+}
+
+composer.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const body = textarea.value;
+  if (!body.trim()) return;
+  textarea.value = "";
+  sendText(body);
+});
+textarea.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); composer.requestSubmit(); }
+});
+textarea.addEventListener("input", () => {
+  if (conversationId) realtime?.typing(conversationId, textarea.value.length > 0);
+});
+recorder.addEventListener("recorder-active", (event) => composer.classList.toggle("recording", event.detail));
+recorder.addEventListener("voice-send", (event) => sendVoice(event.detail.blob, event.detail.durationMs));
+
+start();

@@ -1,0 +1,304 @@
+import { Api, ApiError } from "./api.js";
+import { Realtime } from "./realtime.js";
+import { Timeline } from "./timeline.js";
+import { icon, text } from "./icons.js";
+import "./voice-recorder.js";
+
+// The agent workspace: sign in, conversation list, conversation, details.
+const $ = (selector) => document.querySelector(selector);
+const api = new Api();  // the session cookie authenticates
+const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+const newId = () => crypto.randomUUID();
+const state = { me: null, settings: null, filter: "open", conversations: new Map(), consumers: new Map(), current: null, unread: new Set() };
+let realtime;
+let timeline;
+
+$(".logout").innerHTML = icon("logout");
+$(".back").innerHTML = icon("back");
+$(".send-text").innerHTML = icon("send");
+
+async function boot() {
+  try {
+    state.me = await api.get("/v1/me");
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return showLogin();
+    throw error;
+  }
+  $(".login").hidden = true;
+  $(".workspace").hidden = false;
+  const [brand, settings] = await Promise.all([api.get("/v1/brand"), api.get("/v1/brand/settings")]);
+  state.settings = settings;
+  $(".brand").textContent = brand.name;
+  document.title = `${brand.name} · Parley`;
+  $(".me").textContent = state.me.name;
+  timeline = new Timeline($(".timeline"), { perspective: "agent", api });
+  configureVoice();
+  realtime = new Realtime();
+  realtime.addEventListener("status", (event) => {
+    const status = $(".topbar .status");
+    status.dataset.state = event.detail;
+    status.textContent = ({ connecting: "Connecting…", online: "Online", offline: "Offline – retrying" })[event.detail];
+  });
+  realtime.addEventListener("frame", (event) => receive(event.detail));
+  realtime.connect();
+  await loadList();
+}
+
+function showLogin() {
+  $(".workspace").hidden = true;
+  $(".login").hidden = false;
+  $(".login input[name=email]").focus();
+}
+
+$(".login form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = new FormData(event.target);
+  const error = $(".login .error-text");
+  error.textContent = "";
+  try {
+    await api.post("/v1/auth/login", { email: form.get("email"), password: form.get("password") });
+    await boot();
+  } catch (failure) {
+    error.textContent = failure.code === "invalid_credentials" ? "The email or the password is wrong." : failure.message;
+  }
+});
+
+$(".logout").addEventListener("click", async () => {
+  await api.post("/v1/auth/logout").catch(() => {});
+  realtime?.close();
+  location.reload();
+});
+
+/** The microphone shows only when the brand and the agent's profile allow voice; otherwise why not. */
+function configureVoice() {
+  const recorder = $("parley-recorder");
+  const hint = $(".voice-hint");
+  const allowed = state.settings.voiceFromAgents && state.me.permissions.includes("send_audio");
+  recorder.hidden = !allowed;
+  recorder.setAttribute("max-seconds", state.settings.voiceMaxSeconds);
+  hint.hidden = allowed;
+  hint.textContent = !state.settings.voiceFromAgents ? "Voice is off for this brand" : "Voice needs the send_audio permission";
+}
+
+// MARK: List
+
+const filters = {
+  open: "state=open,reopened",
+  mine: "state=open,reopened&assignee=me",
+  unassigned: "state=open,reopened&assignee=unassigned",
+  resolved: "state=resolved",
+};
+
+async function loadList() {
+  const page = await api.get(`/v1/conversations?${filters[state.filter]}&limit=100`);
+  state.conversations = new Map(page.items.map((conversation) => [conversation.id, conversation]));
+  await Promise.all(page.items.map((conversation) => consumer(conversation.consumerId)));
+  renderList();
+}
+
+async function consumer(id) {
+  if (!state.consumers.has(id)) state.consumers.set(id, api.get(`/v1/consumers/${id}`).catch(() => ({ displayName: "Customer" })));
+  return state.consumers.get(id);
+}
+
+function matchesFilter(conversation) {
+  const open = conversation.state !== "resolved";
+  switch (state.filter) {
+    case "open": return open;
+    case "mine": return open && conversation.assigneeId === state.me.id;
+    case "unassigned": return open && !conversation.assigneeId;
+    case "resolved": return !open;
+  }
+}
+
+async function renderList() {
+  const list = $(".conversations");
+  const items = [...state.conversations.values()].filter(matchesFilter).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+  const rows = await Promise.all(items.map(async (conversation) => {
+    const person = await consumer(conversation.consumerId);
+    const item = document.createElement("li");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.dataset.id = conversation.id;
+    if (state.current?.id === conversation.id) button.setAttribute("aria-current", "true");
+    const who = Object.assign(document.createElement("span"), { className: "who", textContent: person.displayName });
+    const when = Object.assign(document.createElement("span"), { className: "when", textContent: conversation.lastMessageAt ? timeFormat.format(new Date(conversation.lastMessageAt)) : "" });
+    const preview = Object.assign(document.createElement("span"), { className: "preview" });
+    const isVoice = conversation.lastMessagePreview?.startsWith("Audio message");
+    if (isVoice) preview.insertAdjacentHTML("afterbegin", icon("mic"));
+    preview.append(text(conversation.lastMessagePreview ?? ""));
+    const tags = Object.assign(document.createElement("span"), { className: "tags" });
+    tags.append(Object.assign(document.createElement("span"), { className: "tag", textContent: conversation.channel.replace("_", "-") }));
+    if (conversation.state === "reopened") tags.append(Object.assign(document.createElement("span"), { className: "tag", textContent: "reopened" }));
+    if (conversation.assigneeId === state.me.id) tags.append(Object.assign(document.createElement("span"), { className: "tag", textContent: "mine" }));
+    if (state.unread.has(conversation.id)) tags.append(Object.assign(document.createElement("span"), { className: "tag unread", textContent: "new" }));
+    button.append(who, when, preview, tags);
+    button.onclick = () => open(conversation.id);
+    item.append(button);
+    return item;
+  }));
+  list.replaceChildren(...rows);
+}
+
+for (const tab of document.querySelectorAll(".filters button")) {
+  tab.addEventListener("click", async () => {
+    state.filter = tab.dataset.filter;
+    for (const other of document.querySelectorAll(".filters button")) other.setAttribute("aria-selected", String(other === tab));
+    await loadList();
+  });
+}
+
+// MARK: Conversation
+
+async function open(id) {
+  const conversation = state.conversations.get(id) ?? (await api.get(`/v1/conversations/${id}`));
+  state.current = conversation;
+  state.unread.delete(id);
+  $(".workspace").classList.add("open");
+  $(".placeholder").hidden = true;
+  for (const element of [".conversation-header", ".timeline", ".composer"]) $(element).hidden = false;
+  $(".details-pane").hidden = false;
+  const person = await consumer(conversation.consumerId);
+  $(".consumer-name").textContent = person.displayName;
+  timeline.clear();
+  const history = await api.get(`/v1/conversations/${id}/messages?limit=200`);
+  history.items.forEach((message) => timeline.upsert(message));
+  realtime.seen(id, conversation.lastSeq);
+  renderDetails(conversation, person);
+  renderList();
+  markRead();
+  $("#reply").focus();
+}
+
+$(".back").addEventListener("click", () => {
+  $(".workspace").classList.remove("open");
+  state.current = null;
+  renderList();
+});
+
+function renderDetails(conversation, person) {
+  $(".d-name").textContent = person.displayName;
+  $(".d-identity").textContent = person.anonymous ? "Anonymous visitor" : `Signed in (${person.externalId})`;
+  $(".d-channel").textContent = conversation.channel;
+  $(".d-state").textContent = conversation.state;
+  $(".d-assignee").textContent = conversation.assigneeId ? (conversation.assigneeId === state.me.id ? "You" : "Another agent") : "Nobody";
+  $(".assign").hidden = conversation.assigneeId === state.me.id;
+  const resolve = $(".resolve");
+  resolve.textContent = conversation.state === "resolved" ? "Reopen" : "Resolve";
+}
+
+$(".assign").addEventListener("click", async () => {
+  const updated = await api.post(`/v1/conversations/${state.current.id}/assign`, { agentId: state.me.id });
+  update(updated);
+});
+
+$(".resolve").addEventListener("click", async () => {
+  const action = state.current.state === "resolved" ? "reopen" : "resolve";
+  update(await api.post(`/v1/conversations/${state.current.id}/${action}`));
+});
+
+function update(conversation) {
+  const known = state.conversations.get(conversation.id);
+  if (known && known.lastSeq > conversation.lastSeq) return;
+  state.conversations.set(conversation.id, conversation);
+  if (state.current?.id === conversation.id) {
+    state.current = conversation;
+    consumer(conversation.consumerId).then((person) => renderDetails(conversation, person));
+  }
+  renderList();
+}
+
+async function markRead() {
+  const conversation = state.current;
+  const seq = timeline.lastIncomingSeq();
+  if (!conversation || !seq || document.visibilityState !== "visible") return;
+  await api.post(`/v1/conversations/${conversation.id}/receipts`, { upToSeq: seq, state: "read" }).catch(() => {});
+}
+document.addEventListener("visibilitychange", markRead);
+
+// MARK: Real-time
+
+let typingTimer;
+function receive(frame) {
+  if (frame.type === "message") {
+    const message = frame.message;
+    const known = state.conversations.get(message.conversationId);
+    if (known) {
+      update({
+        ...known, lastSeq: Math.max(known.lastSeq, message.seq), updatedAt: message.createdAt, lastMessageAt: message.createdAt,
+        lastMessagePreview: message.kind === "voice" ? `Audio message ${clockOf(message)}` : message.text.split("\n").join(" ").slice(0, 120),
+      });
+    } else {
+      api.get(`/v1/conversations/${message.conversationId}`).then(update).catch(() => {});
+    }
+    if (state.current?.id === message.conversationId) {
+      timeline.upsert(message);
+      if (message.senderKind === "consumer") markRead();
+    } else if (message.senderKind === "consumer") {
+      state.unread.add(message.conversationId);
+      renderList();
+    }
+  } else if (frame.type === "conversation") {
+    update(frame.conversation);
+  } else if (frame.type === "event") {
+    const event = frame.event;
+    if (state.current?.id !== event.conversationId) return;
+    if (event.kind === "receipt") timeline.receipt(event);
+    if (event.kind === "voice_processed" && event.message) timeline.upsert(event.message);
+  } else if (frame.type === "typing" && state.current?.id === frame.conversationId && frame.participant.kind === "consumer") {
+    $(".typing").textContent = frame.isTyping ? "typing…" : "";
+    clearTimeout(typingTimer);
+    typingTimer = setTimeout(() => { $(".typing").textContent = ""; }, 6000);
+  }
+}
+
+function clockOf(message) {
+  const seconds = Math.round((message.voice?.durationMs ?? 0) / 1000);
+  return `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")}`;
+}
+
+// MARK: Composer
+
+async function sendText(body, clientMessageId = newId()) {
+  const conversationId = state.current.id;
+  timeline.pending({ clientMessageId, kind: "text", text: body, state: "sending" });
+  try {
+    const response = await api.post(`/v1/conversations/${conversationId}/messages`, { clientMessageId, text: body });
+    realtime.seen(conversationId, response.message.seq);
+    if (state.current?.id === conversationId) timeline.upsert(response.message);
+    update(response.conversation);
+  } catch (error) {
+    timeline.pending({ clientMessageId, kind: "text", text: body, state: "failed", error: error.message, onRetry: () => sendText(body, clientMessageId) });
+  }
+}
+
+async function sendVoice(blob, durationMs, clientMessageId = newId()) {
+  const conversationId = state.current.id;
+  timeline.pending({ clientMessageId, kind: "voice", durationMs, state: "uploading", progress: 0 });
+  try {
+    const response = await api.upload(`/v1/conversations/${conversationId}/voice-messages?clientMessageId=${clientMessageId}`, blob, (progress) =>
+      timeline.pending({ clientMessageId, kind: "voice", durationMs, state: "uploading", progress }));
+    realtime.seen(conversationId, response.message.seq);
+    if (state.current?.id === conversationId) timeline.upsert(response.message);
+    update(response.conversation);
+  } catch (error) {
+    timeline.pending({ clientMessageId, kind: "voice", durationMs, state: "failed", error: error.message, onRetry: () => sendVoice(blob, durationMs, clientMessageId) });
+  }
+}
+
+const composer = $(".composer");
+composer.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const body = $("#reply").value;
+  if (!body.trim() || !state.current) return;
+  $("#reply").value = "";
+  sendText(body);
+});
+$("#reply").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); composer.requestSubmit(); }
+});
+$("#reply").addEventListener("input", () => state.current && realtime.typing(state.current.id, $("#reply").value.length > 0));
+$("parley-recorder").addEventListener("recorder-active", (event) => composer.classList.toggle("recording", event.detail));
+$("parley-recorder").addEventListener("voice-send", (event) => sendVoice(event.detail.blob, event.detail.durationMs));
+
+boot();

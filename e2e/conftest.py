@@ -1,0 +1,117 @@
+"""End-to-end fixtures: a real `parley serve` on 127.0.0.1 and headless Chromium with a fake microphone
+that speaks real speech (espeak-ng). Everything started here is stopped here, by process id."""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts" / "screenshots"
+CHROMIUM = os.environ.get("PARLEY_CHROMIUM", "/usr/lib/chromium/chromium")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def speech_wav(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("speech")
+    raw, wav = directory / "raw.wav", directory / "speech48k.wav"
+    subprocess.run(["espeak-ng", "-w", str(raw), "Hello, this is a voice message about my order. "
+                    "It was supposed to arrive on Monday and it is still not here. Could you check where it is please?"],
+                   check=True, capture_output=True)
+    subprocess.run(["sox", str(raw), "-r", "48000", "-c", "1", str(wav)], check=True, capture_output=True)
+    return wav
+
+
+class Server:
+    def __init__(self, url, data_dir, app_id, email, password):
+        self.url, self.data_dir, self.app_id, self.email, self.password = url, data_dir, app_id, email, password
+
+
+@pytest.fixture(scope="session")
+def server():
+    binary = Path(os.environ.get("PARLEY_BINARY", ROOT / ".build" / "debug" / "parley"))
+    data_dir = Path(tempfile.mkdtemp(prefix="parley-e2e-"))
+    port = free_port()
+    log = open(data_dir / "serve.log", "w+")
+    process = subprocess.Popen(
+        [str(binary), "serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir),
+         "--public-dir", str(ROOT / "Public"), "--bcrypt-cost", "4"],
+        stdout=log, stderr=subprocess.STDOUT, cwd=data_dir)
+    try:
+        deadline = time.time() + 60
+        output = ""
+        while time.time() < deadline:
+            output = (data_dir / "serve.log").read_text()
+            if "Parley is listening" in output:
+                break
+            if process.poll() is not None:
+                raise RuntimeError(f"parley serve exited:\n{output}")
+            time.sleep(0.1)
+        else:
+            raise RuntimeError(f"parley serve did not start:\n{output}")
+        app_id = re.search(r"web app .*\((app_[a-z0-9]+)\)", output).group(1)
+        email = re.search(r"admin\s+(\S+@\S+)", output).group(1)
+        password = re.search(r"password\s+(\S+)", output).group(1)
+        yield Server(f"http://127.0.0.1:{port}", data_dir, app_id, email, password)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def browser(speech_wav):
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+                  f"--use-file-for-fake-audio-capture={speech_wav}", "--autoplay-policy=no-user-gesture-required"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def shoot():
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    def take(page, name):
+        page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    return take
+
+
+@pytest.fixture
+def console_errors():
+    """Collects errors from pages; a test asserts there were none."""
+    errors = []
+    # The workspace asks /v1/me whether a session exists; 401 there is the expected "not signed in".
+    expected = ("/v1/me",)
+
+    def record(entry, url):
+        if not (" 401 " in f" {entry} " or "401 (Unauthorized)" in entry) or not url.endswith(expected):
+            errors.append(entry)
+
+    def watch(page):
+        page.on("console", lambda message: message.type == "error" and record(f"{message.text} at {message.location.get('url')}", message.location.get("url", "")))
+        page.on("response", lambda response: response.status >= 400 and record(f"{response.status} {response.url}", response.url))
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        return page
+    watch.errors = errors
+    return watch

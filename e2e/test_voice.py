@@ -1,0 +1,164 @@
+"""Voice messages in real browsers: a consumer records and sends, the agent sees the length before
+playing, plays and seeks, records back; the consumer plays it; a download matches the original."""
+import re
+from pathlib import Path
+
+from playwright.sync_api import expect
+
+PHONE = {"width": 360, "height": 740}
+DESKTOP = {"width": 1280, "height": 800}
+
+
+def seconds(clock_text):
+    minutes, secs = clock_text.strip().split(":")
+    return int(minutes) * 60 + int(secs)
+
+
+def login(page, server):
+    page.goto(server.url + "/")
+    page.fill("input[name=email]", server.email)
+    page.fill("input[name=password]", server.password)
+    page.click("button[type=submit]")
+    expect(page.locator(".topbar .status")).to_have_text("Online", timeout=10000)
+
+
+def test_voice_round_trip(server, browser, shoot, console_errors):
+    consumer = console_errors(browser.new_context(viewport=PHONE, permissions=["microphone"]).new_page())
+    # Keep a copy of every uploaded recording, to compare with what the agent downloads.
+    consumer.add_init_script("""
+        window.__uploads = [];
+        const send = XMLHttpRequest.prototype.send;
+        XMLHttpRequest.prototype.send = function (body) {
+            if (body instanceof Blob) body.arrayBuffer().then((buffer) => window.__uploads.push(Array.from(new Uint8Array(buffer))));
+            return send.call(this, body);
+        };
+    """)
+    consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
+    expect(consumer.locator(".status")).to_have_text("Online", timeout=10000)
+    expect(consumer.locator(".brand-name")).to_have_text("Demo Brand")
+    shoot(consumer, "widget-empty-360")
+
+    # Record, pause, resume, stop: paused time does not count.
+    consumer.click("button[aria-label='Record a voice message']")
+    expect(consumer.locator(".recorder[data-state=recording]")).to_be_visible()
+    expect(consumer.locator(".recorder .limit")).to_have_text("/ 2:00")
+    consumer.wait_for_timeout(1600)
+    consumer.click("button[aria-label='Pause recording']")
+    expect(consumer.locator(".recorder[data-state=paused]")).to_be_visible()
+    shoot(consumer, "widget-recording-paused-360")
+    paused_at = seconds(consumer.locator(".recorder .now").inner_text())
+    consumer.wait_for_timeout(1500)
+    assert seconds(consumer.locator(".recorder .now").inner_text()) == paused_at
+    consumer.click("button[aria-label='Resume recording']")
+    consumer.wait_for_timeout(1600)
+    consumer.click("button[aria-label='Stop and preview']")
+    expect(consumer.locator(".recorder[data-state=preview] parley-voice")).to_be_visible()
+    shoot(consumer, "widget-preview-360")
+    consumer.click("button[aria-label='Send voice message']")
+
+    bubble = consumer.locator(".row.out[data-kind=voice]")
+    expect(bubble).to_have_count(1, timeout=15000)
+    total = seconds(bubble.locator(".time").inner_text().split("/")[1])
+    assert 2 <= total <= 5, f"recorded about 3 s, the note says {total} s"
+    uploaded = bytes(consumer.evaluate("window.__uploads[0]"))
+    assert len(uploaded) > 1000 and uploaded[:4] == b"\x1a\x45\xdf\xa3"  # Chrome records WebM
+
+    # The agent sees the conversation marked as a voice note, and its length before playing.
+    agent = console_errors(browser.new_context(viewport=DESKTOP, accept_downloads=True).new_page())
+    login(agent, server)
+    item = agent.locator(".conversations li button").first
+    expect(item.locator(".preview")).to_contain_text(re.compile(r"Audio message 0:0\d"))
+    shoot(agent, "workspace-list-1280")
+    item.click()
+    incoming = agent.locator(".row.in[data-kind=voice] parley-voice")
+    expect(incoming).to_have_count(1)
+    expect(incoming.locator(".time")).to_have_text(re.compile(r"0:00 / 0:0\d"))
+    assert incoming.get_attribute("data-state") == "idle"
+    expect(agent.locator(".row.in[data-kind=voice] .meta")).not_to_contain_text("Processing", timeout=20000)
+    shoot(agent, "workspace-conversation-1280")
+
+    # Play, then seek to the middle: playback goes on from there.
+    incoming.locator("button.play").click()
+    expect(incoming).to_have_attribute("data-state", "playing", timeout=10000)
+    wave = incoming.locator(".wave")
+    box = wave.bounding_box()
+    agent.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    duration = incoming.evaluate("el => el.audio.duration")
+    middle = incoming.evaluate("el => el.audio.currentTime")
+    assert abs(middle - duration / 2) < 0.6, f"seeked to {middle} of {duration}"
+    agent.wait_for_timeout(700)
+    later = incoming.evaluate("el => el.audio.currentTime")
+    assert later > middle + 0.2, f"playback did not advance from the middle: {middle} -> {later}"
+    expect(incoming.locator(".wave span.played").first).to_be_visible()
+    incoming.locator(".speed").click()
+    assert incoming.evaluate("el => el.audio.playbackRate") == 1.5
+    shoot(agent, "workspace-playing-1280")
+
+    # The download is the original, byte for byte.
+    with agent.expect_download() as download_info:
+        incoming.locator("button.download").click()
+    downloaded = Path(download_info.value.path()).read_bytes()
+    assert downloaded == uploaded
+    stored = list(Path(server.data_dir, "media", "voice").rglob("original.*"))
+    assert downloaded in [path.read_bytes() for path in stored]
+
+    # The agent records and sends back; the consumer plays it.
+    agent.click("button[aria-label='Record a voice message']")
+    agent.wait_for_timeout(2000)
+    shoot(agent, "workspace-recording-1280")
+    agent.click("button[aria-label='Stop and preview']")
+    agent.click("button[aria-label='Send voice message']")
+    expect(agent.locator(".row.out[data-kind=voice]")).to_have_count(1, timeout=15000)
+
+    reply = consumer.locator(".row.in[data-kind=voice] parley-voice")
+    expect(reply).to_have_count(1, timeout=15000)
+    expect(reply.locator(".time")).to_have_text(re.compile(r"0:00 / 0:0\d"))
+    expect(consumer.locator(".row.in[data-kind=voice] .meta")).not_to_contain_text("Processing", timeout=20000)
+    reply.locator("button.play").click()
+    expect(reply).to_have_attribute("data-state", "playing", timeout=10000)
+    consumer.wait_for_timeout(600)
+    assert reply.evaluate("el => el.audio.currentTime") > 0.2
+    # The consumer's own note shows it was read by the agent.
+    expect(consumer.locator(".row.out[data-kind=voice] .delivery")).to_have_attribute("data-state", "read", timeout=10000)
+    shoot(consumer, "widget-conversation-360")
+    agent.set_viewport_size(PHONE)
+    shoot(agent, "workspace-conversation-360")
+
+    assert console_errors.errors == [], console_errors.errors
+
+
+def test_text_and_keyboard(server, browser, shoot, console_errors):
+    """Text goes both ways and markup in a message is shown as text, never run."""
+    consumer = console_errors(browser.new_context(viewport=PHONE).new_page())
+    consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
+    expect(consumer.locator(".status")).to_have_text("Online", timeout=10000)
+    consumer.fill("#message", "<img src=x onerror=\"document.title='pwned'\"> Where is my parcel?")
+    consumer.keyboard.press("Enter")
+    expect(consumer.locator(".row.out .bubble").last).to_have_text("<img src=x onerror=\"document.title='pwned'\"> Where is my parcel?")
+
+    agent = console_errors(browser.new_context(viewport=DESKTOP).new_page())
+    login(agent, server)
+    agent.locator(".conversations li button", has_text="Where is my parcel?").first.click()
+    expect(agent.locator(".row.in .bubble").last).to_contain_text("Where is my parcel?")
+    agent.fill("#reply", "Let me check that for you.")
+    agent.keyboard.press("Enter")
+    expect(consumer.locator(".row.in .bubble").last).to_have_text("Let me check that for you.", timeout=10000)
+    assert consumer.title() != "pwned" and agent.title() != "pwned"
+    assert agent.locator(".row img").count() == 0
+    shoot(agent, "workspace-text-1280")
+    assert console_errors.errors == [], console_errors.errors
+
+
+def test_microphone_denied(server, browser, console_errors):
+    """Without microphone permission the widget says so and keeps working for text."""
+    context = browser.new_context(viewport=PHONE)
+    page = console_errors(context.new_page())
+    page.add_init_script("navigator.mediaDevices.getUserMedia = () => Promise.reject(new DOMException('denied', 'NotAllowedError'))")
+    page.goto(f"{server.url}/widget.html?app={server.app_id}")
+    expect(page.locator(".status")).to_have_text("Online", timeout=10000)
+    page.click("button[aria-label='Record a voice message']")
+    expect(page.locator("[role=alert]")).to_contain_text("Microphone access was denied")
+    page.click("button[aria-label='Dismiss']")
+    page.fill("#message", "Typing still works")
+    page.keyboard.press("Enter")
+    expect(page.locator(".row.out .bubble").last).to_have_text("Typing still works")
