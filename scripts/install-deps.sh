@@ -9,7 +9,8 @@ packages=(ca-certificates ffmpeg)
 if [[ "${1:-}" == "--test" ]]; then
     # postgresql: the repository suite's second engine; espeak-ng, sox and its AMR format: real
     # speech in every container the voice tests upload.
-    packages+=(postgresql python3 espeak-ng sox libsox-fmt-all)
+    # chromium: the end-to-end tests drive the real pages in headless Chromium.
+    packages+=(postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core)
 fi
 
 missing=()

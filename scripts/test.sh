@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite, on a fresh Debian machine with the Swift toolchain:
-# installs what is missing, starts a throw-away PostgreSQL, builds, runs every test, stops what it started.
+# The whole test suite, on a fresh Debian machine with the Swift toolchain: installs what is missing,
+# starts a throw-away PostgreSQL, builds, runs the Swift tests, then the browser tests against a real
+# `parley serve`, and stops everything it started. Screenshots land in test-artifacts/screenshots/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh --test
+if [[ ! -x .venv/bin/pytest ]] || ! .venv/bin/python -c "import playwright" 2>/dev/null; then
+    python3 -m venv .venv
+    .venv/bin/pip install --quiet --disable-pip-version-check -r e2e/requirements.txt
+fi
 
 pg_dir=$(mktemp -d /tmp/parley-test-pg.XXXXXX)
 cleanup() { scripts/postgres.sh stop "$pg_dir" || true; }
@@ -19,3 +24,4 @@ fi
 
 swift build --build-tests
 swift test --skip-build
+PARLEY_BINARY=.build/debug/parley .venv/bin/pytest e2e -q

@@ -2,6 +2,16 @@ import { icon, clock } from "./icons.js";
 
 const speeds = [1, 1.5, 2];
 
+/** Peak-preserving resampling of a waveform to `count` bars. */
+function resample(levels, count) {
+  if (levels.length <= count) return levels;
+  return Array.from({ length: count }, (_, bar) => {
+    const start = Math.floor((bar * levels.length) / count);
+    const end = Math.max(start + 1, Math.floor(((bar + 1) * levels.length) / count));
+    return Math.max(...levels.slice(start, end));
+  });
+}
+
 /**
  * <parley-voice>: a voice note player. Set `.voice` (the API's VoiceDTO, or a local preview with
  * `localURL`) and `.api`. The waveform is the seek bar: click, drag, or use the arrow keys.
@@ -25,7 +35,9 @@ export class VoicePlayer extends HTMLElement {
     const voice = this._voice;
     if (!voice) return;
     this.rendered = true;
-    const levels = voice.waveform?.length ? voice.waveform : new Array(48).fill(90);
+    // Fewer, wider bars on phones, so each stays visible beside the controls.
+    const bars = matchMedia("(max-width: 420px)").matches ? 28 : 64;
+    const levels = resample(voice.waveform?.length ? voice.waveform : new Array(bars).fill(90), bars);
     const original = voice.renditions?.find((r) => r.format === "original");
     this.innerHTML = `
       <div class="voice" role="group" aria-label="Voice message, ${clock(voice.durationMs)}">
