@@ -162,3 +162,33 @@ def test_microphone_denied(server, browser, console_errors):
     page.fill("#message", "Typing still works")
     page.keyboard.press("Enter")
     expect(page.locator(".row.out .bubble").last).to_have_text("Typing still works")
+
+
+def test_failed_upload_retries_without_re_recording(server, browser, shoot, console_errors):
+    """The network drops the first upload: the bubble says so and Retry sends the same recording."""
+    page = browser.new_context(viewport=PHONE, permissions=["microphone"]).new_page()
+    page.goto(f"{server.url}/widget.html?app={server.app_id}")
+    expect(page.locator(".status")).to_have_text("Online", timeout=10000)
+    attempts = []
+
+    def flaky(route):
+        attempts.append(route.request.url)
+        if len(attempts) == 1:
+            route.abort("connectionreset")
+        else:
+            route.continue_()
+    page.route("**/v1/consumer/voice-messages*", flaky)
+    page.click("button[aria-label='Record a voice message']")
+    page.wait_for_timeout(1500)
+    page.click("button[aria-label='Stop and preview']")
+    page.click("button[aria-label='Send voice message']")
+    failed = page.locator(".row.pending[data-state=failed]")
+    expect(failed).to_be_visible(timeout=10000)
+    expect(failed.locator(".failed")).to_have_text("The connection failed.")
+    shoot(page, "widget-upload-failed-360")
+    failed.locator("button.retry").click()
+    expect(page.locator(".row.out[data-kind=voice]")).to_have_count(1, timeout=15000)
+    expect(page.locator(".row.pending")).to_have_count(0)
+    # Both attempts carried the same client message id: a retry can never make a second message.
+    ids = {url.split("clientMessageId=")[1].split("&")[0] for url in attempts}
+    assert len(attempts) == 2 and len(ids) == 1
