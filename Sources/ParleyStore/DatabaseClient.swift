@@ -84,6 +84,21 @@ public protocol DatabaseClient: Sendable {
     func close() async
 }
 
+extension SQLDatabase {
+    /// Runs `body` between `begin` and COMMIT on this connection; rolls back when it throws.
+    func inTransaction<T: Sendable>(begin: SQLQueryString, _ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        try await raw(begin).run()
+        do {
+            let result = try await body(self)
+            try await raw("COMMIT").run()
+            return result
+        } catch {
+            try? await raw("ROLLBACK").run()
+            throw error
+        }
+    }
+}
+
 /// Opens the database named by a location.
 public func openDatabase(_ location: DatabaseLocation, logger: Logger) async throws -> any DatabaseClient {
     switch location {

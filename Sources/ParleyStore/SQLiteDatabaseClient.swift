@@ -64,17 +64,8 @@ public final class SQLiteDatabaseClient: DatabaseClient {
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let db = writer.sql()
-        return try await writeLock.withLock {
-            try await db.raw("BEGIN IMMEDIATE").run()
-            do {
-                let result = try await body(db)
-                try await db.raw("COMMIT").run()
-                return result
-            } catch {
-                try? await db.raw("ROLLBACK").run()
-                throw error
-            }
-        }
+        // IMMEDIATE takes the write lock at BEGIN, so a transaction never fails half-way on a busy lock.
+        return try await writeLock.withLock { try await db.inTransaction(begin: "BEGIN IMMEDIATE", body) }
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
