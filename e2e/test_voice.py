@@ -192,3 +192,44 @@ def test_failed_upload_retries_without_re_recording(server, browser, shoot, cons
     # Both attempts carried the same client message id: a retry can never make a second message.
     ids = {url.split("clientMessageId=")[1].split("&")[0] for url in attempts}
     assert len(attempts) == 2 and len(ids) == 1
+
+
+def test_history_plays_from_the_keyboard(server, browser, shoot, console_errors):
+    """A resolved conversation's voice note plays from history, driven by the keyboard alone."""
+    consumer = browser.new_context(viewport=PHONE, permissions=["microphone"]).new_page()
+    consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
+    expect(consumer.locator(".status")).to_have_text("Online", timeout=10000)
+    # The widget's controls are reachable and labelled for the keyboard and screen readers.
+    mic = consumer.locator("button[aria-label='Record a voice message']")
+    mic.focus()
+    consumer.keyboard.press("Enter")
+    expect(consumer.locator("parley-recorder [role=status]")).to_have_text("Recording started")
+    consumer.wait_for_timeout(2200)
+    consumer.locator("button[aria-label='Stop and preview']").focus()
+    consumer.keyboard.press("Enter")
+    expect(consumer.locator("parley-recorder [role=status]")).to_contain_text("Recorded 0:0")
+    consumer.locator("button[aria-label='Send voice message']").focus()
+    consumer.keyboard.press("Enter")
+    expect(consumer.locator(".row.out[data-kind=voice]")).to_have_count(1, timeout=15000)
+
+    agent = console_errors(browser.new_context(viewport=DESKTOP).new_page())
+    login(agent, server)
+    agent.locator(".conversations li button").first.click()
+    expect(agent.locator(".row.in[data-kind=voice]").last.locator(".meta")).not_to_contain_text("Processing", timeout=20000)
+    agent.click("button.resolve")
+    expect(agent.locator(".d-state")).to_have_text("resolved")
+    agent.click(".filters button[data-filter=resolved]")
+    agent.locator(".conversations li button").first.click()
+    player = agent.locator(".row.in[data-kind=voice] parley-voice").last
+    wave = player.locator(".wave[role=slider]")
+    wave.focus()
+    agent.keyboard.press("Space")
+    expect(player).to_have_attribute("data-state", "playing", timeout=10000)
+    agent.wait_for_timeout(400)
+    before = player.evaluate("el => el.audio.currentTime")
+    agent.keyboard.press("ArrowRight")  # 5 s on, or to the end of a short note
+    after = player.evaluate("el => el.audio.currentTime")
+    assert after > before or player.get_attribute("data-state") == "ended"
+    assert wave.get_attribute("aria-valuetext").endswith(player.locator(".time").inner_text().split(" / ")[1])
+    shoot(agent, "workspace-resolved-history-1280")
+    assert console_errors.errors == [], console_errors.errors

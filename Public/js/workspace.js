@@ -184,7 +184,14 @@ function renderDetails(conversation, person) {
   $(".d-assignee").textContent = conversation.assigneeId ? (conversation.assigneeId === state.me.id ? "You" : "Another agent") : "Nobody";
   $(".assign").hidden = conversation.assigneeId === state.me.id;
   const resolve = $(".resolve");
-  resolve.textContent = conversation.state === "resolved" ? "Reopen" : "Resolve";
+  const resolved = conversation.state === "resolved";
+  resolve.textContent = resolved ? "Reopen" : "Resolve";
+  // A resolved conversation takes no replies until it is reopened.
+  const reply = $("#reply");
+  reply.disabled = resolved;
+  reply.placeholder = resolved ? "Resolved: reopen to reply" : "Reply…";
+  $(".send-text").disabled = resolved;
+  $("parley-recorder").hidden = resolved || !(state.settings.voiceFromAgents && state.me.permissions.includes("send_audio"));
 }
 
 $(".assign").addEventListener("click", async () => {
