@@ -31,6 +31,8 @@ public struct ParleyConfiguration: Sendable {
     public var maxVoiceBytes: Int = 16 * 1024 * 1024
     /// Voice notes transcoded at once.
     public var voiceWorkers: Int = 2
+    /// Longest an ffmpeg run may take before it is killed and its note fails (decoding gets at most 30 s).
+    public var ffmpegTimeoutSeconds: Int = 120
 
     public init() {}
 
@@ -125,6 +127,9 @@ public struct ParleyConfiguration: Sendable {
         },
         Setting(flag: "voice-workers", environment: "PARLEY_VOICE_WORKERS", help: "voice notes transcoded at once (default 2)") { c, v, name throws(ConfigurationError) in
             c.voiceWorkers = try parseInt(v, name, range: 1...64, what: "a worker count")
+        },
+        Setting(flag: "ffmpeg-timeout", environment: "PARLEY_FFMPEG_TIMEOUT", help: "seconds an ffmpeg run may take (default 120)") { c, v, name throws(ConfigurationError) in
+            c.ffmpegTimeoutSeconds = try parseInt(v, name, range: 1...3600, what: "a number of seconds")
         },
         Setting(flag: "realtime-queue-limit", environment: "PARLEY_REALTIME_QUEUE_LIMIT", help: "frames waiting per WebSocket before it is closed with 4000 (default 512)") { c, v, name throws(ConfigurationError) in
             c.realtimeQueueLimit = try parseInt(v, name, range: 8...1_000_000, what: "a frame count")

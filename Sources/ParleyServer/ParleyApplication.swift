@@ -49,11 +49,14 @@ public struct ParleyServices: Sendable {
             logger.warning("ffmpeg was not found: voice messages are refused until it is installed", metadata: ["ffmpeg": "\(configuration.ffmpeg)"])
         }
         let processor = VoiceProcessor(
-            store: store, blobs: blobs, transcoder: ffmpeg.map { VoiceTranscoder(ffmpeg: $0) }, conversations: conversations,
+            store: store, blobs: blobs,
+            transcoder: ffmpeg.map { VoiceTranscoder(ffmpeg: $0, timeout: .seconds(configuration.ffmpegTimeoutSeconds)) },
+            conversations: conversations,
             concurrency: configuration.voiceWorkers, logger: logger)
         let voice = VoiceService(
             store: store, blobs: blobs, conversations: conversations, processor: processor,
-            analyzer: ffmpeg.map { AudioAnalyzer(ffmpeg: $0) }, maxUploadBytes: configuration.maxVoiceBytes, logger: logger)
+            analyzer: ffmpeg.map { AudioAnalyzer(ffmpeg: $0, timeout: .seconds(min(30, configuration.ffmpegTimeoutSeconds))) },
+            maxUploadBytes: configuration.maxVoiceBytes, logger: logger)
         return ParleyServices(
             configuration: configuration, store: store, bus: bus, hub: hub, metrics: metrics,
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics),

@@ -254,6 +254,42 @@ struct VoiceTests {
     }
 }
 
+extension VoiceTests {
+    /// An ffmpeg that decodes for real but crashes, or hangs, when asked for renditions.
+    static func brokenFFmpeg(_ behaviour: String) throws -> URL {
+        let script = FileManager.default.temporaryDirectory.appendingPathComponent("ffmpeg-\(behaviour)-\(UUID().uuidString)")
+        let real = ProcessRunner.locate("ffmpeg") ?? "/usr/bin/ffmpeg"
+        let action = behaviour == "crash" ? "kill -SEGV $$" : "exec sleep 600"
+        try "#!/bin/sh\ncase \"$*\" in *\"-f ogg\"*) \(action) ;; esac\nexec \(real) \"$@\"\n".write(to: script, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        return script
+    }
+
+    @Test("an ffmpeg that crashes or hangs fails that one note, with a reason; the server goes on", arguments: ["crash", "hang"])
+    func brokenTranscoder(behaviour: String) async throws {
+        let fixtures = try AudioFixtures.files()
+        let ffmpeg = try Self.brokenFFmpeg(behaviour)
+        defer { try? FileManager.default.removeItem(at: ffmpeg) }
+        try await TestServer.run(configure: { $0.ffmpeg = ffmpeg.path; $0.ffmpegTimeoutSeconds = 2 }) { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            let sent = try await Self.upload(server, try fixtures.data("note.webm"), token: token).decode(SendMessageResponse.self)
+            #expect(sent.message.voice?.durationMs ?? 0 > 0)  // decoding worked: the note was measured
+            let failed = try await Self.processed(server, sent.message, token: acme.adminToken)
+            #expect(failed.voice?.state == .failed)
+            #expect(failed.voice?.failureReason?.isEmpty == false)
+            // The original still plays; the missing renditions say why.
+            #expect(try await server.get(MediaPaths.voice(messageId: failed.id, format: "original"), token: token).status == .ok)
+            let opus = try await server.get(MediaPaths.voice(messageId: failed.id, format: "opus"), token: token)
+            #expect(try opus.error.code == "rendition_failed")
+            // Everything else goes on.
+            #expect(try await server.get("/health").status == .ok)
+            let text = try await acme.send("still here", as: token)
+            #expect(text.message.seq > failed.seq)
+        }
+    }
+}
+
 /// The m:ss the server writes, computed independently for the assertions.
 enum VoiceRulesClock {
     static func clock(_ milliseconds: Int) -> String {
