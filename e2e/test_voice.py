@@ -1,6 +1,8 @@
 """Voice messages in real browsers: a consumer records and sends, the agent sees the length before
 playing, plays and seeks, records back; the consumer plays it; a download matches the original."""
+import http.server
 import re
+import threading
 from pathlib import Path
 
 from playwright.sync_api import expect
@@ -233,3 +235,43 @@ def test_history_plays_from_the_keyboard(server, browser, shoot, console_errors)
     assert wave.get_attribute("aria-valuetext").endswith(player.locator(".time").inner_text().split(" / ")[1])
     shoot(agent, "workspace-resolved-history-1280")
     assert console_errors.errors == [], console_errors.errors
+
+
+def test_embedded_with_one_script_tag(server, browser, shoot, console_errors):
+    """A brand's page adds one script tag: a launcher opens the chat, which works inside the frame."""
+    shop_page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Example Shop</title></head>
+        <body style="font-family: sans-serif; margin: 40px"><h1>Example Shop</h1><p>Our products.</p>
+        <script src="{server.url}/embed.js" data-app="{server.app_id}" async></script></body></html>""".encode()
+
+    class Shop(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(shop_page)
+
+        def log_message(self, *args):
+            pass
+
+    # The brand's own site: another origin on loopback.
+    shop = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Shop)
+    threading.Thread(target=shop.serve_forever, daemon=True).start()
+    try:
+        page = console_errors(browser.new_context(viewport=DESKTOP).new_page())
+        page.goto(f"http://127.0.0.1:{shop.server_address[1]}/")
+        launcher = page.get_by_role("button", name="Open chat")
+        expect(launcher).to_be_visible()
+        launcher.click()
+        expect(page.get_by_role("button", name="Close chat").first).to_be_visible()
+        chat = page.frame_locator("#parley-chat")
+        expect(chat.locator(".status")).to_have_text("Online", timeout=10000)
+        chat.locator("#message").fill("Hello from the shop page")
+        chat.locator("#message").press("Enter")
+        expect(chat.locator(".row.out .bubble").last).to_have_text("Hello from the shop page")
+        shoot(page, "embed-open-1280")
+        chat.locator("button.close").click()
+        expect(page.locator("#parley-chat")).to_be_hidden()
+        expect(launcher).to_be_focused()
+        assert console_errors.errors == [], console_errors.errors
+    finally:
+        shop.shutdown()

@@ -13,6 +13,13 @@ const textarea = $("#message");
 const recorder = $("parley-recorder");
 const composer = $(".composer");
 $(".send-text").innerHTML = icon("send");
+if (new URLSearchParams(location.search).has("embedded") && window.parent !== window) {
+  // Inside a brand's page (embed.js): a close button hands focus back to the launcher.
+  const close = $(".close");
+  close.innerHTML = icon("close");
+  close.hidden = false;
+  close.onclick = () => window.parent.postMessage("parley:close", "*");
+}
 
 const api = new Api();
 let realtime;

@@ -12,9 +12,11 @@ struct SecurityHeadersMiddleware: RouterMiddleware {
         response.headers[.xContentTypeOptions] = "nosniff"
         response.headers[Self.referrerPolicy] = "no-referrer"
         if response.headers[.contentType]?.hasPrefix("text/html") == true {
-            response.headers[Self.frameOptions] = "DENY"
+            // The widget is made to be framed by the brand's own sites (embed.js); nothing else is.
+            let framable = request.uri.path == "/widget.html"
+            if !framable { response.headers[Self.frameOptions] = "DENY" }
             response.headers[.contentSecurityPolicy] =
-                "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data: blob:; media-src 'self' blob:; style-src 'self'; script-src 'self'; frame-ancestors 'none'"
+                "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data: blob:; media-src 'self' blob:; style-src 'self'; script-src 'self'; frame-ancestors \(framable ? "*" : "'none'")"
         }
         return response
     }

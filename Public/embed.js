@@ -1,0 +1,51 @@
+// Parley's chat launcher for any web site, with one tag:
+//   <script src="https://chat.example.com/embed.js" data-app="app_..." async></script>
+// Adds a round button at the bottom right that opens the chat (full screen on phones).
+(() => {
+  const script = document.currentScript;
+  const app = script?.dataset.app;
+  if (!app || window.__parleyEmbedded) return;
+  window.__parleyEmbedded = true;
+  const origin = new URL(script.src).origin;
+  const accent = script.dataset.color || "#4f46e5";
+
+  const button = document.createElement("button");
+  button.type = "button";
+  button.setAttribute("aria-label", "Open chat");
+  button.setAttribute("aria-expanded", "false");
+  button.setAttribute("aria-controls", "parley-chat");
+  button.innerHTML = '<svg viewBox="0 0 24 24" width="26" height="26" aria-hidden="true" fill="none" stroke="currentColor" stroke-width="2" stroke-linejoin="round"><path d="M4 5h16v11H9l-5 4z"/></svg>';
+  Object.assign(button.style, {
+    position: "fixed", right: "20px", bottom: "20px", width: "56px", height: "56px", borderRadius: "50%", border: "0",
+    background: accent, color: "#fff", cursor: "pointer", boxShadow: "0 6px 20px rgb(0 0 0 / 25%)", zIndex: "2147483000",
+    display: "grid", placeItems: "center",
+  });
+
+  const frame = document.createElement("iframe");
+  frame.id = "parley-chat";
+  frame.title = "Chat";
+  frame.allow = "microphone; autoplay";
+  frame.hidden = true;
+  const phone = matchMedia("(max-width: 480px)");
+  const place = () => Object.assign(frame.style, phone.matches
+    ? { position: "fixed", inset: "0", width: "100%", height: "100%", border: "0", borderRadius: "0", zIndex: "2147483001" }
+    : { position: "fixed", right: "20px", bottom: "88px", width: "380px", height: "min(640px, calc(100vh - 120px))", border: "0",
+        borderRadius: "14px", boxShadow: "0 12px 40px rgb(0 0 0 / 25%)", zIndex: "2147483001", background: "#fff" });
+  place();
+  phone.addEventListener("change", place);
+
+  const toggle = (open) => {
+    if (open && !frame.src) frame.src = `${origin}/widget.html?app=${encodeURIComponent(app)}&embedded=1`;
+    frame.hidden = !open;
+    button.setAttribute("aria-expanded", String(open));
+    button.setAttribute("aria-label", open ? "Close chat" : "Open chat");
+    if (open) frame.focus();
+  };
+  button.addEventListener("click", () => toggle(frame.hidden));
+  // The widget asks to close (its close button on phones) by message.
+  window.addEventListener("message", (event) => {
+    if (event.origin === origin && event.data === "parley:close") { toggle(false); button.focus(); }
+  });
+  document.addEventListener("keydown", (event) => { if (event.key === "Escape" && !frame.hidden) { toggle(false); button.focus(); } });
+  document.body.append(frame, button);
+})();
