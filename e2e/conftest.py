@@ -42,7 +42,7 @@ class Server:
 
 @pytest.fixture(scope="session")
 def server():
-    binary = Path(os.environ.get("PARLEY_BINARY", ROOT / ".build" / "debug" / "parley"))
+    binary = Path(os.environ.get("PARLEY_BINARY", ROOT / ".build" / "debug" / "parley")).resolve()
     data_dir = Path(tempfile.mkdtemp(prefix="parley-e2e-"))
     port = free_port()
     log = open(data_dir / "serve.log", "w+")
