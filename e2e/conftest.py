@@ -15,7 +15,7 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts" / "screenshots"
-CHROMIUM = os.environ.get("PARLEY_CHROMIUM", "/usr/lib/chromium/chromium")
+CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/lib/chromium/chromium")
 
 
 def free_port():
@@ -42,7 +42,7 @@ class Server:
 
 @pytest.fixture(scope="session")
 def server():
-    binary = Path(os.environ.get("PARLEY_BINARY", ROOT / ".build" / "debug" / "parley")).resolve()
+    binary = Path(os.environ.get("E2E_PARLEY_BINARY", ROOT / ".build" / "debug" / "parley")).resolve()
     data_dir = Path(tempfile.mkdtemp(prefix="parley-e2e-"))
     port = free_port()
     log = open(data_dir / "serve.log", "w+")

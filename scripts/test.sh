@@ -24,4 +24,4 @@ fi
 
 swift build --build-tests
 swift test --skip-build
-PARLEY_BINARY="$PWD/.build/debug/parley" .venv/bin/pytest e2e -q
+E2E_PARLEY_BINARY="$PWD/.build/debug/parley" .venv/bin/pytest e2e -q
