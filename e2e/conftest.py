@@ -46,11 +46,12 @@ def server():
     data_dir = Path(tempfile.mkdtemp(prefix="parley-e2e-"))
     port = free_port()
     log = open(data_dir / "serve.log", "w+")
-    process = subprocess.Popen(
-        [str(binary), "serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir),
-         "--public-dir", str(ROOT / "Public"), "--bcrypt-cost", "4"],
-        stdout=log, stderr=subprocess.STDOUT, cwd=data_dir)
+    process = None
     try:
+        process = subprocess.Popen(
+            [str(binary), "serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir),
+             "--public-dir", str(ROOT / "Public"), "--bcrypt-cost", "4"],
+            stdout=log, stderr=subprocess.STDOUT, cwd=data_dir)
         deadline = time.time() + 60
         output = ""
         while time.time() < deadline:
@@ -67,12 +68,13 @@ def server():
         password = re.search(r"password\s+(\S+)", output).group(1)
         yield Server(f"http://127.0.0.1:{port}", data_dir, app_id, email, password)
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
         log.close()
         shutil.rmtree(data_dir, ignore_errors=True)
 
