@@ -74,12 +74,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "ParleyDomainTests", dependencies: ["ParleyAPI", "ParleyDomain"], swiftSettings: swiftSettings),
-        .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyMedia"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyDomain", "ParleyMedia"], swiftSettings: swiftSettings),
         .testTarget(name: "ParleyStoreTests", dependencies: ["ParleyAPI", "ParleyDomain", "ParleyStore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ParleyServerTests",
             dependencies: [
-                "ParleyServer", "ParleyKit", "ParleyMedia",
+                "ParleyServer", "ParleyKit", "ParleyMedia", "ParleyDomain",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "JWTKit", package: "jwt-kit"),

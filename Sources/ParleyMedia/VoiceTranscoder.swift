@@ -1,15 +1,5 @@
 import Foundation
-
-/// The formats a voice note is served in besides its original.
-public enum VoiceRendition: String, Sendable, CaseIterable, Codable {
-    /// Ogg/Opus, mono, about 24 kbit/s: the voice-note format (and what WhatsApp takes).
-    case opus
-    /// AAC in M4A, for Safari and iOS.
-    case aac
-
-    public var fileExtension: String { self == .opus ? "ogg" : "m4a" }
-    public var contentType: String { self == .opus ? "audio/ogg" : "audio/mp4" }
-}
+import ParleyDomain
 
 /// Makes every rendition of a voice note with one ffmpeg run (one decode, two encodes).
 public struct VoiceTranscoder: Sendable {

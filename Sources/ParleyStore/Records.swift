@@ -1,5 +1,6 @@
 import Foundation
 import ParleyAPI
+import ParleyDomain
 
 /// An agent with what only the server may see.
 public struct AgentRecord: Sendable, Hashable {
@@ -104,27 +105,19 @@ public struct VoiceRecord: Sendable, Hashable {
                 format: "original", contentType: Self.contentType(ofContainer: container), bytes: originalBytes,
                 url: MediaPaths.voice(messageId: messageId, format: "original"))
         ]
-        if let opusBytes, opusKey != nil {
-            renditions.append(.init(format: "opus", contentType: "audio/ogg", bytes: opusBytes, url: MediaPaths.voice(messageId: messageId, format: "opus")))
-        }
-        if let aacBytes, aacKey != nil {
-            renditions.append(.init(format: "aac", contentType: "audio/mp4", bytes: aacBytes, url: MediaPaths.voice(messageId: messageId, format: "aac")))
+        for (rendition, key, bytes) in [(VoiceRendition.opus, opusKey, opusBytes), (.aac, aacKey, aacBytes)] {
+            if let bytes, key != nil {
+                renditions.append(.init(
+                    format: rendition.rawValue, contentType: rendition.contentType, bytes: bytes,
+                    url: MediaPaths.voice(messageId: messageId, format: rendition.rawValue)))
+            }
         }
         return VoiceDTO(durationMs: durationMs, waveform: waveform, state: state, failureReason: failureReason, renditions: renditions)
     }
 
+    /// The Content-Type of the stored original, from its sniffed container.
     public static func contentType(ofContainer container: String) -> String {
-        switch container {
-        case "webm": "audio/webm"
-        case "ogg": "audio/ogg"
-        case "mp4": "audio/mp4"
-        case "mp3": "audio/mpeg"
-        case "wav": "audio/wav"
-        case "amr": "audio/amr"
-        case "caf": "audio/x-caf"
-        case "aac": "audio/aac"
-        default: "application/octet-stream"
-        }
+        AudioContainer(rawValue: container)?.contentType ?? "application/octet-stream"
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyDomain
 import ParleyMedia
 import Testing
 

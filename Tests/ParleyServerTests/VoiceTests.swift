@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import ParleyAPI
+import ParleyDomain
 import ParleyMedia
 import ParleyServer
 import Testing

@@ -52,4 +52,9 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
 enum ParleyCoders {
     static let encoder = ParleyJSON.makeEncoder()
     static let decoder = ParleyJSON.makeDecoder()
+
+    /// A real-time frame as the JSON text a WebSocket carries.
+    static func text(_ frame: ServerFrame) throws -> String {
+        String(decoding: try encoder.encode(frame), as: UTF8.self)
+    }
 }

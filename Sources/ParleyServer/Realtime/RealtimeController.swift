@@ -160,8 +160,8 @@ struct RealtimeController {
     }
 
     private func send(_ frame: ServerFrame, to outbox: Outbox) {
-        guard let data = try? ParleyCoders.encoder.encode(frame) else { return }
-        outbox.send(String(decoding: data, as: UTF8.self))
+        guard let text = try? ParleyCoders.text(frame) else { return }
+        outbox.send(text)
     }
 
     /// The `id` of a frame that failed to decode, so that the error can still be matched to it.

@@ -364,7 +364,7 @@ public struct ConversationService: Sendable {
 
     func publish(_ frame: ServerFrame, to audience: RealtimeEvent.Audience, excluding connectionId: String? = nil) async {
         do {
-            let text = String(decoding: try ParleyCoders.encoder.encode(frame), as: UTF8.self)
+            let text = try ParleyCoders.text(frame)
             await bus.publish(RealtimeEvent(audience: audience, frame: text, excludingConnection: connectionId))
         } catch {
             logger.error("could not encode a real-time frame", metadata: ["error": "\(error)"])

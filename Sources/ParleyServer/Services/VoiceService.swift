@@ -144,8 +144,8 @@ public struct VoiceService: Sendable {
         _ = try await conversations.conversation(principal, id: message.conversationId)  // a consumer's own only
         switch format {
         case "original":
-            let container = AudioContainer(rawValue: voice.container)
-            return (voice.originalKey, VoiceRecord.contentType(ofContainer: voice.container), voice.originalBytes, container?.fileExtension ?? "bin")
+            let fileExtension = AudioContainer(rawValue: voice.container)?.fileExtension ?? "bin"
+            return (voice.originalKey, VoiceRecord.contentType(ofContainer: voice.container), voice.originalBytes, fileExtension)
         case "opus":
             guard let key = voice.opusKey, let bytes = voice.opusBytes else { throw renditionNotReady(voice) }
             return (key, VoiceRendition.opus.contentType, bytes, VoiceRendition.opus.fileExtension)

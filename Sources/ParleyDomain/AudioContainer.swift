@@ -60,3 +60,14 @@ public enum AudioContainer: String, Sendable, CaseIterable, Codable {
         return nil
     }
 }
+
+/// The formats a voice note is served in besides its original.
+public enum VoiceRendition: String, Sendable, CaseIterable, Codable {
+    /// Ogg/Opus, mono, about 24 kbit/s: the voice-note format (and what WhatsApp takes).
+    case opus
+    /// AAC in M4A, for Safari and iOS.
+    case aac
+
+    public var fileExtension: String { self == .opus ? "ogg" : "m4a" }
+    public var contentType: String { self == .opus ? "audio/ogg" : "audio/mp4" }
+}
