@@ -29,6 +29,18 @@ public enum ClientFrame: Sendable, Hashable {
     case typing(conversationId: String, isTyping: Bool)
     /// Replays everything stored after the given sequence numbers, per conversation, then `resumed`.
     case resume(id: String, cursors: [String: Int64])
+    /// The consumer answers a ringing call on this device; the ack carries the ICE settings.
+    case callAccept(id: String, callId: String)
+    /// The consumer declines a ringing call.
+    case callReject(id: String, callId: String)
+    /// Either side ends the call (the agent cancels it while it rings).
+    case callHangUp(id: String, callId: String)
+    /// An SDP offer or answer, or an ICE candidate, for the other side of the call.
+    case callSignal(id: String, callId: String, CallSignal)
+    /// This side's microphone and camera state, for the other side.
+    case callMedia(id: String, callId: String, CallMediaState)
+    /// This side's media connected, or failed for `reason` (one of `CallEndReason.reportableByClient`).
+    case callReport(id: String, callId: String, CallConnectionReport, reason: CallEndReason?)
 }
 
 /// A frame sent by the server.
@@ -43,6 +55,15 @@ public enum ServerFrame: Sendable {
     /// End of a replay. `cursors` says how far each conversation was replayed; when `complete` is false
     /// the replay was cut to protect the connection's queue: send `resume` again from `cursors`.
     case resumed(id: String, cursors: [String: Int64], complete: Bool)
+    /// The answer to a call frame (or a call started over HTTP): the call as it is now, and for the
+    /// side that starts or accepts it, the ICE settings. Encoded as an `ack` with a `call` field.
+    case callAck(id: String, call: CallDTO, ice: IceConfigurationDTO?)
+    /// A call of a conversation the recipient can see changed state (ringing, connecting, active, ended).
+    case call(CallDTO)
+    /// Signalling from the other side of the recipient's call.
+    case callSignal(callId: String, from: ParticipantKind, CallSignal)
+    /// The other side of the recipient's call muted, unmuted, or turned its camera on or off.
+    case callMedia(callId: String, from: ParticipantKind, CallMediaState)
 }
 
 
@@ -52,6 +73,7 @@ public enum ServerFrame: Sendable {
 private enum FrameKeys: String, CodingKey {
     case type, id, conversationId, clientMessageId, text, channel, upToSeq, state, isTyping, cursors
     case complete, connectionId, participant, brandId, heartbeatSeconds, message, conversation, event, error
+    case callId, call, ice, signal, media, report, reason, from
 }
 
 extension ClientFrame: Codable {
@@ -82,6 +104,25 @@ extension ClientFrame: Codable {
             self = .resume(
                 id: try c.decode(String.self, forKey: .id),
                 cursors: try c.decode([String: Int64].self, forKey: .cursors))
+        case "call.accept":
+            self = .callAccept(id: try c.decode(String.self, forKey: .id), callId: try c.decode(String.self, forKey: .callId))
+        case "call.reject":
+            self = .callReject(id: try c.decode(String.self, forKey: .id), callId: try c.decode(String.self, forKey: .callId))
+        case "call.hangup":
+            self = .callHangUp(id: try c.decode(String.self, forKey: .id), callId: try c.decode(String.self, forKey: .callId))
+        case "call.signal":
+            self = .callSignal(
+                id: try c.decode(String.self, forKey: .id), callId: try c.decode(String.self, forKey: .callId),
+                try c.decode(CallSignal.self, forKey: .signal))
+        case "call.media":
+            self = .callMedia(
+                id: try c.decode(String.self, forKey: .id), callId: try c.decode(String.self, forKey: .callId),
+                try c.decode(CallMediaState.self, forKey: .media))
+        case "call.report":
+            self = .callReport(
+                id: try c.decode(String.self, forKey: .id), callId: try c.decode(String.self, forKey: .callId),
+                try c.decode(CallConnectionReport.self, forKey: .report),
+                reason: try c.decodeIfPresent(CallEndReason.self, forKey: .reason))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: c, debugDescription: "unknown frame type '\(type)'")
@@ -112,6 +153,27 @@ extension ClientFrame: Codable {
             try c.encode("resume", forKey: .type)
             try c.encode(id, forKey: .id)
             try c.encode(cursors, forKey: .cursors)
+        case .callAccept(let id, let callId):
+            try encodeCall("call.accept", id, callId)
+        case .callReject(let id, let callId):
+            try encodeCall("call.reject", id, callId)
+        case .callHangUp(let id, let callId):
+            try encodeCall("call.hangup", id, callId)
+        case .callSignal(let id, let callId, let signal):
+            try encodeCall("call.signal", id, callId)
+            try c.encode(signal, forKey: .signal)
+        case .callMedia(let id, let callId, let media):
+            try encodeCall("call.media", id, callId)
+            try c.encode(media, forKey: .media)
+        case .callReport(let id, let callId, let report, let reason):
+            try encodeCall("call.report", id, callId)
+            try c.encode(report, forKey: .report)
+            try c.encodeIfPresent(reason, forKey: .reason)
+        }
+        func encodeCall(_ type: String, _ id: String, _ callId: String) throws {
+            try c.encode(type, forKey: .type)
+            try c.encode(id, forKey: .id)
+            try c.encode(callId, forKey: .callId)
         }
     }
 }
@@ -127,6 +189,10 @@ extension ServerFrame: Codable {
                 participant: try c.decode(ParticipantRef.self, forKey: .participant),
                 brandId: try c.decode(String.self, forKey: .brandId),
                 heartbeatSeconds: try c.decode(Int.self, forKey: .heartbeatSeconds))
+        case "ack" where c.contains(.call):
+            self = .callAck(
+                id: try c.decode(String.self, forKey: .id), call: try c.decode(CallDTO.self, forKey: .call),
+                ice: try c.decodeIfPresent(IceConfigurationDTO.self, forKey: .ice))
         case "ack":
             self = .ack(
                 id: try c.decode(String.self, forKey: .id),
@@ -153,6 +219,16 @@ extension ServerFrame: Codable {
                 id: try c.decode(String.self, forKey: .id),
                 cursors: try c.decode([String: Int64].self, forKey: .cursors),
                 complete: try c.decode(Bool.self, forKey: .complete))
+        case "call":
+            self = .call(try c.decode(CallDTO.self, forKey: .call))
+        case "call.signal":
+            self = .callSignal(
+                callId: try c.decode(String.self, forKey: .callId), from: try c.decode(ParticipantKind.self, forKey: .from),
+                try c.decode(CallSignal.self, forKey: .signal))
+        case "call.media":
+            self = .callMedia(
+                callId: try c.decode(String.self, forKey: .callId), from: try c.decode(ParticipantKind.self, forKey: .from),
+                try c.decode(CallMediaState.self, forKey: .media))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: c, debugDescription: "unknown frame type '\(type)'")
@@ -197,6 +273,24 @@ extension ServerFrame: Codable {
             try c.encode(id, forKey: .id)
             try c.encode(cursors, forKey: .cursors)
             try c.encode(complete, forKey: .complete)
+        case .callAck(let id, let call, let ice):
+            try c.encode("ack", forKey: .type)
+            try c.encode(id, forKey: .id)
+            try c.encode(call, forKey: .call)
+            try c.encodeIfPresent(ice, forKey: .ice)
+        case .call(let call):
+            try c.encode("call", forKey: .type)
+            try c.encode(call, forKey: .call)
+        case .callSignal(let callId, let from, let signal):
+            try c.encode("call.signal", forKey: .type)
+            try c.encode(callId, forKey: .callId)
+            try c.encode(from, forKey: .from)
+            try c.encode(signal, forKey: .signal)
+        case .callMedia(let callId, let from, let media):
+            try c.encode("call.media", forKey: .type)
+            try c.encode(callId, forKey: .callId)
+            try c.encode(from, forKey: .from)
+            try c.encode(media, forKey: .media)
         }
     }
 }

@@ -213,6 +213,8 @@ public struct ConversationEventDTO: Codable, Sendable, Hashable {
         case assigned
         /// A voice note finished processing (ready or failed); `message` carries it as it is now.
         case voiceProcessed = "voice_processed"
+        /// A call ended; `call` carries its record.
+        case call
     }
 
     public var conversationId: String
@@ -228,13 +230,19 @@ public struct ConversationEventDTO: Codable, Sendable, Hashable {
     /// For `voiceProcessed`: the message id, and the message as it is now.
     public var messageId: String?
     public var message: MessageDTO?
+    /// For `call`: the call's id, and its record.
+    public var callId: String?
+    public var call: CallDTO?
     public var createdAt: Date
 
     public init(
         conversationId: String, seq: Int64, kind: Kind, actorKind: ParticipantKind, actorId: String,
         upToSeq: Int64? = nil, deliveryState: DeliveryState? = nil, state: ConversationState? = nil,
-        assigneeId: String? = nil, messageId: String? = nil, message: MessageDTO? = nil, createdAt: Date
+        assigneeId: String? = nil, messageId: String? = nil, message: MessageDTO? = nil, callId: String? = nil,
+        call: CallDTO? = nil, createdAt: Date
     ) {
+        self.callId = callId
+        self.call = call
         self.messageId = messageId
         self.message = message
         self.conversationId = conversationId

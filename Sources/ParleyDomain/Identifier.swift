@@ -9,6 +9,7 @@ public enum Identifier {
         case conversation = "cnv"
         case message = "msg"
         case connection = "ws"
+        case call = "call"
     }
 
     private static let alphabet = Array("0123456789abcdefghjkmnpqrstvwxyz")

@@ -33,6 +33,22 @@ public struct ParleyConfiguration: Sendable {
     public var voiceWorkers: Int = 2
     /// Longest an ffmpeg run may take before it is killed and its note fails (decoding gets at most 30 s).
     public var ffmpegTimeoutSeconds: Int = 120
+    /// Seconds a call rings before it counts as missed.
+    public var callRingSeconds: Int = 45
+    /// Seconds from the answer until media must be connected, else the call fails.
+    public var callConnectSeconds: Int = 30
+    /// STUN servers handed to browsers, e.g. `stun:turn.example.com:3478`.
+    public var stunURLs: [String] = []
+    /// TURN servers handed to browsers, e.g. `turn:turn.example.com:3478?transport=udp`, `turns:turn.example.com:5349`.
+    public var turnURLs: [String] = []
+    /// The secret shared with coturn (`static-auth-secret`); TURN needs it.
+    public var turnSecret: String?
+    /// Seconds a call's TURN credentials stay valid. coturn checks them again on every allocation
+    /// refresh, so this is also the longest a relayed call can last.
+    public var turnCredentialSeconds: Int = 4 * 3600
+    /// Forces every call's media through TURN (`iceTransportPolicy: relay`): the two sides never
+    /// learn each other's IP addresses.
+    public var callRelayOnly: Bool = false
 
     public init() {}
 
@@ -79,6 +95,12 @@ public struct ParleyConfiguration: Sendable {
         }
         if host.isEmpty {
             throw ConfigurationError(setting: "PARLEY_HOST (--host)", message: "cannot be empty")
+        }
+        if !turnURLs.isEmpty, turnSecret == nil {
+            throw ConfigurationError(setting: "PARLEY_TURN_SECRET (--turn-secret)", message: "is needed when TURN servers are set")
+        }
+        if callRelayOnly, turnURLs.isEmpty {
+            throw ConfigurationError(setting: "PARLEY_CALL_RELAY_ONLY (--call-relay-only)", message: "needs TURN servers (PARLEY_TURN_URLS)")
         }
     }
 
@@ -134,7 +156,39 @@ public struct ParleyConfiguration: Sendable {
         Setting(flag: "realtime-queue-limit", environment: "PARLEY_REALTIME_QUEUE_LIMIT", help: "frames waiting per WebSocket before it is closed with 4000 (default 512)") { c, v, name throws(ConfigurationError) in
             c.realtimeQueueLimit = try parseInt(v, name, range: 8...1_000_000, what: "a frame count")
         },
+        Setting(flag: "call-ring-timeout", environment: "PARLEY_CALL_RING_TIMEOUT", help: "seconds a call rings before it is missed (default 45)") { c, v, name throws(ConfigurationError) in
+            c.callRingSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
+        },
+        Setting(flag: "call-connect-timeout", environment: "PARLEY_CALL_CONNECT_TIMEOUT", help: "seconds from answer to connected media (default 30)") { c, v, name throws(ConfigurationError) in
+            c.callConnectSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
+        },
+        Setting(flag: "stun-urls", environment: "PARLEY_STUN_URLS", help: "comma-separated stun: URLs for calls (default none)") { c, v, name throws(ConfigurationError) in
+            c.stunURLs = try parseURLs(v, name, schemes: ["stun", "stuns"])
+        },
+        Setting(flag: "turn-urls", environment: "PARLEY_TURN_URLS", help: "comma-separated turn:/turns: URLs of coturn for calls (default none)") { c, v, name throws(ConfigurationError) in
+            c.turnURLs = try parseURLs(v, name, schemes: ["turn", "turns"])
+        },
+        Setting(flag: "turn-secret", environment: "PARLEY_TURN_SECRET", help: "coturn's static-auth-secret, for short-lived TURN credentials") { c, v, name throws(ConfigurationError) in
+            guard v.utf8.count >= 16 else { throw ConfigurationError(setting: name, message: "must be at least 16 characters") }
+            c.turnSecret = v
+        },
+        Setting(flag: "turn-credential-ttl", environment: "PARLEY_TURN_CREDENTIAL_TTL", help: "seconds a call's TURN credentials are valid (default 14400)") { c, v, name throws(ConfigurationError) in
+            c.turnCredentialSeconds = try parseInt(v, name, range: 60...86_400, what: "a number of seconds")
+        },
+        Setting(flag: "call-relay-only", environment: "PARLEY_CALL_RELAY_ONLY", help: "send all call media through TURN (default false)") { c, v, name throws(ConfigurationError) in
+            c.callRelayOnly = try parseBool(v, name)
+        },
     ]
+
+    private static func parseURLs(_ value: String, _ name: String, schemes: Set<String>) throws(ConfigurationError) -> [String] {
+        let urls = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        for url in urls {
+            guard let scheme = url.split(separator: ":").first.map(String.init), schemes.contains(scheme), url.count > scheme.count + 1 else {
+                throw ConfigurationError(setting: name, message: "'\(url)' is not a \(schemes.sorted().joined(separator: " or ")) URL")
+            }
+        }
+        return urls
+    }
 
     private static func parseInt(_ value: String, _ name: String, range: ClosedRange<Int>, what: String) throws(ConfigurationError) -> Int {
         guard let number = Int(value.trimmingCharacters(in: .whitespaces)), range.contains(number) else {

@@ -21,6 +21,7 @@ public struct ParleyServices: Sendable {
     public let voice: VoiceService
     public let voiceProcessor: VoiceProcessor
     public let blobs: LocalBlobStore
+    public let calls: CallService
 
     /// Opens the database, applies migrations and wires the services together.
     public static func make(
@@ -60,7 +61,8 @@ public struct ParleyServices: Sendable {
         return ParleyServices(
             configuration: configuration, store: store, bus: bus, hub: hub, metrics: metrics,
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics),
-            conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs)
+            conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
+            calls: CallService(store: store, hub: hub, conversations: conversations, configuration: configuration, logger: logger))
     }
 
     public func close() async {
@@ -81,6 +83,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     AdminController(identity: services.identity, configuration: services.configuration).addRoutes(to: router)
     SystemController(store: services.store, metrics: services.metrics).addRoutes(to: router)
     VoiceController(voice: services.voice, identity: services.identity, blobs: services.blobs).addRoutes(to: router)
+    CallController(calls: services.calls, configuration: services.configuration).addRoutes(to: router)
     return router
 }
 
@@ -89,7 +92,7 @@ public func buildWebSocketRouter(_ services: ParleyServices) -> Router<ParleyReq
     let router = Router(context: ParleyRequestContext.self)
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: AuthMiddleware(identity: services.identity))
-    RealtimeController(conversations: services.conversations, hub: services.hub, configuration: services.configuration)
+    RealtimeController(conversations: services.conversations, calls: services.calls, hub: services.hub, configuration: services.configuration)
         .addRoutes(to: router)
     return router
 }
@@ -115,13 +118,13 @@ public func buildApplication(
     return app
 }
 
-/// Runs the application and the real-time hub together. The hub is listed last so that graceful
-/// shutdown (which goes in reverse order) reaches it first: every client is told to reconnect and
-/// resume (close code 4000) before the HTTP server stops.
+/// Runs the application, the real-time hub and the call service together. Graceful shutdown goes in
+/// reverse order: live calls end first (both sides are told, records are stored), then every client
+/// is told to reconnect and resume (close code 4000), then the HTTP server stops.
 public func makeServiceGroup(
     _ app: some ApplicationProtocol, _ services: ParleyServices, gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
     logger: Logger
 ) -> ServiceGroup {
     ServiceGroup(
-        configuration: .init(services: [services.voiceProcessor, app, services.hub], gracefulShutdownSignals: gracefulShutdownSignals, logger: logger))
+        configuration: .init(services: [services.voiceProcessor, app, services.hub, services.calls], gracefulShutdownSignals: gracefulShutdownSignals, logger: logger))
 }

@@ -62,6 +62,18 @@ public protocol Repository: Sendable {
     func insertEvent(_ event: ConversationEventDTO, brandId: String) async throws
     func events(conversationId: String, afterSeq: Int64, limit: Int) async throws -> [ConversationEventDTO]
 
+    // MARK: Calls
+    func insertCall(_ call: CallDTO, brandId: String) async throws
+    /// Writes the call as it is now, unless the stored record has already ended (a late write after
+    /// the end must not undo it). Returns whether a row changed.
+    @discardableResult
+    func updateCall(_ call: CallDTO, brandId: String) async throws -> Bool
+    func call(brandId: String, id: String) async throws -> CallDTO?
+    /// A conversation's calls, newest first.
+    func calls(conversationId: String, brandId: String, limit: Int) async throws -> [CallDTO]
+    /// Calls without an end, e.g. left by a crash. Includes the brand id of each.
+    func unfinishedCalls(limit: Int) async throws -> [(brandId: String, call: CallDTO)]
+
     // MARK: Voice
     func insertVoice(_ voice: VoiceRecord) async throws
     func updateVoice(_ voice: VoiceRecord) async throws

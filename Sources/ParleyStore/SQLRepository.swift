@@ -349,10 +349,10 @@ public struct SQLRepository: Repository {
         try await db.raw(
             """
             INSERT INTO conversation_events (conversation_id, seq, brand_id, kind, actor_kind, actor_id, up_to_seq, delivery_state,
-                state, assignee_id, message_id, created_at)
+                state, assignee_id, message_id, call_id, created_at)
             VALUES (\(bind: e.conversationId), \(bind: e.seq), \(bind: brandId), \(bind: e.kind.rawValue), \(bind: e.actorKind.rawValue),
                 \(bind: e.actorId), \(bind: e.upToSeq), \(bind: e.deliveryState?.rawValue), \(bind: e.state?.rawValue),
-                \(bind: e.assigneeId), \(bind: e.messageId), \(bind: Clock.millis(e.createdAt)))
+                \(bind: e.assigneeId), \(bind: e.messageId), \(bind: e.callId), \(bind: Clock.millis(e.createdAt)))
             """
         ).run()
     }
@@ -364,6 +364,57 @@ public struct SQLRepository: Repository {
             ORDER BY seq LIMIT \(bind: limit)
             """
         ).all().map(Self.event(from:))
+    }
+
+    // MARK: Calls
+
+    public func insertCall(_ c: CallDTO, brandId: String) async throws {
+        try await db.raw(
+            """
+            INSERT INTO calls (id, brand_id, conversation_id, media, state, invited_by, inviter_name, answered_by, invited_at,
+                answered_at, connected_at, ended_at, outcome, end_reason, ended_by, duration_seconds, event_seq)
+            VALUES (\(bind: c.id), \(bind: brandId), \(bind: c.conversationId), \(bind: c.media.rawValue), \(bind: c.state.rawValue),
+                \(bind: c.invitedBy), \(bind: c.inviterName), \(bind: c.answeredBy), \(bind: Clock.millis(c.invitedAt)),
+                \(bind: c.answeredAt.map(Clock.millis)), \(bind: c.connectedAt.map(Clock.millis)), \(bind: c.endedAt.map(Clock.millis)),
+                \(bind: c.outcome?.rawValue), \(bind: c.endReason?.rawValue), \(bind: c.endedBy?.rawValue), \(bind: c.durationSeconds),
+                \(bind: c.seq))
+            """
+        ).run()
+    }
+
+    @discardableResult
+    public func updateCall(_ c: CallDTO, brandId: String) async throws -> Bool {
+        let rows = try await db.raw(
+            """
+            UPDATE calls SET media = \(bind: c.media.rawValue), state = \(bind: c.state.rawValue), answered_by = \(bind: c.answeredBy),
+                answered_at = \(bind: c.answeredAt.map(Clock.millis)), connected_at = \(bind: c.connectedAt.map(Clock.millis)),
+                ended_at = \(bind: c.endedAt.map(Clock.millis)), outcome = \(bind: c.outcome?.rawValue),
+                end_reason = \(bind: c.endReason?.rawValue), ended_by = \(bind: c.endedBy?.rawValue),
+                duration_seconds = \(bind: c.durationSeconds), event_seq = \(bind: c.seq)
+            WHERE id = \(bind: c.id) AND brand_id = \(bind: brandId) AND ended_at IS NULL
+            RETURNING id
+            """
+        ).all()
+        return !rows.isEmpty
+    }
+
+    public func call(brandId: String, id: String) async throws -> CallDTO? {
+        try await db.raw("SELECT * FROM calls WHERE id = \(bind: id) AND brand_id = \(bind: brandId)").first().map(Self.call(from:))
+    }
+
+    public func calls(conversationId: String, brandId: String, limit: Int) async throws -> [CallDTO] {
+        try await db.raw(
+            """
+            SELECT * FROM calls WHERE conversation_id = \(bind: conversationId) AND brand_id = \(bind: brandId)
+            ORDER BY invited_at DESC, id LIMIT \(bind: limit)
+            """
+        ).all().map(Self.call(from:))
+    }
+
+    public func unfinishedCalls(limit: Int) async throws -> [(brandId: String, call: CallDTO)] {
+        try await db.raw("SELECT * FROM calls WHERE ended_at IS NULL ORDER BY invited_at LIMIT \(bind: limit)").all().map { row in
+            (try row.decode(column: "brand_id", as: String.self), try Self.call(from: row))
+        }
     }
 
     // MARK: Voice
@@ -539,6 +590,28 @@ extension SQLRepository {
             voice: voice)
     }
 
+    static func call(from row: any SQLRow) throws -> CallDTO {
+        func date(_ column: String) throws -> Date? { try row.decode(column: column, as: Int64?.self).map(Clock.date) }
+        return CallDTO(
+            id: try row.decode(column: "id", as: String.self),
+            conversationId: try row.decode(column: "conversation_id", as: String.self),
+            media: try decodeEnum(row, "media", as: CallMedia.self),
+            state: try decodeEnum(row, "state", as: CallState.self),
+            version: 0,
+            invitedBy: try row.decode(column: "invited_by", as: String.self),
+            inviterName: try row.decode(column: "inviter_name", as: String.self),
+            answeredBy: try row.decode(column: "answered_by", as: String?.self),
+            invitedAt: Clock.date(try row.decode(column: "invited_at", as: Int64.self)),
+            answeredAt: try date("answered_at"),
+            connectedAt: try date("connected_at"),
+            endedAt: try date("ended_at"),
+            outcome: try row.decode(column: "outcome", as: String?.self).flatMap(CallOutcome.init(rawValue:)),
+            endReason: try row.decode(column: "end_reason", as: String?.self).flatMap(CallEndReason.init(rawValue:)),
+            endedBy: try row.decode(column: "ended_by", as: String?.self).flatMap(ParticipantKind.init(rawValue:)),
+            durationSeconds: try row.decode(column: "duration_seconds", as: Int?.self),
+            seq: try row.decode(column: "event_seq", as: Int64?.self))
+    }
+
     static func event(from row: any SQLRow) throws -> ConversationEventDTO {
         ConversationEventDTO(
             conversationId: try row.decode(column: "conversation_id", as: String.self),
@@ -551,6 +624,7 @@ extension SQLRepository {
             state: try row.decode(column: "state", as: String?.self).flatMap(ConversationState.init(rawValue:)),
             assigneeId: try row.decode(column: "assignee_id", as: String?.self),
             messageId: try row.decode(column: "message_id", as: String?.self),
+            callId: try row.decode(column: "call_id", as: String?.self),
             createdAt: Clock.date(try row.decode(column: "created_at", as: Int64.self)))
     }
 }

@@ -8,6 +8,8 @@ public struct RealtimeEvent: Sendable {
         case conversation(brandId: String, consumerId: String)
         /// The brand's agents only.
         case agents(brandId: String)
+        /// One connection (the other side of a call).
+        case connection(String)
     }
 
     public var audience: Audience

@@ -16,6 +16,7 @@ struct RealtimeController {
     static let heartbeatSeconds = 30
 
     let conversations: ConversationService
+    let calls: CallService
     let hub: RealtimeHub
     let configuration: ParleyConfiguration
 
@@ -43,6 +44,10 @@ struct RealtimeController {
                 connectionId: outbox.connectionId, participant: principal.participant, brandId: principal.brandId,
                 heartbeatSeconds: Self.heartbeatSeconds),
             to: outbox)
+        if case .consumer(let consumer) = principal {
+            // A device that connects while a call rings rings too.
+            for call in calls.ringing(for: consumer) { send(.call(call), to: outbox) }
+        }
 
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -84,6 +89,8 @@ struct RealtimeController {
             }
             group.cancelAll()
         }
+        // A call this connection took part in ends with it.
+        await calls.connectionClosed(outbox.connectionId)
     }
 
     private func handle(_ text: String, principal: Principal, outbox: Outbox) async {
@@ -117,6 +124,27 @@ struct RealtimeController {
             case .resume(let id, let cursors):
                 replyId = id
                 try await resume(id: id, cursors: cursors, principal: principal, outbox: outbox)
+            case .callAccept(let id, let callId):
+                replyId = id
+                let session = try await calls.accept(principal, callId: callId, connection: outbox.connectionId)
+                send(.callAck(id: id, call: session.call, ice: session.ice), to: outbox)
+            case .callReject(let id, let callId):
+                replyId = id
+                send(.callAck(id: id, call: try await calls.reject(principal, callId: callId, connection: outbox.connectionId), ice: nil), to: outbox)
+            case .callHangUp(let id, let callId):
+                replyId = id
+                send(.callAck(id: id, call: try await calls.hangUp(principal, callId: callId, connection: outbox.connectionId), ice: nil), to: outbox)
+            case .callSignal(let id, let callId, let signal):
+                replyId = id
+                let call = try await calls.signal(principal, callId: callId, signal, connection: outbox.connectionId)
+                send(.callAck(id: id, call: call, ice: nil), to: outbox)
+            case .callMedia(let id, let callId, let media):
+                replyId = id
+                send(.callAck(id: id, call: try await calls.media(principal, callId: callId, media, connection: outbox.connectionId), ice: nil), to: outbox)
+            case .callReport(let id, let callId, let report, let reason):
+                replyId = id
+                let call = try await calls.report(principal, callId: callId, report, reason: reason, connection: outbox.connectionId)
+                send(.callAck(id: id, call: call, ice: nil), to: outbox)
             }
         } catch let error as ParleyError {
             send(.error(id: replyId, .init(code: error.code, message: error.message, field: error.field)), to: outbox)

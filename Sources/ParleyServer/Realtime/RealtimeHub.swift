@@ -66,6 +66,11 @@ public final class RealtimeHub: Service {
 
     public var connectionCount: Int { state.withLock { $0.connections.count } }
 
+    /// Who holds an open connection of this node.
+    public func principal(ofConnection id: String) -> Principal? {
+        state.withLock { $0.connections[id]?.principal }
+    }
+
     func deliver(_ event: RealtimeEvent) {
         let targets: [Outbox] = state.withLock { state in
             var ids: [String] = []
@@ -75,6 +80,8 @@ public final class RealtimeHub: Service {
                 if let consumers = state.byConsumer[consumerId] { ids.append(contentsOf: consumers) }
             case .agents(let brandId):
                 if let agents = state.agentsByBrand[brandId] { ids.append(contentsOf: agents) }
+            case .connection(let id):
+                ids.append(id)
             }
             return ids.compactMap { id in id == event.excludingConnection ? nil : state.connections[id] }
         }

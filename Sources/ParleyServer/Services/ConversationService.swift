@@ -324,12 +324,15 @@ public struct ConversationService: Sendable {
         }
     }
 
-    /// Voice events carry the message as it is now.
+    /// Voice events carry the message as it is now; call events carry the call's record.
     static func withMessages(_ events: [ConversationEventDTO], brandId: String, repo: any Repository) async throws -> [ConversationEventDTO] {
         var result = events
-        for index in result.indices where result[index].kind == .voiceProcessed {
-            if let id = result[index].messageId {
+        for index in result.indices {
+            if result[index].kind == .voiceProcessed, let id = result[index].messageId {
                 result[index].message = try await repo.message(brandId: brandId, id: id)
+            }
+            if result[index].kind == .call, let id = result[index].callId {
+                result[index].call = try await repo.call(brandId: brandId, id: id)
             }
         }
         return result

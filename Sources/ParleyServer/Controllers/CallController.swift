@@ -1,0 +1,32 @@
+import Foundation
+import Hummingbird
+import ParleyAPI
+import ParleyDomain
+
+/// Calls over HTTP: an agent starts one; agents and the conversation's consumer list them.
+/// Everything during a call (accept, signalling, media state, hang-up) travels as real-time frames.
+struct CallController {
+    let calls: CallService
+    let configuration: ParleyConfiguration
+
+    func addRoutes(to router: Router<ParleyRequestContext>) {
+        router.post("/v1/conversations/{conversationId}/calls", use: start)
+        router.get("/v1/conversations/{conversationId}/calls", use: list)
+        router.get("/v1/consumer/conversations/{conversationId}/calls", use: list)
+    }
+
+    @Sendable func start(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<CallSessionResponse> {
+        let agent = try context.requireAgent()
+        let conversationId = try context.id("conversationId", .conversation, what: "Conversation")
+        let body = try await request.decodeJSON(StartCallRequest.self, limit: configuration.maxJSONBodyBytes)
+        return JSONResponse(.created, try await calls.start(agent, conversationId: conversationId, body))
+    }
+
+    @Sendable func list(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<CallDTO>> {
+        let principal: Principal =
+            request.uri.path.hasPrefix("/v1/consumer/") ? .consumer(try context.requireConsumer()) : .agent(try context.requireAgent())
+        let conversationId = try context.id("conversationId", .conversation, what: "Conversation")
+        let limit = try request.queryInt("limit", default: 50, range: 1...ConversationService.maxPage)
+        return JSONResponse(.ok, ListResponse(items: try await calls.calls(principal, conversationId: conversationId, limit: limit)))
+    }
+}

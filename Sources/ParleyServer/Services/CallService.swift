@@ -1,0 +1,501 @@
+import Crypto
+import Foundation
+import Logging
+import ParleyAPI
+import ParleyDomain
+import ParleyStore
+import ServiceLifecycle
+import Synchronization
+
+/// Voice and video calls: invitations, the call state machine, signalling relay and call records.
+///
+/// A live call exists only in this node's memory, bound to the two real-time connections that take
+/// part in it: the inviting agent's and the consumer device's that accepted. Signalling goes only
+/// between those two. The stored record (table `calls`) follows the call and is final once it ends,
+/// when a sequenced `call` event also puts it in the conversation's timeline.
+///
+/// A `Service`: at start it closes records a crash left open; on shutdown it ends every live call.
+public final class CallService: Service, Sendable {
+    struct Session: Sendable {
+        var call: CallDTO
+        var machine: CallMachine
+        var negotiation = CallNegotiation()
+        let brandId: String
+        let consumerId: String
+        let agentId: String
+        let videoAllowed: Bool
+        let agentConnection: String
+        var consumerConnection: String?
+        var timer: Task<Void, Never>?
+
+        func party(of principal: Principal) -> CallParty? {
+            switch principal {
+            case .agent(let agent) where agent.brandId == brandId && agent.agentId == agentId: .agent
+            case .consumer(let consumer) where consumer.brandId == brandId && consumer.consumerId == consumerId: .consumer
+            default: nil
+            }
+        }
+
+        func connection(of party: CallParty) -> String? {
+            party == .agent ? agentConnection : consumerConnection
+        }
+
+        /// The call as clients see it, refreshed from the machine.
+        mutating func refresh() {
+            call.state = machine.state
+            call.answeredAt = machine.answeredAt
+            call.connectedAt = machine.connectedAt
+            call.endedAt = machine.endedAt
+            call.outcome = machine.outcome
+            call.endReason = machine.endReason
+            call.endedBy = machine.endedBy?.participantKind
+            call.durationSeconds = machine.durationSeconds
+            if machine.state != .ringing { call.ringsUntil = nil }
+            call.version += 1
+        }
+    }
+
+    /// Who causes a transition.
+    enum Actor: Sendable {
+        case principal(Principal, connection: String?)
+        /// A timer or the server itself.
+        case server
+        /// A side whose connection closed.
+        case departed(CallParty)
+    }
+
+    private let sessions = Mutex<[String: Session]>([:])
+    private let store: Store
+    private let hub: RealtimeHub
+    private let conversations: ConversationService
+    private let configuration: ParleyConfiguration
+    private let logger: Logger
+
+    init(store: Store, hub: RealtimeHub, conversations: ConversationService, configuration: ParleyConfiguration, logger: Logger) {
+        self.store = store
+        self.hub = hub
+        self.conversations = conversations
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Live calls on this node.
+    public var liveCount: Int { sessions.withLock { $0.count } }
+
+    // MARK: Starting
+
+    /// The agent invites the conversation's consumer. Signalling for the agent's side goes to the
+    /// agent's real-time connection `request.connectionId`.
+    public func start(_ agent: AgentPrincipal, conversationId: String, _ request: StartCallRequest) async throws -> CallSessionResponse {
+        guard Identifier.isWellFormed(request.connectionId, .connection),
+            case .agent(let owner) = hub.principal(ofConnection: request.connectionId), owner.agentId == agent.agentId
+        else {
+            throw ParleyError(
+                .unprocessable, code: "connection_not_found",
+                message: "connectionId must be one of your open real-time connections (from its hello frame).", field: "connectionId")
+        }
+        let (conversation, inviter) = try await store.read { repo in
+            let conversation = try await ConversationService.authorizedConversation(.agent(agent), id: conversationId, in: repo, lock: false)
+            return (conversation, try await repo.agent(brandId: agent.brandId, id: agent.agentId))
+        }
+        try CallRules.authorizeInvite(agent, media: request.media, channel: conversation.channel, conversationState: conversation.state)
+        let now = Clock.now()
+        let call = CallDTO(
+            id: Identifier.make(.call), conversationId: conversation.id, media: request.media, state: .ringing, version: 1,
+            invitedBy: agent.agentId, inviterName: inviter?.agent.name ?? "An agent", invitedAt: now,
+            ringsUntil: now.addingTimeInterval(TimeInterval(configuration.callRingSeconds)),
+            agentMedia: CallMediaState(muted: false, cameraOn: request.media == .video))
+        let session = Session(
+            call: call, machine: CallMachine(invitedAt: now), brandId: agent.brandId, consumerId: conversation.consumerId,
+            agentId: agent.agentId, videoAllowed: CallRules.videoAllowed(inviter: agent), agentConnection: request.connectionId)
+        try sessions.withLock { sessions throws(ParleyError) in
+            if sessions.values.contains(where: { $0.call.conversationId == conversation.id }) {
+                throw ParleyError(
+                    .conflict, code: "call_in_progress", message: "This conversation already has a call. End it before starting another.")
+            }
+            sessions[call.id] = session
+        }
+        do {
+            try await store.write { repo in try await repo.insertCall(call, brandId: agent.brandId) }
+        } catch {
+            _ = sessions.withLock { $0.removeValue(forKey: call.id) }
+            throw error
+        }
+        schedule(.ringTimeout, for: call.id, after: configuration.callRingSeconds)
+        await conversations.publish(.call(call), to: .conversation(brandId: agent.brandId, consumerId: conversation.consumerId))
+        logger.info("call invited", metadata: ["call": "\(call.id)", "media": "\(request.media.rawValue)"])
+        return CallSessionResponse(call: call, ice: iceConfiguration(callId: call.id, party: .agent, now: now))
+    }
+
+    // MARK: Frames from the two sides
+
+    /// The consumer answers on the device of `connection`; that device becomes the call's consumer side.
+    public func accept(_ principal: Principal, callId: String, connection: String) async throws -> CallSessionResponse {
+        let call = try await transition(callId, .accept, actor: .principal(principal, connection: connection))
+        return CallSessionResponse(call: call, ice: iceConfiguration(callId: callId, party: .consumer, now: Clock.now()))
+    }
+
+    public func reject(_ principal: Principal, callId: String, connection: String) async throws -> CallDTO {
+        try await transition(callId, .reject, actor: .principal(principal, connection: connection))
+    }
+
+    public func hangUp(_ principal: Principal, callId: String, connection: String) async throws -> CallDTO {
+        try await transition(callId, .hangUp, actor: .principal(principal, connection: connection))
+    }
+
+    /// A side reports that its media connected, or failed.
+    public func report(
+        _ principal: Principal, callId: String, _ report: CallConnectionReport, reason: CallEndReason?, connection: String
+    ) async throws -> CallDTO {
+        switch report {
+        case .connected:
+            return try await transition(callId, .connected, actor: .principal(principal, connection: connection))
+        case .failed:
+            let reason = reason ?? .iceFailed
+            guard CallEndReason.reportableByClient.contains(reason) else {
+                throw ParleyError.invalidField(
+                    "reason", "A side can report \(CallEndReason.reportableByClient.map(\.rawValue).sorted().joined(separator: " or ")).")
+            }
+            return try await transition(callId, .failed(reason), actor: .principal(principal, connection: connection))
+        }
+    }
+
+    /// Relays an offer, answer or ICE candidate to the other side. Offers that bring video into a
+    /// voice call need an inviter who may make video calls; they turn the call into a video call.
+    public func signal(_ principal: Principal, callId: String, _ signal: CallSignal, connection: String) async throws -> CallDTO {
+        try CallRules.validate(signal)
+        let usesVideo = signal.sdp.map(CallRules.sdpUsesVideo) ?? false
+        let (session, target, decision, upgraded) = try sessions.withLock { sessions throws(ParleyError) in
+            var session = try Self.live(sessions, callId, principal)
+            let party = try Self.bound(session, principal, connection: connection)
+            guard session.machine.state == .connecting || session.machine.state == .active else {
+                throw ParleyError(.conflict, code: "call_not_answered", message: "Signalling starts once the call is answered.")
+            }
+            var upgraded = false
+            if usesVideo, session.call.media == .voice {
+                guard session.videoAllowed else { throw Self.videoRefused }
+                session.call.media = .video
+                session.call.version += 1
+                upgraded = true
+            }
+            let decision = try session.negotiation.receive(signal.kind, from: party)
+            sessions[callId] = session
+            return (session, session.connection(of: party.other), decision, upgraded ? party : nil)
+        }
+        if upgraded != nil { await changed(session) }
+        guard decision == .relay else {
+            throw ParleyError(
+                .conflict, code: "offer_collision",
+                message: "Both sides offered at once; the agent's offer stands. Roll back and answer it.")
+        }
+        if let target, let party = session.party(of: principal) {
+            await conversations.publish(.callSignal(callId: callId, from: party.participantKind, signal), to: .connection(target))
+        }
+        return session.call
+    }
+
+    /// A side muted or unmuted, or turned its camera on or off; the other side is told.
+    public func media(_ principal: Principal, callId: String, _ state: CallMediaState, connection: String) async throws -> CallDTO {
+        let (session, party, upgraded) = try sessions.withLock { sessions throws(ParleyError) in
+            var session = try Self.live(sessions, callId, principal)
+            let party = try Self.bound(session, principal, connection: connection)
+            var upgraded = false
+            if state.cameraOn, session.call.media == .voice {
+                guard session.videoAllowed else { throw Self.videoRefused }
+                session.call.media = .video
+                upgraded = true
+            }
+            if party == .agent { session.call.agentMedia = state } else { session.call.consumerMedia = state }
+            session.call.version += 1
+            sessions[callId] = session
+            return (session, party, upgraded)
+        }
+        if let target = session.connection(of: party.other) {
+            await conversations.publish(.callMedia(callId: callId, from: party.participantKind, state), to: .connection(target))
+        }
+        if upgraded { await changed(session) }
+        return session.call
+    }
+
+    /// Ends the calls a closed connection took part in.
+    public func connectionClosed(_ connectionId: String) async {
+        let affected = sessions.withLock { sessions in
+            sessions.values.compactMap { session -> (String, CallParty)? in
+                if session.agentConnection == connectionId { return (session.call.id, .agent) }
+                if session.consumerConnection == connectionId { return (session.call.id, .consumer) }
+                return nil
+            }
+        }
+        for (callId, party) in affected {
+            _ = try? await transition(callId, .left, actor: .departed(party))
+        }
+    }
+
+    /// Calls ringing for this consumer: a device that connects while it rings rings too.
+    public func ringing(for consumer: ConsumerPrincipal) -> [CallDTO] {
+        sessions.withLock { sessions in
+            sessions.values.filter { $0.consumerId == consumer.consumerId && $0.brandId == consumer.brandId && $0.machine.state == .ringing }
+                .map(\.call)
+        }
+    }
+
+    // MARK: Reading records
+
+    /// A conversation's calls, newest first (live ones as they are now).
+    public func calls(_ principal: Principal, conversationId: String, limit: Int) async throws -> [CallDTO] {
+        let stored = try await store.read { repo in
+            let conversation = try await ConversationService.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
+            return try await repo.calls(conversationId: conversation.id, brandId: conversation.brandId, limit: limit)
+        }
+        let live = sessions.withLock { sessions in sessions.mapValues(\.call) }
+        return stored.map { live[$0.id] ?? $0 }
+    }
+
+    // MARK: Transitions
+
+    private static let videoRefused = ParleyError(
+        .forbidden, code: "video_not_allowed", message: "Video is not allowed in this call: the inviting agent may make voice calls only.")
+
+    /// The live session of a call the principal takes part in.
+    private static func live(_ sessions: [String: Session], _ callId: String, _ principal: Principal) throws(ParleyError) -> Session {
+        guard let session = sessions[callId], session.party(of: principal) != nil else {
+            throw ParleyError(.notFound, code: "call_not_found", message: "There is no live call with this id.")
+        }
+        return session
+    }
+
+    /// The principal's side of the call, checking that the frame comes from the device bound to it.
+    private static func bound(_ session: Session, _ principal: Principal, connection: String?) throws(ParleyError) -> CallParty {
+        guard let party = session.party(of: principal) else {
+            throw ParleyError(.notFound, code: "call_not_found", message: "There is no live call with this id.")
+        }
+        if let connection, let expected = session.connection(of: party), expected != connection {
+            throw ParleyError(.conflict, code: "call_on_other_device", message: "This call is taking place on another device or tab.")
+        }
+        if party == .consumer, session.consumerConnection == nil {
+            throw ParleyError(.conflict, code: "call_not_answered", message: "This call has not been answered yet.")
+        }
+        return party
+    }
+
+    @discardableResult
+    private func transition(_ callId: String, _ event: CallMachine.Event, actor: Actor) async throws -> CallDTO {
+        let now = Clock.now()
+        let outcome = try sessions.withLock { sessions throws(ParleyError) -> (Session, changed: Bool)? in
+            guard var session = sessions[callId] else { return nil }
+            let party: CallParty?
+            switch actor {
+            case .principal(let principal, let connection):
+                guard let side = session.party(of: principal) else {
+                    throw ParleyError(.notFound, code: "call_not_found", message: "There is no live call with this id.")
+                }
+                if !(side == .consumer && event == .accept) {
+                    if let connection, let expected = session.connection(of: side), expected != connection {
+                        throw ParleyError(.conflict, code: "call_on_other_device", message: "This call is taking place on another device or tab.")
+                    }
+                }
+                party = side
+            case .server:
+                party = nil
+            case .departed(let side):
+                party = side
+            }
+            guard try session.machine.apply(event, by: party, at: now) else { return (session, false) }
+            if event == .accept, case .principal(_, let connection) = actor {
+                session.consumerConnection = connection
+                session.call.answeredBy = session.consumerId
+                session.call.consumerMedia = CallMediaState(muted: false, cameraOn: session.call.media == .video)
+            }
+            session.refresh()
+            session.timer?.cancel()
+            session.timer = nil
+            if session.machine.state == .ended {
+                sessions[callId] = nil
+            } else {
+                sessions[callId] = session
+            }
+            return (session, true)
+        }
+        guard let (session, changed) = outcome else {
+            return try await ended(callId, event: event, actor: actor)
+        }
+        if changed {
+            if session.machine.state == .connecting {
+                schedule(.connectTimeout, for: callId, after: configuration.callConnectSeconds)
+            }
+            await self.changed(session)
+            if session.machine.state == .ended {
+                logger.info(
+                    "call ended",
+                    metadata: ["call": "\(callId)", "outcome": "\(session.call.outcome?.rawValue ?? "")", "reason": "\(session.call.endReason?.rawValue ?? "")"])
+            }
+        }
+        return session.call
+    }
+
+    /// An event for a call that is no longer live: a repeated hang-up is answered with the record;
+    /// answering is refused.
+    private func ended(_ callId: String, event: CallMachine.Event, actor: Actor) async throws -> CallDTO {
+        guard case .principal(let principal, _) = actor, Identifier.isWellFormed(callId, .call) else {
+            throw ParleyError(.notFound, code: "call_not_found", message: "There is no live call with this id.")
+        }
+        let record = try await store.read { repo in try await repo.call(brandId: principal.brandId, id: callId) }
+        guard var record, record.state == .ended else {
+            throw ParleyError(.notFound, code: "call_not_found", message: "There is no live call with this id.")
+        }
+        // The record must be one the principal may see.
+        _ = try await conversations.conversation(principal, id: record.conversationId)
+        record.version = Int.max
+        switch event {
+        case .hangUp, .connected, .failed, .left, .ringTimeout, .connectTimeout:
+            return record
+        case .accept, .reject:
+            throw ParleyError(.conflict, code: "call_ended", message: "This call has already ended.")
+        }
+    }
+
+    /// Stores and publishes a call's new state. An ended call also gets its timeline event.
+    private func changed(_ session: Session) async {
+        let audience = RealtimeEvent.Audience.conversation(brandId: session.brandId, consumerId: session.consumerId)
+        guard session.call.state == .ended else {
+            let call = session.call
+            await conversations.publish(.call(call), to: audience)
+            do {
+                _ = try await store.write { repo in try await repo.updateCall(call, brandId: session.brandId) }
+            } catch {
+                logger.error("could not store a call's state", metadata: ["call": "\(call.id)", "error": "\(error)"])
+            }
+            return
+        }
+        var call = session.call
+        do {
+            let event = try await Self.storeEnd(&call, brandId: session.brandId, actor: endActor(session), store: store)
+            await conversations.publish(.call(call), to: audience)
+            if let event {
+                await conversations.publish(.event(event), to: audience)
+            }
+        } catch {
+            logger.error("could not store a call's record", metadata: ["call": "\(call.id)", "error": "\(error)"])
+            await conversations.publish(.call(call), to: audience)
+        }
+    }
+
+    private func endActor(_ session: Session) -> ParticipantRef {
+        switch session.machine.endedBy {
+        case .agent: ParticipantRef(kind: .agent, id: session.agentId)
+        case .consumer: ParticipantRef(kind: .consumer, id: session.consumerId)
+        case nil: ParticipantRef(kind: .system, id: "calls")
+        }
+    }
+
+    /// Writes the final record and its sequenced timeline event in one transaction.
+    static func storeEnd(_ call: inout CallDTO, brandId: String, actor: ParticipantRef, store: Store) async throws -> ConversationEventDTO? {
+        let snapshot = call
+        let result = try await store.write { repo -> (CallDTO, ConversationEventDTO)? in
+            var call = snapshot
+            guard var conversation = try await repo.conversation(brandId: brandId, id: call.conversationId, lock: true) else { return nil }
+            conversation.lastSeq += 1
+            call.seq = conversation.lastSeq
+            if try await !repo.updateCall(call, brandId: brandId) {
+                guard try await repo.call(brandId: brandId, id: call.id) == nil else { return nil }  // already ended
+                try await repo.insertCall(call, brandId: brandId)
+            }
+            let event = ConversationEventDTO(
+                conversationId: conversation.id, seq: conversation.lastSeq, kind: .call, actorKind: actor.kind, actorId: actor.id,
+                callId: call.id, call: call, createdAt: call.endedAt ?? Clock.now())
+            try await repo.updateConversation(conversation)
+            try await repo.insertEvent(event, brandId: brandId)
+            return (call, event)
+        }
+        guard let (stored, event) = result else { return nil }
+        call = stored
+        return event
+    }
+
+    private func schedule(_ event: CallMachine.Event, for callId: String, after seconds: Int) {
+        let task = Task { [weak self] in
+            try? await Task.sleep(for: .seconds(seconds))
+            guard !Task.isCancelled, let self else { return }
+            _ = try? await self.transition(callId, event, actor: .server)
+        }
+        let kept = sessions.withLock { sessions -> Bool in
+            guard sessions[callId] != nil else { return false }
+            sessions[callId]?.timer?.cancel()
+            sessions[callId]?.timer = task
+            return true
+        }
+        if !kept { task.cancel() }
+    }
+
+    // MARK: ICE
+
+    /// STUN and TURN settings for one side of one call. TURN credentials follow coturn's REST API
+    /// format: the user name is `<expiry unix time>:<call id>.<side>` and the password is
+    /// base64(HMAC-SHA1(secret, user name)), so coturn checks them without asking Parley.
+    func iceConfiguration(callId: String, party: CallParty, now: Date) -> IceConfigurationDTO {
+        Self.iceConfiguration(configuration, callId: callId, party: party, now: now)
+    }
+
+    static func iceConfiguration(_ configuration: ParleyConfiguration, callId: String, party: CallParty, now: Date) -> IceConfigurationDTO {
+        var servers: [IceServerDTO] = []
+        if !configuration.stunURLs.isEmpty {
+            servers.append(IceServerDTO(urls: configuration.stunURLs))
+        }
+        var expiresAt: Date?
+        if !configuration.turnURLs.isEmpty, let secret = configuration.turnSecret {
+            let expiry = Int(now.timeIntervalSince1970) + configuration.turnCredentialSeconds
+            let username = "\(expiry):\(callId).\(party.rawValue)"
+            servers.append(IceServerDTO(urls: configuration.turnURLs, username: username, credential: turnPassword(username: username, secret: secret)))
+            expiresAt = Date(timeIntervalSince1970: TimeInterval(expiry))
+        }
+        return IceConfigurationDTO(
+            iceServers: servers, iceTransportPolicy: configuration.callRelayOnly ? "relay" : "all", expiresAt: expiresAt)
+    }
+
+    static func turnPassword(username: String, secret: String) -> String {
+        let mac = HMAC<Insecure.SHA1>.authenticationCode(for: Data(username.utf8), using: SymmetricKey(data: Data(secret.utf8)))
+        return Data(mac).base64EncodedString()
+    }
+
+    // MARK: Service
+
+    public func run() async throws {
+        await closeInterruptedRecords()
+        try? await gracefulShutdown()
+        let live = sessions.withLock { sessions -> [Session] in
+            let all = Array(sessions.values)
+            sessions.removeAll()
+            return all
+        }
+        for var session in live {
+            session.timer?.cancel()
+            guard session.machine.abort(.serverShutdown, at: Clock.now()) else { continue }
+            session.refresh()
+            await changed(session)
+        }
+    }
+
+    /// Records a crash left without an end are ended as failed (or cancelled if never answered).
+    func closeInterruptedRecords() async {
+        do {
+            let open = try await store.read { repo in try await repo.unfinishedCalls(limit: 1000) }
+            let live = sessions.withLock { Set($0.keys) }
+            for (brandId, record) in open where !live.contains(record.id) {
+                var call = record
+                call.state = .ended
+                call.endedAt = Clock.now()
+                call.outcome = call.answeredAt == nil ? .cancelled : .failed
+                call.endReason = .serverShutdown
+                call.durationSeconds = call.answeredAt.map { max(0, Int(call.endedAt!.timeIntervalSince($0).rounded())) } ?? 0
+                if let event = try await Self.storeEnd(&call, brandId: brandId, actor: ParticipantRef(kind: .system, id: "calls"), store: store) {
+                    _ = event
+                }
+            }
+            if !open.isEmpty {
+                logger.notice("closed call records left open by a crash", metadata: ["count": "\(open.count)"])
+            }
+        } catch {
+            logger.error("could not close interrupted call records", metadata: ["error": "\(error)"])
+        }
+    }
+}
