@@ -243,4 +243,61 @@ struct RepositoryTests {
             #expect(final?.lastSeq == 40)
         }
     }
+
+    @Test("call records: stored at invitation, final once ended, per brand", arguments: Backend.available)
+    func calls(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let acme = try await Fixture.make(in: store, name: "Acme")
+            let globex = try await Fixture.make(in: store, name: "Globex")
+            let conversation = acme.conversation()
+            let invited = Clock.now()
+            var draft = CallDTO(
+                id: Identifier.make(.call), conversationId: conversation.id, media: .voice, state: .ringing, version: 1,
+                invitedBy: acme.agent.id, inviterName: acme.agent.name, invitedAt: invited)
+            let ringing = draft
+            try await store.write { repo in
+                try await repo.insertConversation(conversation)
+                try await repo.insertCall(ringing, brandId: acme.brand.id)
+            }
+            #expect(try await store.read { repo in try await repo.unfinishedCalls(limit: 10) }.map(\.call.id) == [ringing.id])
+
+            draft.state = .ended
+            draft.media = .video
+            draft.answeredBy = acme.consumer.id
+            draft.answeredAt = invited.addingTimeInterval(3)
+            draft.connectedAt = invited.addingTimeInterval(4)
+            draft.endedAt = invited.addingTimeInterval(63)
+            draft.outcome = .completed
+            draft.endReason = .hungUp
+            draft.endedBy = .consumer
+            draft.durationSeconds = 60
+            draft.seq = 7
+            let call = draft
+            let event = ConversationEventDTO(
+                conversationId: conversation.id, seq: 7, kind: .call, actorKind: .consumer, actorId: acme.consumer.id,
+                callId: call.id, createdAt: invited.addingTimeInterval(63))
+            let ended = call
+            #expect(try await store.write { repo in
+                try await repo.insertEvent(event, brandId: acme.brand.id)
+                return try await repo.updateCall(ended, brandId: acme.brand.id)
+            })
+            // Once ended, a late write changes nothing.
+            var changed = call
+            changed.outcome = .failed
+            let late = changed
+            #expect(try await store.write { repo in try await repo.updateCall(late, brandId: acme.brand.id) } == false)
+
+            try await store.read { (repo: any Repository) async throws -> Void in
+                var stored = try #require(try await repo.call(brandId: acme.brand.id, id: call.id))
+                stored.version = call.version
+                #expect(stored == call)
+                #expect(try await repo.calls(conversationId: conversation.id, brandId: acme.brand.id, limit: 10).map(\.id) == [call.id])
+                #expect(try await repo.unfinishedCalls(limit: 10).isEmpty)
+                #expect(try await repo.events(conversationId: conversation.id, afterSeq: 0, limit: 10).first?.callId == call.id)
+                // Another brand finds nothing.
+                #expect(try await repo.call(brandId: globex.brand.id, id: call.id) == nil)
+                #expect(try await repo.calls(conversationId: conversation.id, brandId: globex.brand.id, limit: 10).isEmpty)
+            }
+        }
+    }
 }

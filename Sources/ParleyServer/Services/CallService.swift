@@ -307,7 +307,11 @@ public final class CallService: Service, Sendable {
                 session.call.consumerMedia = CallMediaState(muted: false, cameraOn: session.call.media == .video)
             }
             session.refresh()
-            session.timer?.cancel()
+            if case .server = actor {
+                // The timer that fired is the task running this; cancelling it would cancel the write below.
+            } else {
+                session.timer?.cancel()
+            }
             session.timer = nil
             if session.machine.state == .ended {
                 sessions[callId] = nil
@@ -476,7 +480,7 @@ public final class CallService: Service, Sendable {
     }
 
     /// Records a crash left without an end are ended as failed (or cancelled if never answered).
-    func closeInterruptedRecords() async {
+    public func closeInterruptedRecords() async {
         do {
             let open = try await store.read { repo in try await repo.unfinishedCalls(limit: 1000) }
             let live = sessions.withLock { Set($0.keys) }
