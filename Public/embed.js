@@ -24,7 +24,7 @@
   const frame = document.createElement("iframe");
   frame.id = "parley-chat";
   frame.title = "Chat";
-  frame.allow = "microphone; autoplay";
+  frame.allow = "microphone; camera; autoplay";
   frame.hidden = true;
   const phone = matchMedia("(max-width: 480px)");
   const place = () => Object.assign(frame.style, phone.matches
@@ -42,9 +42,11 @@
     if (open) frame.focus();
   };
   button.addEventListener("click", () => toggle(frame.hidden));
-  // The widget asks to close (its close button on phones) by message.
+  // The widget asks to close (its close button on phones) by message, and to open when a call rings.
   window.addEventListener("message", (event) => {
-    if (event.origin === origin && event.data === "parley:close") { toggle(false); button.focus(); }
+    if (event.origin !== origin) return;
+    if (event.data === "parley:close") { toggle(false); button.focus(); }
+    if (event.data === "parley:ringing" && frame.hidden) toggle(true);
   });
   document.addEventListener("keydown", (event) => { if (event.key === "Escape" && !frame.hidden) { toggle(false); button.focus(); } });
   document.body.append(frame, button);

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -40,8 +41,10 @@ class Server:
         self.url, self.data_dir, self.app_id, self.email, self.password = url, data_dir, app_id, email, password
 
 
-@pytest.fixture(scope="session")
-def server():
+@contextmanager
+def running_parley(*extra_args, env=None):
+    """A `parley serve` on 127.0.0.1 with its own data directory and the demo brand; stopped (SIGTERM,
+    then SIGKILL) and removed afterwards."""
     binary = Path(os.environ.get("E2E_PARLEY_BINARY", ROOT / ".build" / "debug" / "parley")).resolve()
     data_dir = Path(tempfile.mkdtemp(prefix="parley-e2e-"))
     port = free_port()
@@ -50,8 +53,8 @@ def server():
     try:
         process = subprocess.Popen(
             [str(binary), "serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir),
-             "--public-dir", str(ROOT / "Public"), "--bcrypt-cost", "4"],
-            stdout=log, stderr=subprocess.STDOUT, cwd=data_dir)
+             "--public-dir", str(ROOT / "Public"), "--bcrypt-cost", "4", *extra_args],
+            stdout=log, stderr=subprocess.STDOUT, cwd=data_dir, env={**os.environ, **(env or {})})
         deadline = time.time() + 60
         output = ""
         while time.time() < deadline:
@@ -80,14 +83,26 @@ def server():
 
 
 @pytest.fixture(scope="session")
+def server():
+    with running_parley() as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
 def browser(speech_wav):
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--no-sandbox", "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-                  f"--use-file-for-fake-audio-capture={speech_wav}", "--autoplay-policy=no-user-gesture-required"])
+            # Two fake cameras (for "switch camera"); WebRTC allowed over loopback (for calls).
+            args=["--no-sandbox", "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream=device-count=2",
+                  f"--use-file-for-fake-audio-capture={speech_wav}", "--autoplay-policy=no-user-gesture-required",
+                  "--allow-loopback-in-peer-connection"])
         yield browser
         browser.close()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "relay_only: the test's server sends all call media through TURN")
 
 
 @pytest.fixture

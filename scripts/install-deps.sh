@@ -10,7 +10,9 @@ if [[ "${1:-}" == "--test" ]]; then
     # postgresql: the repository suite's second engine; espeak-ng, sox and its AMR format: real
     # speech in every container the voice tests upload.
     # chromium: the end-to-end tests drive the real pages in headless Chromium.
-    packages+=(postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core)
+    # coturn: the TURN server the call tests relay media through; iproute2: `ip` for their private
+    # network namespaces.
+    packages+=(postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2)
 fi
 
 missing=()

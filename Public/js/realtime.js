@@ -46,6 +46,7 @@ export class Realtime extends EventTarget {
 
   receive(frame) {
     if (frame.type === "hello") {
+      this.connectionId = frame.connectionId;
       this.attempt = 0;
       this.status("online");
       if (Object.keys(this.cursors).length) this.request({ type: "resume", cursors: { ...this.cursors } }).catch(() => {});
@@ -54,6 +55,7 @@ export class Realtime extends EventTarget {
       const { resolve, reject } = this.pending.get(frame.id);
       this.pending.delete(frame.id);
       frame.type === "ack" ? resolve(frame) : reject(Object.assign(new Error(frame.error.message), { code: frame.error.code }));
+      return;  // an answer to this client's own request
     }
     if (frame.type === "resumed" && !frame.complete) {
       this.request({ type: "resume", cursors: frame.cursors }).catch(() => {});

@@ -1,4 +1,5 @@
 import { icon, clock, text } from "./icons.js";
+import { describeCall } from "./call.js";
 import "./voice-player.js";
 
 const dayFormat = new Intl.DateTimeFormat(undefined, { weekday: "short", day: "numeric", month: "short" });
@@ -42,6 +43,39 @@ export class Timeline {
     this.rows.set(message.id, { message, element });
     this.fill(element, message, { voiceChanged: true });
     this.place(element, message);
+  }
+
+  /** A call's record, from a `call` event: a centred row at the call's place in the timeline. */
+  callRecord(event) {
+    const call = event.call;
+    if (!call) return;
+    const key = `call:${call.id}`;
+    let row = this.rows.get(key);
+    if (!row) {
+      row = { element: document.createElement("div"), message: { seq: event.seq, callId: call.id } };
+      this.rows.set(key, row);
+    }
+    const element = row.element;
+    element.className = "row call-row";
+    element.dataset.seq = event.seq;
+    element.dataset.time = call.endedAt ?? event.createdAt;
+    element.dataset.kind = "call";
+    const { title, detail } = describeCall(call, this.perspective);
+    const pill = document.createElement("div");
+    pill.className = "call-record";
+    pill.dataset.outcome = call.outcome;
+    pill.innerHTML = icon(call.media === "video" ? "video" : "phone");
+    pill.append(text(title));
+    const when = Object.assign(document.createElement("span"), { className: "when", textContent: timeFormat.format(new Date(call.invitedAt)) });
+    pill.append(when);
+    element.replaceChildren(pill);
+    if (detail) {
+      const meta = document.createElement("div");
+      meta.className = "meta";
+      meta.append(text(detail));
+      element.append(meta);
+    }
+    if (!element.isConnected) this.place(element, { seq: event.seq });
   }
 
   /** A message being sent or uploaded; `state` is sending, uploading or failed. */
@@ -183,7 +217,7 @@ export class Timeline {
   /** Highest sequence of a message from the other side, for read receipts. */
   lastIncomingSeq() {
     let seq = 0;
-    for (const { message } of this.rows.values()) if (message.seq > seq && !this.isOut(message)) seq = message.seq;
+    for (const { message } of this.rows.values()) if (message.id && message.seq > seq && !this.isOut(message)) seq = message.seq;
     return seq;
   }
 

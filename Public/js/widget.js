@@ -2,6 +2,7 @@ import { Api, ApiError } from "./api.js";
 import { Realtime } from "./realtime.js";
 import { Timeline } from "./timeline.js";
 import { icon } from "./icons.js";
+import { Calls } from "./call.js";
 import "./voice-recorder.js";
 
 // The consumer widget. /widget.html?app=app_... ; the session token is kept per app in localStorage.
@@ -25,6 +26,7 @@ const api = new Api();
 let realtime;
 let timeline;
 let conversationId = null;
+let calls;
 const newId = () => crypto.randomUUID();
 
 function setStatus(state, message) {
@@ -64,10 +66,19 @@ async function start() {
   const conversations = (await api.get("/v1/consumer/conversations?limit=1")).items;
   if (conversations.length) {
     conversationId = conversations[0].id;
-    const history = await api.get(`/v1/consumer/conversations/${conversationId}/messages?limit=200`);
+    const [history, callHistory] = await Promise.all([
+      api.get(`/v1/consumer/conversations/${conversationId}/messages?limit=200`),
+      api.get(`/v1/consumer/conversations/${conversationId}/calls?limit=50`),
+    ]);
     history.items.forEach((message) => timeline.upsert(message));
+    callHistory.items.filter((call) => call.seq).forEach((call) => timeline.callRecord({ seq: call.seq, call, createdAt: call.endedAt }));
   }
   realtime = new Realtime({ token: api.token });
+  calls = new Calls({ realtime, api, role: "consumer", root: $(".widget") });
+  calls.addEventListener("ringing", () => {
+    // Inside a brand's page, a ringing call opens the chat panel.
+    if (window.parent !== window) window.parent.postMessage("parley:ringing", "*");
+  });
   if (conversationId) realtime.seen(conversationId, conversations[0].lastSeq);
   realtime.addEventListener("status", (event) => setStatus(event.detail));
   realtime.addEventListener("frame", (event) => receive(event.detail));
@@ -84,6 +95,7 @@ function receive(frame) {
     const event = frame.event;
     if (event.kind === "receipt") timeline.receipt(event);
     if (event.kind === "voice_processed" && event.message) timeline.upsert(event.message);
+    if (event.kind === "call") timeline.callRecord(event);
   }
 }
 

@@ -2,6 +2,7 @@ import { Api, ApiError } from "./api.js";
 import { Realtime } from "./realtime.js";
 import { Timeline } from "./timeline.js";
 import { icon, text } from "./icons.js";
+import { Calls } from "./call.js";
 import "./voice-recorder.js";
 
 // The agent workspace: sign in, conversation list, conversation, details.
@@ -12,10 +13,13 @@ const newId = () => crypto.randomUUID();
 const state = { me: null, settings: null, filter: "open", conversations: new Map(), consumers: new Map(), current: null, unread: new Set() };
 let realtime;
 let timeline;
+let calls;
 
 $(".logout").innerHTML = icon("logout");
 $(".back").innerHTML = icon("back");
 $(".send-text").innerHTML = icon("send");
+$(".start-call[data-media=voice]").innerHTML = icon("phone");
+$(".start-call[data-media=video]").innerHTML = icon("video");
 
 async function boot() {
   try {
@@ -40,6 +44,8 @@ async function boot() {
     status.textContent = ({ connecting: "Connecting…", online: "Online", offline: "Offline – retrying" })[event.detail];
   });
   realtime.addEventListener("frame", (event) => receive(event.detail));
+  calls = new Calls({ realtime, api, role: "agent", root: $(".conversation-pane") });
+  for (const name of ["call", "ended"]) calls.addEventListener(name, () => state.current && renderCallButtons(state.current));
   realtime.connect();
   await loadList();
 }
@@ -161,8 +167,12 @@ async function open(id) {
   const person = await consumer(conversation.consumerId);
   $(".consumer-name").textContent = person.displayName;
   timeline.clear();
-  const history = await api.get(`/v1/conversations/${id}/messages?limit=200`);
+  const [history, callHistory] = await Promise.all([
+    api.get(`/v1/conversations/${id}/messages?limit=200`),
+    api.get(`/v1/conversations/${id}/calls?limit=50`),
+  ]);
   history.items.forEach((message) => timeline.upsert(message));
+  callHistory.items.filter((call) => call.seq).forEach((call) => timeline.callRecord({ seq: call.seq, call, createdAt: call.endedAt }));
   realtime.seen(id, conversation.lastSeq);
   renderDetails(conversation, person);
   renderList();
@@ -192,6 +202,35 @@ function renderDetails(conversation, person) {
   reply.placeholder = resolved ? "Resolved: reopen to reply" : "Reply…";
   $(".send-text").disabled = resolved;
   $("parley-recorder").hidden = resolved || !(state.settings.voiceFromAgents && state.me.permissions.includes("send_audio"));
+  renderCallButtons(conversation);
+}
+
+/** Call buttons show only for the kinds of call the agent's profile allows, on channels that carry calls. */
+function renderCallButtons(conversation) {
+  const channelCalls = conversation.channel === "web" || conversation.channel === "in_app";
+  const hint = $(".call-hint");
+  let reason = "";
+  if (!Calls.supported) reason = Calls.unsupportedReason;
+  else if (conversation.state === "resolved") reason = "Reopen to call";
+  for (const button of document.querySelectorAll(".start-call")) {
+    const permission = button.dataset.media === "video" ? "initiate_video_call" : "initiate_voice_call";
+    button.hidden = !channelCalls || !state.me.permissions.includes(permission);
+    button.disabled = Boolean(reason) || Boolean(calls?.busy);
+  }
+  const anyButton = [...document.querySelectorAll(".start-call")].some((button) => !button.hidden);
+  hint.hidden = !anyButton || !reason;
+  hint.textContent = reason;
+}
+
+for (const button of document.querySelectorAll(".start-call")) {
+  button.addEventListener("click", async () => {
+    if (!state.current) return;
+    const person = await consumer(state.current.consumerId);
+    const started = calls.start(state.current.id, button.dataset.media, person.displayName);
+    renderCallButtons(state.current);
+    await started;
+    renderCallButtons(state.current);
+  });
 }
 
 $(".assign").addEventListener("click", async () => {
@@ -252,6 +291,7 @@ function receive(frame) {
     if (state.current?.id !== event.conversationId) return;
     if (event.kind === "receipt") timeline.receipt(event);
     if (event.kind === "voice_processed" && event.message) timeline.upsert(event.message);
+    if (event.kind === "call") timeline.callRecord(event);
   } else if (frame.type === "typing" && state.current?.id === frame.conversationId && frame.participant.kind === "consumer") {
     $(".typing").textContent = frame.isTyping ? "typing…" : "";
     clearTimeout(typingTimer);

@@ -72,6 +72,8 @@ public struct CallDTO: Codable, Sendable, Hashable {
     public var conversationId: String
     /// `video` once either side used video, else `voice`.
     public var media: CallMedia
+    /// Whether a side may turn its camera on: the inviting agent may make video calls.
+    public var videoAllowed: Bool
     public var state: CallState
     /// Increases with every change, so that a client can ignore a state it has already passed.
     public var version: Int
@@ -98,7 +100,7 @@ public struct CallDTO: Codable, Sendable, Hashable {
     public var seq: Int64?
 
     public init(
-        id: String, conversationId: String, media: CallMedia, state: CallState, version: Int, invitedBy: String,
+        id: String, conversationId: String, media: CallMedia, videoAllowed: Bool = false, state: CallState, version: Int, invitedBy: String,
         inviterName: String, answeredBy: String? = nil, invitedAt: Date, answeredAt: Date? = nil, connectedAt: Date? = nil,
         endedAt: Date? = nil, outcome: CallOutcome? = nil, endReason: CallEndReason? = nil, endedBy: ParticipantKind? = nil,
         durationSeconds: Int? = nil, ringsUntil: Date? = nil, agentMedia: CallMediaState? = nil,
@@ -107,6 +109,7 @@ public struct CallDTO: Codable, Sendable, Hashable {
         self.id = id
         self.conversationId = conversationId
         self.media = media
+        self.videoAllowed = videoAllowed
         self.state = state
         self.version = version
         self.invitedBy = invitedBy

@@ -21,11 +21,7 @@ public enum CallRules {
     public static func authorizeInvite(
         _ agent: AgentPrincipal, media: CallMedia, channel: Channel, conversationState: ConversationState
     ) throws(ParleyError) {
-        guard agent.permissions.contains(permission(for: media)) else {
-            throw ParleyError(
-                .forbidden, code: "call_permission_missing",
-                message: "Your profile does not allow \(media.rawValue) calls (\(permission(for: media).rawValue)).")
-        }
+        try requirePermission(agent, media: media)
         guard ChannelRules.of(channel).supportsCalls else {
             throw ParleyError(
                 .unprocessable, code: "channel_cannot_call",
@@ -34,6 +30,15 @@ public enum CallRules {
         guard conversationState != .resolved else {
             throw ParleyError(
                 .conflict, code: "conversation_resolved", message: "This conversation is resolved. Reopen it before calling.")
+        }
+    }
+
+    /// Checks the agent's profile for the permission to start a call of this kind.
+    public static func requirePermission(_ agent: AgentPrincipal, media: CallMedia) throws(ParleyError) {
+        guard agent.permissions.contains(permission(for: media)) else {
+            throw ParleyError(
+                .forbidden, code: "call_permission_missing",
+                message: "Your profile does not allow \(media.rawValue) calls (\(permission(for: media).rawValue)).")
         }
     }
 

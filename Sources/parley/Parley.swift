@@ -29,6 +29,20 @@ struct ServerOptions: ParsableArguments {
     @Option(name: .customLong("bcrypt-cost"), help: "bcrypt work factor, 4-31 (PARLEY_BCRYPT_COST, default 12).") var bcryptCost: String?
     @Option(name: .customLong("secure-cookies"), help: "Mark the session cookie Secure: true behind HTTPS (PARLEY_SECURE_COOKIES).") var secureCookies: String?
     @Option(name: .customLong("seed-demo"), help: "Create a demo brand on first run (PARLEY_SEED_DEMO, default true).") var seedDemo: String?
+    @Option(name: .customLong("agent-session-ttl"), help: "Seconds an agent stays signed in (PARLEY_AGENT_SESSION_TTL, default 43200).") var agentSessionTTL: String?
+    @Option(name: .customLong("consumer-session-ttl"), help: "Seconds a consumer token is valid (PARLEY_CONSUMER_SESSION_TTL, default 2592000).") var consumerSessionTTL: String?
+    @Option(help: "The ffmpeg program, by name or path (PARLEY_FFMPEG, default ffmpeg).") var ffmpeg: String?
+    @Option(name: .customLong("max-voice-bytes"), help: "Largest voice upload in bytes (PARLEY_MAX_VOICE_BYTES, default 16777216).") var maxVoiceBytes: String?
+    @Option(name: .customLong("voice-workers"), help: "Voice notes transcoded at once (PARLEY_VOICE_WORKERS, default 2).") var voiceWorkers: String?
+    @Option(name: .customLong("ffmpeg-timeout"), help: "Seconds an ffmpeg run may take (PARLEY_FFMPEG_TIMEOUT, default 120).") var ffmpegTimeout: String?
+    @Option(name: .customLong("realtime-queue-limit"), help: "Frames waiting per WebSocket before it is closed with 4000 (PARLEY_REALTIME_QUEUE_LIMIT, default 512).") var realtimeQueueLimit: String?
+    @Option(name: .customLong("call-ring-timeout"), help: "Seconds a call rings before it is missed (PARLEY_CALL_RING_TIMEOUT, default 45).") var callRingTimeout: String?
+    @Option(name: .customLong("call-connect-timeout"), help: "Seconds from answer to connected media (PARLEY_CALL_CONNECT_TIMEOUT, default 30).") var callConnectTimeout: String?
+    @Option(name: .customLong("stun-urls"), help: "Comma-separated stun: URLs for calls (PARLEY_STUN_URLS).") var stunURLs: String?
+    @Option(name: .customLong("turn-urls"), help: "Comma-separated turn:/turns: URLs of coturn for calls (PARLEY_TURN_URLS).") var turnURLs: String?
+    @Option(name: .customLong("turn-secret"), help: "coturn's static-auth-secret; prefer PARLEY_TURN_SECRET, which ps does not show.") var turnSecret: String?
+    @Option(name: .customLong("turn-credential-ttl"), help: "Seconds a call's TURN credentials are valid (PARLEY_TURN_CREDENTIAL_TTL, default 14400).") var turnCredentialTTL: String?
+    @Option(name: .customLong("call-relay-only"), help: "Send all call media through TURN (PARLEY_CALL_RELAY_ONLY, default false).") var callRelayOnly: String?
 
     /// Defaults, then the environment, then flags; exits with a message naming the setting on error.
     func resolve() throws -> ParleyConfiguration {
@@ -37,7 +51,12 @@ struct ServerOptions: ParsableArguments {
             let flags: [(String, String?)] = [
                 ("host", host), ("port", port), ("data-dir", dataDir), ("database-url", databaseURL),
                 ("public-dir", publicDir), ("log-level", logLevel), ("bcrypt-cost", bcryptCost),
-                ("secure-cookies", secureCookies), ("seed-demo", seedDemo),
+                ("secure-cookies", secureCookies), ("seed-demo", seedDemo), ("agent-session-ttl", agentSessionTTL),
+                ("consumer-session-ttl", consumerSessionTTL), ("ffmpeg", ffmpeg), ("max-voice-bytes", maxVoiceBytes),
+                ("voice-workers", voiceWorkers), ("ffmpeg-timeout", ffmpegTimeout), ("realtime-queue-limit", realtimeQueueLimit),
+                ("call-ring-timeout", callRingTimeout), ("call-connect-timeout", callConnectTimeout), ("stun-urls", stunURLs),
+                ("turn-urls", turnURLs), ("turn-secret", turnSecret), ("turn-credential-ttl", turnCredentialTTL),
+                ("call-relay-only", callRelayOnly),
             ]
             for case let (flag, value?) in flags {
                 try configuration.apply(flag: flag, value: value)

@@ -87,6 +87,7 @@ public final class CallService: Service, Sendable {
     /// The agent invites the conversation's consumer. Signalling for the agent's side goes to the
     /// agent's real-time connection `request.connectionId`.
     public func start(_ agent: AgentPrincipal, conversationId: String, _ request: StartCallRequest) async throws -> CallSessionResponse {
+        try CallRules.requirePermission(agent, media: request.media)
         guard Identifier.isWellFormed(request.connectionId, .connection),
             case .agent(let owner) = hub.principal(ofConnection: request.connectionId), owner.agentId == agent.agentId
         else {
@@ -101,7 +102,8 @@ public final class CallService: Service, Sendable {
         try CallRules.authorizeInvite(agent, media: request.media, channel: conversation.channel, conversationState: conversation.state)
         let now = Clock.now()
         let call = CallDTO(
-            id: Identifier.make(.call), conversationId: conversation.id, media: request.media, state: .ringing, version: 1,
+            id: Identifier.make(.call), conversationId: conversation.id, media: request.media,
+            videoAllowed: CallRules.videoAllowed(inviter: agent), state: .ringing, version: 1,
             invitedBy: agent.agentId, inviterName: inviter?.agent.name ?? "An agent", invitedAt: now,
             ringsUntil: now.addingTimeInterval(TimeInterval(configuration.callRingSeconds)),
             agentMedia: CallMediaState(muted: false, cameraOn: request.media == .video))

@@ -1,0 +1,313 @@
+"""Voice and video calls in two real Chromium pages (agent workspace and consumer widget) against a
+running `parley serve` and a running coturn. Each test runs in its own private network namespace:
+run this file with scripts/e2e-isolated.sh (the README's test command does)."""
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from conftest import ROOT, running_parley
+
+PHONE = {"width": 360, "height": 740}
+DESKTOP = {"width": 1280, "height": 800}
+SECRET = "e2e-turn-secret-0123456789abcdef"
+
+# Every RTCPeerConnection a page makes, so that the test can read its getStats().
+CAPTURE_PEERS = """
+    window.__peers = [];
+    const NativePeerConnection = window.RTCPeerConnection;
+    window.RTCPeerConnection = class extends NativePeerConnection {
+        constructor(...args) { super(...args); window.__peers.push(this); }
+    };
+"""
+
+STATS = """async () => {
+    const pc = window.__peers.at(-1);
+    if (!pc) return null;
+    const report = await pc.getStats();
+    const byId = new Map();
+    report.forEach((entry) => byId.set(entry.id, entry));
+    const result = { audio: 0, video: 0, local: null, remote: null, state: pc.connectionState };
+    report.forEach((entry) => {
+        if (entry.type === "inbound-rtp") result[entry.kind] = entry.packetsReceived;
+        if (entry.type === "transport" && entry.selectedCandidatePairId) {
+            const pair = byId.get(entry.selectedCandidatePairId);
+            result.local = byId.get(pair.localCandidateId)?.candidateType;
+            result.remote = byId.get(pair.remoteCandidateId)?.candidateType;
+        }
+    });
+    return result;
+}"""
+
+
+@pytest.fixture(autouse=True)
+def private_network():
+    interfaces = [line.split(":")[0].strip() for line in Path("/proc/net/dev").read_text().splitlines()[2:]]
+    if interfaces != ["lo"]:
+        pytest.fail(f"call tests run in a private network namespace (found {interfaces}); use scripts/e2e-isolated.sh {__file__}")
+
+
+@pytest.fixture
+def turn():
+    directory = tempfile.mkdtemp(prefix="parley-e2e-turn-")
+    url = subprocess.run([str(ROOT / "scripts" / "coturn.sh"), "start", directory, SECRET],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    try:
+        yield {"url": url, "log": Path(directory) / "turn.log"}
+    finally:
+        subprocess.run([str(ROOT / "scripts" / "coturn.sh"), "stop", directory], check=False)
+
+
+@pytest.fixture
+def call_server(request, turn):
+    args = ["--turn-urls", turn["url"], "--call-ring-timeout", "5"]
+    if request.node.get_closest_marker("relay_only"):
+        args += ["--call-relay-only", "true"]
+    with running_parley(*args, env={"PARLEY_TURN_SECRET": SECRET}) as server:
+        yield server
+
+
+def login(page, server, email=None, password=None):
+    page.goto(server.url + "/")
+    page.fill("input[name=email]", email or server.email)
+    page.fill("input[name=password]", password or server.password)
+    page.click("button[type=submit]")
+    expect(page.locator(".topbar .status")).to_have_text("Online", timeout=10000)
+
+
+def open_pages(browser, server, console_errors, consumer_viewport=PHONE):
+    """A consumer who wrote from the widget, and the admin agent with that conversation open."""
+    consumer = console_errors(browser.new_context(viewport=consumer_viewport).new_page())
+    consumer.add_init_script(CAPTURE_PEERS)
+    consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
+    expect(consumer.locator(".status")).to_have_text("Online", timeout=10000)
+    consumer.fill("#message", "Hi, could you call me about my order?")
+    consumer.press("#message", "Enter")
+    expect(consumer.locator(".row.out")).to_have_count(1)
+    agent = console_errors(browser.new_context(viewport=DESKTOP).new_page())
+    agent.add_init_script(CAPTURE_PEERS)
+    login(agent, server)
+    agent.locator(".conversations li button").first.click()
+    expect(agent.locator(".row.in")).to_have_count(1)
+    return agent, consumer
+
+
+def stats(page):
+    return page.evaluate(STATS)
+
+
+def wait_for_media(page, kinds, relay=False, timeout=15000):
+    """Waits until the page's peer connection receives packets of every kind, and returns the stats."""
+    deadline_step = 250
+    last = None
+    for _ in range(timeout // deadline_step):
+        last = stats(page)
+        if last and all(last[kind] > 0 for kind in kinds) and (not relay or last["local"] == "relay"):
+            return last
+        page.wait_for_timeout(deadline_step)
+    raise AssertionError(f"no inbound {kinds} media: {last}")
+
+
+def start_call(agent, consumer, media):
+    agent.click(f".start-call[data-media={media}]")
+    expect(agent.locator(".call-overlay[data-state=ringing]")).to_be_visible(timeout=10000)
+    sheet = consumer.locator(".call-incoming")
+    expect(sheet).to_be_visible(timeout=10000)
+    return sheet
+
+
+def calls_of(page, server):
+    """The stored call records of the agent's open conversation, newest first."""
+    conversation = page.evaluate("() => document.querySelector('.conversations [aria-current=true]').dataset.id")
+    return page.request.get(f"{server.url}/v1/conversations/{conversation}/calls").json()["items"]
+
+
+def test_voice_call(call_server, browser, shoot, console_errors):
+    agent, consumer = open_pages(browser, call_server, console_errors)
+    me = agent.locator(".topbar .me").inner_text()
+    sheet = start_call(agent, consumer, "voice")
+    # The consumer sees who calls and that it is a voice call.
+    expect(sheet.locator(".call-name")).to_have_text(me)
+    expect(sheet.locator(".call-status")).to_have_text("Incoming voice call")
+    shoot(consumer, "call-incoming-voice-360")
+    shoot(agent, "call-ringing-1280")
+    sheet.get_by_role("button", name=re.compile("^Accept")).click()
+
+    expect(agent.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=15000)
+    expect(consumer.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=15000)
+    # Audio flows both ways.
+    assert wait_for_media(agent, ["audio"])["audio"] > 0
+    assert wait_for_media(consumer, ["audio"])["audio"] > 0
+    expect(consumer.locator(".call-overlay .call-name")).to_have_text(me)
+    expect(agent.locator(".call-overlay .call-timer")).to_have_text(re.compile(r"0:0\d"))
+    # A voice call from an agent who may use video offers the camera; this one stays voice.
+    expect(consumer.locator(".call-overlay .camera")).to_be_visible()
+
+    # The agent mutes: the consumer sees it; unmuting clears it.
+    agent.click(".call-overlay .mute")
+    expect(agent.locator(".call-overlay .mute")).to_have_attribute("aria-pressed", "true")
+    expect(consumer.locator(".call-badges")).to_have_text(f"{me} muted")
+    shoot(agent, "call-voice-active-muted-1280")
+    shoot(consumer, "call-voice-active-360")
+    assert agent.evaluate("() => window.__peers.at(-1).getSenders().find((s) => s.track?.kind === 'audio').track.enabled") is False
+    agent.click(".call-overlay .mute")
+    expect(consumer.locator(".call-badges")).to_have_text("")
+
+    # The consumer hangs up: both see the end, and the call becomes a row in both timelines.
+    consumer.get_by_role("button", name="Hang up").click()
+    expect(agent.locator(".call-overlay .call-status")).to_have_text(re.compile(r"Call ended · 0:\d\d"))
+    shoot(agent, "call-ended-1280")
+    expect(agent.locator(".call-record")).to_have_text(re.compile(r"Voice call · 0:\d\d"))
+    expect(consumer.locator(".call-record")).to_have_text(re.compile(r"Voice call · 0:\d\d"))
+    expect(agent.locator(".call-overlay")).to_be_hidden(timeout=5000)
+    shoot(agent, "call-record-in-timeline-1280")
+    record = calls_of(agent, call_server)[0]
+    assert record["outcome"] == "completed" and record["endedBy"] == "consumer" and record["media"] == "voice"
+    assert record["answeredAt"] and record["connectedAt"] and record["endedAt"]
+    # The peer connections are closed and the microphone released on both sides.
+    for page in (agent, consumer):
+        assert page.evaluate("() => window.__peers.at(-1).connectionState") == "closed"
+    assert console_errors.errors == []
+
+
+@pytest.mark.relay_only
+def test_video_call_through_turn_relay(call_server, turn, browser, shoot, console_errors):
+    agent, consumer = open_pages(browser, call_server, console_errors)
+    sheet = start_call(agent, consumer, "video")
+    expect(sheet.locator(".call-status")).to_have_text("Incoming video call")
+    sheet.get_by_role("button", name=re.compile("^Accept")).click()
+    expect(agent.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=15000)
+
+    # Audio and video arrive on both sides, and the selected candidate pair is a relay pair: the
+    # server forced iceTransportPolicy=relay, so every packet went through coturn.
+    for page in (agent, consumer):
+        result = wait_for_media(page, ["audio", "video"], relay=True)
+        assert result["local"] == "relay" and result["remote"] == "relay", result
+        assert page.evaluate("() => window.__peers.at(-1).getConfiguration().iceTransportPolicy") == "relay"
+    # coturn accepted the short-lived credentials Parley minted for this call.
+    call_id = calls_of(agent, call_server)[0]["id"]
+    log = turn["log"].read_text()
+    assert re.search(rf"\d+:{call_id}\.agent", log) and re.search(rf"\d+:{call_id}\.consumer", log), "coturn saw no allocation for this call"
+    expect(agent.locator(".call-overlay.has-video .remote-video")).to_be_visible()
+    expect(consumer.locator(".call-overlay.has-local-video .local-video")).to_be_visible()
+    shoot(agent, "call-video-relay-1280")
+    shoot(consumer, "call-video-relay-360")
+
+    # Two cameras: the consumer switches; then turns the camera off, and the agent sees it.
+    switch = consumer.locator(".call-overlay .switch")
+    expect(switch).to_be_visible()
+    before = consumer.evaluate("() => window.__peers.at(-1).getSenders().find((s) => s.track?.kind === 'video').track.label")
+    switch.click()
+    consumer.wait_for_function(
+        "(before) => window.__peers.at(-1).getSenders().some((s) => s.track?.kind === 'video' && s.track.label !== before)", arg=before)
+    consumer.click(".call-overlay .camera")
+    expect(agent.locator(".call-badges")).to_have_text("Camera off")
+    expect(agent.locator(".call-overlay.has-video")).to_have_count(0)
+    shoot(agent, "call-video-remote-camera-off-1280")
+
+    agent.get_by_role("button", name="Hang up").click()
+    expect(consumer.locator(".call-record")).to_have_text(re.compile(r"Video call · 0:\d\d"))
+    record = calls_of(agent, call_server)[0]
+    assert record["outcome"] == "completed" and record["endedBy"] == "agent" and record["media"] == "video"
+    assert console_errors.errors == []
+
+
+def test_voice_call_turns_into_video(call_server, browser, shoot, console_errors):
+    agent, consumer = open_pages(browser, call_server, console_errors, consumer_viewport=DESKTOP)
+    start_call(agent, consumer, "voice").get_by_role("button", name=re.compile("^Accept")).click()
+    expect(consumer.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=15000)
+    assert wait_for_media(consumer, ["audio"])["video"] == 0
+
+    # The agent turns the camera on: the call renegotiates and the consumer receives video.
+    agent.get_by_role("button", name="Turn camera on").click()
+    wait_for_media(consumer, ["audio", "video"])
+    expect(consumer.locator(".call-overlay.has-video .remote-video")).to_be_visible(timeout=10000)
+    shoot(consumer, "call-upgraded-to-video-1280")
+    agent.get_by_role("button", name="Hang up").click()
+    expect(agent.locator(".call-record")).to_have_text(re.compile(r"Video call · 0:\d\d"))
+    assert calls_of(agent, call_server)[0]["media"] == "video"
+    assert console_errors.errors == []
+
+
+def test_declined_missed_cancelled_and_closed_page(call_server, browser, shoot, console_errors):
+    agent, consumer = open_pages(browser, call_server, console_errors)
+
+    # Declined.
+    start_call(agent, consumer, "voice").get_by_role("button", name=re.compile("^Decline")).click()
+    expect(agent.locator(".call-overlay .call-status")).to_have_text("Call declined")
+    expect(consumer.locator(".call-record").last).to_have_text(re.compile("Declined voice call"))
+    expect(agent.locator(".call-overlay")).to_be_hidden(timeout=5000)
+
+    # Nobody answers within the ring timeout (5 s for this server).
+    start_call(agent, consumer, "voice")
+    expect(agent.locator(".call-overlay .call-status")).to_have_text("No answer", timeout=10000)
+    expect(consumer.locator(".call-incoming")).to_be_hidden()
+    expect(consumer.locator(".call-record").last).to_have_text(re.compile("Missed voice call"))
+    expect(agent.locator(".call-record").last).to_have_text(re.compile("Unanswered voice call"))
+    shoot(consumer, "call-missed-in-timeline-360")
+    expect(agent.locator(".call-overlay")).to_be_hidden(timeout=5000)
+
+    # The agent cancels while it rings: the consumer stops ringing.
+    start_call(agent, consumer, "video")
+    agent.get_by_role("button", name="Cancel call").click()
+    expect(consumer.locator(".call-incoming")).to_be_hidden()
+    expect(consumer.locator(".call-record").last).to_have_text(re.compile("Cancelled video call"))
+    expect(agent.locator(".call-overlay")).to_be_hidden(timeout=5000)
+
+    # Answered, then the consumer's page closes: the call ends for the agent with the reason.
+    start_call(agent, consumer, "voice").get_by_role("button", name=re.compile("^Accept")).click()
+    expect(agent.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=15000)
+    consumer.close()
+    expect(agent.locator(".call-overlay .call-status")).to_have_text(
+        "Call failed – The customer's connection was lost.", timeout=10000)
+    shoot(agent, "call-failed-page-closed-1280")
+    outcomes = [(call["outcome"], call["endReason"]) for call in calls_of(agent, call_server)]
+    assert outcomes == [("failed", "consumer_disconnected"), ("cancelled", "cancelled"), ("missed", "no_answer"),
+                        ("rejected", "rejected")], outcomes
+    assert console_errors.errors == []
+
+
+def test_call_buttons_follow_permissions_and_channel(call_server, browser, shoot, console_errors):
+    admin = console_errors(browser.new_context(viewport=DESKTOP).new_page())
+    login(admin, call_server)
+    for email, permissions in (("voice@demo.test", ["initiate_voice_call"]), ("none@demo.test", [])):
+        created = admin.request.post(f"{call_server.url}/v1/agents", data={
+            "email": email, "name": email.split("@")[0].title(), "password": "a long password", "role": "agent", "permissions": permissions})
+        assert created.status == 201, created.text()
+    # A web conversation and an SMS one.
+    session = admin.request.post(f"{call_server.url}/v1/consumer/session", data={"appId": call_server.app_id, "displayName": "Web Wanda"}).json()
+    headers = {"Authorization": f"Bearer {session['token']}"}
+    assert admin.request.post(f"{call_server.url}/v1/consumer/messages", headers=headers,
+                              data={"clientMessageId": "w1", "text": "Hello from the web"}).ok
+    sms = admin.request.post(f"{call_server.url}/v1/consumer/session", data={"appId": call_server.app_id, "displayName": "Sms Sam"}).json()
+    assert admin.request.post(f"{call_server.url}/v1/consumer/messages", headers={"Authorization": f"Bearer {sms['token']}"},
+                              data={"clientMessageId": "s1", "text": "Hello by text", "channel": "sms"}).ok
+    admin.close()
+
+    def open_as(email, name):
+        page = console_errors(browser.new_context(viewport=DESKTOP).new_page())
+        login(page, call_server, email, "a long password")
+        page.locator(".conversations li button", has_text=name).click()
+        expect(page.locator(".consumer-name")).to_have_text(name)
+        return page
+
+    voice_only = open_as("voice@demo.test", "Web Wanda")
+    expect(voice_only.locator(".start-call[data-media=voice]")).to_be_visible()
+    expect(voice_only.locator(".start-call[data-media=video]")).to_be_hidden()
+    shoot(voice_only, "call-buttons-voice-only-1280")
+    # The server refuses what the page does not offer.
+    conversation = voice_only.evaluate("() => document.querySelector('.conversations [aria-current=true]').dataset.id")
+    refused = voice_only.request.post(f"{call_server.url}/v1/conversations/{conversation}/calls",
+                                      data={"media": "video", "connectionId": "ws_none"})
+    assert refused.status == 403 and refused.json()["error"]["code"] == "call_permission_missing"
+    # An SMS conversation cannot carry calls: no buttons.
+    voice_only.locator(".conversations li button", has_text="Sms Sam").click()
+    expect(voice_only.locator(".consumer-name")).to_have_text("Sms Sam")
+    expect(voice_only.locator(".start-call:visible")).to_have_count(0)
+
+    nobody = open_as("none@demo.test", "Web Wanda")
+    expect(nobody.locator(".start-call:visible")).to_have_count(0)
+    assert console_errors.errors == []
