@@ -262,7 +262,7 @@ def test_declined_missed_cancelled_and_closed_page(call_server, browser, shoot, 
     expect(agent.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=15000)
     consumer.close()
     expect(agent.locator(".call-overlay .call-status")).to_have_text(
-        "Call failed – The customer's connection was lost.", timeout=10000)
+        re.compile(r"Call failed · 0:\d\d – The customer's connection was lost\."), timeout=10000)
     shoot(agent, "call-failed-page-closed-1280")
     outcomes = [(call["outcome"], call["endReason"]) for call in calls_of(agent, call_server)]
     assert outcomes == [("failed", "consumer_disconnected"), ("cancelled", "cancelled"), ("missed", "no_answer"),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian machine with the Swift toolchain: installs what is missing,
 # starts a throw-away PostgreSQL, builds, runs the Swift tests, then the browser tests against a real
-# `parley serve`, and stops everything it started. Screenshots land in test-artifacts/screenshots/.
+# `parley serve` (the call tests with coturn, each in a private network namespace), and stops everything
+# it started. Screenshots land in test-artifacts/screenshots/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,4 +25,7 @@ fi
 
 swift build --build-tests
 swift test --skip-build
-E2E_PARLEY_BINARY="$PWD/.build/debug/parley" .venv/bin/pytest e2e -q
+export E2E_PARLEY_BINARY="$PWD/.build/debug/parley"
+.venv/bin/pytest e2e -q --ignore=e2e/test_calls.py
+# Calls: two Chromium pages, parley serve and coturn, each test in its own network namespace.
+scripts/e2e-isolated.sh e2e/test_calls.py
