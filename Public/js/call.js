@@ -482,6 +482,7 @@ export class Calls extends EventTarget {
     const ui = this.ui;
     // Incoming call sheet (consumer).
     const incoming = this.incoming;
+    const appearing = Boolean(incoming) && ui.sheet.hidden;
     ui.sheet.hidden = !incoming;
     if (incoming) {
       ui.sheetAvatar.textContent = (incoming.inviterName || "?").slice(0, 1).toUpperCase();
@@ -491,6 +492,8 @@ export class Calls extends EventTarget {
       ui.accept.querySelector("svg").outerHTML = icon(incoming.media === "video" ? "video" : "phone");
       ui.accept.setAttribute("aria-label", `Accept ${incoming.media} call from ${incoming.inviterName}`);
       ui.decline.setAttribute("aria-label", `Decline call from ${incoming.inviterName}`);
+      // An incoming call is an alert dialog: keyboard and screen-reader users land on "Accept".
+      if (appearing) ui.accept.focus();
     }
     // The call itself.
     const call = this.call;
