@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-kit.git", from: "2.17.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
@@ -41,7 +42,15 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .target(name: "ParleyMedia", dependencies: ["ParleyAPI", "ParleyDomain"], swiftSettings: swiftSettings),
+        .target(
+            name: "ParleyMedia",
+            dependencies: [
+                "ParleyAPI", "ParleyDomain",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "ParleyServer",
             dependencies: [

@@ -11,6 +11,11 @@ command -v turnserver >/dev/null || { echo "coturn.sh: coturn is not installed (
 
 case "$action" in
 start)
+    # The daemon must not inherit the caller's descriptors (a test's pipes would never see EOF).
+    for fd in /proc/$$/fd/*; do
+        fd=${fd##*/}
+        ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null || true
+    done
     secret=$3
     mkdir -p "$dir"
     port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')

@@ -173,7 +173,20 @@ export class Timeline {
       bubble.className = "bubble";
       element.prepend(bubble);
     }
-    if (message.kind === "voice" && message.voice) {
+    const voice = message.voice;
+    // A note the malware scan blocked, or one still waiting for its scan, is not playable by the
+    // recipient: a notice takes the player's place.
+    const withheld = voice && (voice.state === "blocked" || (voice.scan === "pending" && !out));
+    if (message.kind === "voice" && withheld) {
+      const notice = document.createElement("div");
+      notice.className = "voice-withheld";
+      notice.dataset.scan = voice.scan;
+      notice.innerHTML = icon("shield");
+      notice.append(text(voice.state === "blocked"
+        ? (out ? "Blocked by the malware scan: this voice message was not delivered." : "A voice message was blocked by the malware scan.")
+        : `Voice message ${clock(voice.durationMs)} · waiting for the malware scan`));
+      bubble.replaceChildren(notice);
+    } else if (message.kind === "voice" && message.voice) {
       let player = bubble.querySelector("parley-voice");
       if (!player) {
         player = document.createElement("parley-voice");
@@ -195,7 +208,12 @@ export class Timeline {
       element.append(meta);
     }
     const parts = [text(timeFormat.format(new Date(message.createdAt)))];
-    if (message.kind === "voice" && message.voice?.state === "processing") parts.push(text("Processing…"));
+    if (voice?.scan === "pending" && out) parts.push(text("Waiting for the malware scan…"));
+    else if (message.kind === "voice" && voice?.state === "processing") parts.push(text("Processing…"));
+    if (voice?.scan === "unscanned" && !out) {
+      const flag = Object.assign(document.createElement("span"), { className: "unscanned", textContent: "Not scanned for malware" });
+      parts.push(flag);
+    }
     if (out) {
       const mark = document.createElement("span");
       mark.className = "delivery";

@@ -87,4 +87,42 @@ public enum VoiceState: String, Codable, Sendable, Hashable {
     case ready
     /// Processing failed; `failureReason` says why.
     case failed
+    /// The malware scan found something (or the note could not be scanned under a fail-closed
+    /// policy): the file is quarantined and never served.
+    case blocked
+}
+
+/// Where a voice note is with the malware scan. Only the sender can fetch a note that is not
+/// `clean` or `unscanned`.
+public enum MalwareScanState: String, Codable, Sendable, CaseIterable, Hashable {
+    /// The scanner found nothing.
+    case clean
+    /// The scanner was unavailable; the brand fails closed, so the note waits and is scanned again.
+    case pending
+    /// The scanner found malware; the note is blocked.
+    case infected
+    /// The scanner was unavailable for too long under a fail-closed policy; the note is blocked.
+    case failed
+    /// Delivered without a scan: no scanner is configured, or it was unavailable and the brand fails open.
+    case unscanned
+}
+
+/// What happens to an upload when the malware scanner is unavailable.
+public enum ScanFailurePolicy: String, Codable, Sendable, CaseIterable, Hashable {
+    /// The note waits, is scanned when the scanner is back (with bounded retries), and is blocked if
+    /// it never can be.
+    case closed
+    /// The note is delivered at once, marked `unscanned`.
+    case open
+}
+
+/// Who sees payment card numbers in consumers' messages masked. The unmasked number is never
+/// stored, so agents see it masked whenever masking is on.
+public enum CardMasking: String, Codable, Sendable, CaseIterable, Hashable {
+    case off
+    /// Agents (and everything stored) see `•••• •••• •••• 4242`; the consumer's own device keeps
+    /// showing what it sent until it reloads.
+    case agents
+    /// The consumer's own copy is masked as well.
+    case everyone
 }

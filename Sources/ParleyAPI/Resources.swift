@@ -159,14 +159,20 @@ public struct VoiceDTO: Codable, Sendable, Hashable {
     public var waveform: [UInt8]
     public var state: VoiceState
     public var failureReason: String?
-    /// The original as uploaded (always available), then the renditions that are ready.
+    /// The malware scan's state. Only `clean` and `unscanned` notes can be played by the recipient.
+    public var scan: MalwareScanState
+    /// The original as uploaded, then the renditions that are ready. Empty for a blocked note.
     public var renditions: [VoiceRenditionDTO]
 
-    public init(durationMs: Int, waveform: [UInt8], state: VoiceState, failureReason: String?, renditions: [VoiceRenditionDTO]) {
+    public init(
+        durationMs: Int, waveform: [UInt8], state: VoiceState, failureReason: String?, scan: MalwareScanState = .clean,
+        renditions: [VoiceRenditionDTO]
+    ) {
         self.durationMs = durationMs
         self.waveform = waveform
         self.state = state
         self.failureReason = failureReason
+        self.scan = scan
         self.renditions = renditions
     }
 }
@@ -266,11 +272,20 @@ public struct BrandSettingsDTO: Codable, Sendable, Hashable {
     public var voiceFromConsumers: Bool
     /// Whether agents (with the send_audio permission) may send voice notes to consumers.
     public var voiceFromAgents: Bool
+    /// What happens to an upload while the malware scanner is unavailable.
+    public var scanFailurePolicy: ScanFailurePolicy
+    /// Masking of payment card numbers in consumers' messages.
+    public var cardMasking: CardMasking
 
-    public init(voiceMaxSeconds: Int = 120, voiceFromConsumers: Bool = true, voiceFromAgents: Bool = true) {
+    public init(
+        voiceMaxSeconds: Int = 120, voiceFromConsumers: Bool = true, voiceFromAgents: Bool = true,
+        scanFailurePolicy: ScanFailurePolicy = .closed, cardMasking: CardMasking = .off
+    ) {
         self.voiceMaxSeconds = voiceMaxSeconds
         self.voiceFromConsumers = voiceFromConsumers
         self.voiceFromAgents = voiceFromAgents
+        self.scanFailurePolicy = scanFailurePolicy
+        self.cardMasking = cardMasking
     }
 }
 
@@ -279,11 +294,18 @@ public struct UpdateBrandSettingsRequest: Codable, Sendable {
     public var voiceMaxSeconds: Int?
     public var voiceFromConsumers: Bool?
     public var voiceFromAgents: Bool?
+    public var scanFailurePolicy: ScanFailurePolicy?
+    public var cardMasking: CardMasking?
 
-    public init(voiceMaxSeconds: Int? = nil, voiceFromConsumers: Bool? = nil, voiceFromAgents: Bool? = nil) {
+    public init(
+        voiceMaxSeconds: Int? = nil, voiceFromConsumers: Bool? = nil, voiceFromAgents: Bool? = nil,
+        scanFailurePolicy: ScanFailurePolicy? = nil, cardMasking: CardMasking? = nil
+    ) {
         self.voiceMaxSeconds = voiceMaxSeconds
         self.voiceFromConsumers = voiceFromConsumers
         self.voiceFromAgents = voiceFromAgents
+        self.scanFailurePolicy = scanFailurePolicy
+        self.cardMasking = cardMasking
     }
 }
 

@@ -5,6 +5,11 @@ public struct AudioAnalysis: Sendable, Hashable {
     public var durationMs: Int
     /// Peak levels, 0-255, evenly spread over the note.
     public var waveform: [UInt8]
+
+    public init(durationMs: Int, waveform: [UInt8]) {
+        self.durationMs = durationMs
+        self.waveform = waveform
+    }
 }
 
 public enum AudioAnalysisError: Error, Sendable, Equatable {

@@ -79,6 +79,18 @@ public struct LocalBlobStore: BlobStore {
         }
     }
 
+    /// Moves a blob to another key (e.g. into quarantine). A missing source is not an error.
+    public func move(key: String, to destinationKey: String) async throws {
+        let source = try url(for: key)
+        let destination = try url(for: destinationKey)
+        guard FileManager.default.fileExists(atPath: source.path) else { return }
+        try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        if FileManager.default.fileExists(atPath: destination.path) {
+            try FileManager.default.removeItem(at: destination)
+        }
+        try FileManager.default.moveItem(at: source, to: destination)
+    }
+
     /// Removes temporary files left by writes that a crash interrupted. Run at start-up.
     @discardableResult
     public func removePartialWrites() throws -> Int {

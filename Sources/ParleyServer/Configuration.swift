@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ParleyMedia
 import ParleyStore
 
 /// Everything `parley serve` can be told. Each setting has a flag, a `PARLEY_*` environment variable
@@ -49,8 +50,29 @@ public struct ParleyConfiguration: Sendable {
     /// Forces every call's media through TURN (`iceTransportPolicy: relay`): the two sides never
     /// learn each other's IP addresses.
     public var callRelayOnly: Bool = false
+    /// The malware scanner: `auto` (clamd at Debian's socket if it exists, else none), `off`, or
+    /// `tcp://HOST:PORT` / `unix:///path/clamd.ctl`.
+    public var clamd: String = "auto"
+    /// Longest a scan may take before the scanner counts as unavailable.
+    public var clamdTimeoutSeconds: Int = 10
+    /// Delay before a note that could not be scanned is tried again (then doubling, up to 5 minutes).
+    public var scanRetrySeconds: Int = 10
+    /// Scans tried before a note the scanner never answered for is blocked (fail-closed brands).
+    public var scanMaxAttempts: Int = 40
+    /// Debian's clamav-daemon socket, used by `auto`.
+    public static let debianClamdSocket = "/var/run/clamav/clamd.ctl"
 
     public init() {}
+
+    /// The scanner endpoint the settings name, or nil for none.
+    public var clamdEndpoint: ClamdScanner.Endpoint? {
+        switch clamd {
+        case "off": return nil
+        case "auto":
+            return FileManager.default.fileExists(atPath: Self.debianClamdSocket) ? .unix(path: Self.debianClamdSocket) : nil
+        default: return ClamdScanner.Endpoint(url: clamd)
+        }
+    }
 
     public var resolvedDatabaseURL: String {
         databaseURL ?? "sqlite://\(dataDirectory)/parley.sqlite"
@@ -98,6 +120,9 @@ public struct ParleyConfiguration: Sendable {
         }
         if !turnURLs.isEmpty, turnSecret == nil {
             throw ConfigurationError(setting: "PARLEY_TURN_SECRET (--turn-secret)", message: "is needed when TURN servers are set")
+        }
+        if clamd != "off", clamd != "auto", ClamdScanner.Endpoint(url: clamd) == nil {
+            throw ConfigurationError(setting: "PARLEY_CLAMD (--clamd)", message: "'\(clamd)' is not auto, off, tcp://HOST:PORT or unix:///PATH")
         }
         if callRelayOnly, turnURLs.isEmpty {
             throw ConfigurationError(setting: "PARLEY_CALL_RELAY_ONLY (--call-relay-only)", message: "needs TURN servers (PARLEY_TURN_URLS)")
@@ -177,6 +202,18 @@ public struct ParleyConfiguration: Sendable {
         },
         Setting(flag: "call-relay-only", environment: "PARLEY_CALL_RELAY_ONLY", help: "send all call media through TURN (default false)") { c, v, name throws(ConfigurationError) in
             c.callRelayOnly = try parseBool(v, name)
+        },
+        Setting(flag: "clamd", environment: "PARLEY_CLAMD", help: "malware scanner: auto, off, tcp://HOST:PORT or unix:///PATH (default auto)") { c, v, _ in
+            c.clamd = v
+        },
+        Setting(flag: "clamd-timeout", environment: "PARLEY_CLAMD_TIMEOUT", help: "seconds a malware scan may take (default 10)") { c, v, name throws(ConfigurationError) in
+            c.clamdTimeoutSeconds = try parseInt(v, name, range: 1...300, what: "a number of seconds")
+        },
+        Setting(flag: "scan-retry", environment: "PARLEY_SCAN_RETRY", help: "seconds before an unscanned note is tried again, doubling (default 10)") { c, v, name throws(ConfigurationError) in
+            c.scanRetrySeconds = try parseInt(v, name, range: 1...3600, what: "a number of seconds")
+        },
+        Setting(flag: "scan-max-attempts", environment: "PARLEY_SCAN_MAX_ATTEMPTS", help: "scans tried before an unscannable note is blocked (default 40)") { c, v, name throws(ConfigurationError) in
+            c.scanMaxAttempts = try parseInt(v, name, range: 1...10_000, what: "a count")
         },
     ]
 

@@ -11,6 +11,10 @@ public final class ParleyMetrics: Sendable {
     let realtimeOverflows: Counter
     let logins: Counter
     let failedLogins: Counter
+    let scans: Counter
+    let scansInfected: Counter
+    let scansUnavailable: Counter
+    let rateLimited: Counter
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
@@ -28,6 +32,11 @@ public final class ParleyMetrics: Sendable {
             descriptor: name("realtime_overflows", "total", "Connections closed because their send queue overflowed."))
         logins = registry.makeCounter(descriptor: name("agent_logins", "total", "Successful agent sign-ins."))
         failedLogins = registry.makeCounter(descriptor: name("agent_failed_logins", "total", "Refused agent sign-ins."))
+        scans = registry.makeCounter(descriptor: name("malware_scans", "total", "Files the malware scanner gave a verdict on."))
+        scansInfected = registry.makeCounter(descriptor: name("malware_found", "total", "Files blocked because the scanner found malware."))
+        scansUnavailable = registry.makeCounter(
+            descriptor: name("malware_scanner_unavailable", "total", "Scans that failed because the scanner was down or slow."))
+        rateLimited = registry.makeCounter(descriptor: name("rate_limited", "total", "Requests and frames refused with 429."))
     }
 
     /// The text exposition of every metric.

@@ -22,6 +22,7 @@ public struct ParleyServices: Sendable {
     public let voiceProcessor: VoiceProcessor
     public let blobs: LocalBlobStore
     public let calls: CallService
+    public let scanning: MalwareScanning
 
     /// Opens the database, applies migrations and wires the services together.
     public static func make(
@@ -54,15 +55,26 @@ public struct ParleyServices: Sendable {
             transcoder: ffmpeg.map { VoiceTranscoder(ffmpeg: $0, timeout: .seconds(configuration.ffmpegTimeoutSeconds)) },
             conversations: conversations,
             concurrency: configuration.voiceWorkers, logger: logger)
+        let endpoint = configuration.clamdEndpoint
+        if let endpoint {
+            logger.info("malware scanning with clamd", metadata: ["clamd": "\(endpoint)"])
+        } else {
+            logger.warning("no malware scanner: voice notes are delivered marked unscanned (set PARLEY_CLAMD)")
+        }
+        let scanning = MalwareScanning(
+            scanner: endpoint.map { ClamdScanner(endpoint: $0, timeout: .seconds(configuration.clamdTimeoutSeconds)) },
+            retry: .init(firstDelaySeconds: configuration.scanRetrySeconds, maxAttempts: configuration.scanMaxAttempts),
+            store: store, blobs: blobs, conversations: conversations, processor: processor, metrics: metrics, logger: logger)
         let voice = VoiceService(
-            store: store, blobs: blobs, conversations: conversations, processor: processor,
+            store: store, blobs: blobs, conversations: conversations, processor: processor, scanning: scanning,
             analyzer: ffmpeg.map { AudioAnalyzer(ffmpeg: $0, timeout: .seconds(min(30, configuration.ffmpegTimeoutSeconds))) },
             maxUploadBytes: configuration.maxVoiceBytes, logger: logger)
         return ParleyServices(
             configuration: configuration, store: store, bus: bus, hub: hub, metrics: metrics,
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics),
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
-            calls: CallService(store: store, hub: hub, conversations: conversations, configuration: configuration, logger: logger))
+            calls: CallService(store: store, hub: hub, conversations: conversations, configuration: configuration, logger: logger),
+            scanning: scanning)
     }
 
     public func close() async {
@@ -126,5 +138,5 @@ public func makeServiceGroup(
     logger: Logger
 ) -> ServiceGroup {
     ServiceGroup(
-        configuration: .init(services: [services.voiceProcessor, app, services.hub, services.calls], gracefulShutdownSignals: gracefulShutdownSignals, logger: logger))
+        configuration: .init(services: [services.voiceProcessor, services.scanning, app, services.hub, services.calls], gracefulShutdownSignals: gracefulShutdownSignals, logger: logger))
 }

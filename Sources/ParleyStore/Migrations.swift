@@ -201,6 +201,17 @@ public enum Migrations {
                 "CREATE INDEX calls_unfinished ON calls (ended_at)",
                 "ALTER TABLE conversation_events ADD COLUMN call_id TEXT",
             ]),
+        Migration(
+            version: 5, name: "malware scanning and card masking",
+            statements: [
+                "ALTER TABLE voice_media ADD COLUMN scan_state TEXT NOT NULL DEFAULT 'clean'",
+                "ALTER TABLE voice_media ADD COLUMN scan_detail TEXT",
+                "ALTER TABLE voice_media ADD COLUMN scan_attempts INTEGER NOT NULL DEFAULT 0",
+                "ALTER TABLE voice_media ADD COLUMN scan_next_at BIGINT",
+                "CREATE INDEX voice_media_by_scan ON voice_media (scan_state, scan_next_at)",
+                "ALTER TABLE brand_settings ADD COLUMN scan_failure_policy TEXT NOT NULL DEFAULT 'closed'",
+                "ALTER TABLE brand_settings ADD COLUMN card_masking TEXT NOT NULL DEFAULT 'off'",
+            ]),
     ]
 
     /// Applies every migration not yet recorded in `schema_migrations`, each in its own transaction,

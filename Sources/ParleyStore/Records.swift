@@ -73,14 +73,26 @@ public struct VoiceRecord: Sendable, Hashable {
     public var opusBytes: Int?
     public var aacKey: String?
     public var aacBytes: Int?
+    public var scan: MalwareScanState
+    /// What the scanner found, or why it could not scan.
+    public var scanDetail: String?
+    /// Scans tried while the scanner was unavailable.
+    public var scanAttempts: Int
+    /// When a pending note is scanned again.
+    public var scanNextAt: Date?
     public var createdAt: Date
     public var updatedAt: Date
 
     public init(
         messageId: String, brandId: String, container: String, originalKey: String, originalBytes: Int, durationMs: Int,
         waveform: [UInt8], state: VoiceState, failureReason: String? = nil, opusKey: String? = nil, opusBytes: Int? = nil,
-        aacKey: String? = nil, aacBytes: Int? = nil, createdAt: Date, updatedAt: Date
+        aacKey: String? = nil, aacBytes: Int? = nil, scan: MalwareScanState = .clean, scanDetail: String? = nil,
+        scanAttempts: Int = 0, scanNextAt: Date? = nil, createdAt: Date, updatedAt: Date
     ) {
+        self.scan = scan
+        self.scanDetail = scanDetail
+        self.scanAttempts = scanAttempts
+        self.scanNextAt = scanNextAt
         self.messageId = messageId
         self.brandId = brandId
         self.container = container
@@ -100,6 +112,9 @@ public struct VoiceRecord: Sendable, Hashable {
 
     /// How clients see it: the original always, renditions once made.
     public var dto: VoiceDTO {
+        if state == .blocked {
+            return VoiceDTO(durationMs: durationMs, waveform: waveform, state: state, failureReason: failureReason, scan: scan, renditions: [])
+        }
         var renditions = [
             VoiceRenditionDTO(
                 format: "original", contentType: Self.contentType(ofContainer: container), bytes: originalBytes,
@@ -112,8 +127,11 @@ public struct VoiceRecord: Sendable, Hashable {
                     url: MediaPaths.voice(messageId: messageId, format: rendition.rawValue)))
             }
         }
-        return VoiceDTO(durationMs: durationMs, waveform: waveform, state: state, failureReason: failureReason, renditions: renditions)
+        return VoiceDTO(durationMs: durationMs, waveform: waveform, state: state, failureReason: failureReason, scan: scan, renditions: renditions)
     }
+
+    /// Whether someone other than the sender may fetch the note's audio.
+    public var deliverable: Bool { state != .blocked && (scan == .clean || scan == .unscanned) }
 
     /// The Content-Type of the stored original, from its sniffed container.
     public static func contentType(ofContainer container: String) -> String {

@@ -78,8 +78,10 @@ public protocol Repository: Sendable {
     func insertVoice(_ voice: VoiceRecord) async throws
     func updateVoice(_ voice: VoiceRecord) async throws
     func voice(messageId: String, brandId: String) async throws -> VoiceRecord?
-    /// Voice notes left in `processing` (e.g. by a crash), oldest first.
+    /// Voice notes left in `processing` (e.g. by a crash) whose scan allows renditions, oldest first.
     func voicesProcessing(limit: Int) async throws -> [VoiceRecord]
+    /// Voice notes waiting for the malware scanner whose next try is due, soonest first.
+    func voicesAwaitingScan(dueBy: Date, limit: Int) async throws -> [VoiceRecord]
 }
 
 /// The database plus the repository over it.

@@ -85,17 +85,22 @@ public struct SQLRepository: Repository {
         return BrandSettingsDTO(
             voiceMaxSeconds: try row.decode(column: "voice_max_seconds", as: Int.self),
             voiceFromConsumers: try row.decode(column: "voice_from_consumers", as: Int.self) != 0,
-            voiceFromAgents: try row.decode(column: "voice_from_agents", as: Int.self) != 0)
+            voiceFromAgents: try row.decode(column: "voice_from_agents", as: Int.self) != 0,
+            scanFailurePolicy: ScanFailurePolicy(rawValue: try row.decode(column: "scan_failure_policy", as: String.self)) ?? .closed,
+            cardMasking: CardMasking(rawValue: try row.decode(column: "card_masking", as: String.self)) ?? .off)
     }
 
     public func saveBrandSettings(_ settings: BrandSettingsDTO, brandId: String) async throws {
         try await db.raw(
             """
-            INSERT INTO brand_settings (brand_id, voice_max_seconds, voice_from_consumers, voice_from_agents, updated_at)
+            INSERT INTO brand_settings (brand_id, voice_max_seconds, voice_from_consumers, voice_from_agents, scan_failure_policy,
+                card_masking, updated_at)
             VALUES (\(bind: brandId), \(bind: settings.voiceMaxSeconds), \(bind: settings.voiceFromConsumers ? 1 : 0),
-                    \(bind: settings.voiceFromAgents ? 1 : 0), \(bind: Clock.nowMillis()))
+                    \(bind: settings.voiceFromAgents ? 1 : 0), \(bind: settings.scanFailurePolicy.rawValue),
+                    \(bind: settings.cardMasking.rawValue), \(bind: Clock.nowMillis()))
             ON CONFLICT (brand_id) DO UPDATE SET voice_max_seconds = excluded.voice_max_seconds,
                 voice_from_consumers = excluded.voice_from_consumers, voice_from_agents = excluded.voice_from_agents,
+                scan_failure_policy = excluded.scan_failure_policy, card_masking = excluded.card_masking,
                 updated_at = excluded.updated_at
             """
         ).run()
@@ -305,7 +310,8 @@ public struct SQLRepository: Repository {
         SELECT m.*, v.container AS v_container, v.original_key AS v_original_key, v.original_bytes AS v_original_bytes,
             v.duration_ms AS v_duration_ms, v.waveform AS v_waveform, v.state AS v_state, v.failure_reason AS v_failure_reason,
             v.opus_key AS v_opus_key, v.opus_bytes AS v_opus_bytes, v.aac_key AS v_aac_key, v.aac_bytes AS v_aac_bytes,
-            v.created_at AS v_created_at, v.updated_at AS v_updated_at
+            v.created_at AS v_created_at, v.updated_at AS v_updated_at, v.scan_state AS v_scan_state,
+            v.scan_detail AS v_scan_detail, v.scan_attempts AS v_scan_attempts, v.scan_next_at AS v_scan_next_at
         FROM messages m LEFT JOIN voice_media v ON v.message_id = m.id
         """
 
@@ -423,10 +429,12 @@ public struct SQLRepository: Repository {
         try await db.raw(
             """
             INSERT INTO voice_media (message_id, brand_id, container, original_key, original_bytes, duration_ms, waveform, state,
-                failure_reason, opus_key, opus_bytes, aac_key, aac_bytes, created_at, updated_at)
+                failure_reason, opus_key, opus_bytes, aac_key, aac_bytes, scan_state, scan_detail, scan_attempts, scan_next_at,
+                created_at, updated_at)
             VALUES (\(bind: v.messageId), \(bind: v.brandId), \(bind: v.container), \(bind: v.originalKey), \(bind: v.originalBytes),
                 \(bind: v.durationMs), \(bind: Self.hex(v.waveform)), \(bind: v.state.rawValue), \(bind: v.failureReason),
-                \(bind: v.opusKey), \(bind: v.opusBytes), \(bind: v.aacKey), \(bind: v.aacBytes),
+                \(bind: v.opusKey), \(bind: v.opusBytes), \(bind: v.aacKey), \(bind: v.aacBytes), \(bind: v.scan.rawValue),
+                \(bind: v.scanDetail), \(bind: v.scanAttempts), \(bind: v.scanNextAt.map(Clock.millis)),
                 \(bind: Clock.millis(v.createdAt)), \(bind: Clock.millis(v.updatedAt)))
             """
         ).run()
@@ -437,7 +445,9 @@ public struct SQLRepository: Repository {
             """
             UPDATE voice_media SET state = \(bind: v.state.rawValue), failure_reason = \(bind: v.failureReason),
                 opus_key = \(bind: v.opusKey), opus_bytes = \(bind: v.opusBytes), aac_key = \(bind: v.aacKey),
-                aac_bytes = \(bind: v.aacBytes), updated_at = \(bind: Clock.millis(v.updatedAt))
+                aac_bytes = \(bind: v.aacBytes), original_key = \(bind: v.originalKey), scan_state = \(bind: v.scan.rawValue),
+                scan_detail = \(bind: v.scanDetail), scan_attempts = \(bind: v.scanAttempts),
+                scan_next_at = \(bind: v.scanNextAt.map(Clock.millis)), updated_at = \(bind: Clock.millis(v.updatedAt))
             WHERE message_id = \(bind: v.messageId) AND brand_id = \(bind: v.brandId)
             """
         ).run()
@@ -451,7 +461,21 @@ public struct SQLRepository: Repository {
 
     public func voicesProcessing(limit: Int) async throws -> [VoiceRecord] {
         try await db.raw(
-            "SELECT * FROM voice_media WHERE state = \(bind: VoiceState.processing.rawValue) ORDER BY created_at LIMIT \(bind: limit)"
+            """
+            SELECT * FROM voice_media WHERE state = \(bind: VoiceState.processing.rawValue)
+                AND scan_state IN (\(bind: MalwareScanState.clean.rawValue), \(bind: MalwareScanState.unscanned.rawValue))
+            ORDER BY created_at LIMIT \(bind: limit)
+            """
+        ).all().map { try Self.voice(from: $0, prefix: "") }
+    }
+
+    public func voicesAwaitingScan(dueBy: Date, limit: Int) async throws -> [VoiceRecord] {
+        try await db.raw(
+            """
+            SELECT * FROM voice_media WHERE scan_state = \(bind: MalwareScanState.pending.rawValue)
+                AND scan_next_at <= \(bind: Clock.millis(dueBy))
+            ORDER BY scan_next_at LIMIT \(bind: limit)
+            """
         ).all().map { try Self.voice(from: $0, prefix: "") }
     }
 }
@@ -563,6 +587,10 @@ extension SQLRepository {
             opusBytes: try row.decode(column: column("opus_bytes"), as: Int?.self),
             aacKey: try row.decode(column: column("aac_key"), as: String?.self),
             aacBytes: try row.decode(column: column("aac_bytes"), as: Int?.self),
+            scan: MalwareScanState(rawValue: try row.decode(column: column("scan_state"), as: String.self)) ?? .clean,
+            scanDetail: try row.decode(column: column("scan_detail"), as: String?.self),
+            scanAttempts: try row.decode(column: column("scan_attempts"), as: Int.self),
+            scanNextAt: try row.decode(column: column("scan_next_at"), as: Int64?.self).map(Clock.date),
             createdAt: Clock.date(try row.decode(column: column("created_at"), as: Int64.self)),
             updatedAt: Clock.date(try row.decode(column: column("updated_at"), as: Int64.self)))
     }

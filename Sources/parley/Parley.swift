@@ -43,6 +43,10 @@ struct ServerOptions: ParsableArguments {
     @Option(name: .customLong("turn-secret"), help: "coturn's static-auth-secret; prefer PARLEY_TURN_SECRET, which ps does not show.") var turnSecret: String?
     @Option(name: .customLong("turn-credential-ttl"), help: "Seconds a call's TURN credentials are valid (PARLEY_TURN_CREDENTIAL_TTL, default 14400).") var turnCredentialTTL: String?
     @Option(name: .customLong("call-relay-only"), help: "Send all call media through TURN (PARLEY_CALL_RELAY_ONLY, default false).") var callRelayOnly: String?
+    @Option(help: "Malware scanner: auto, off, tcp://HOST:PORT or unix:///PATH (PARLEY_CLAMD, default auto).") var clamd: String?
+    @Option(name: .customLong("clamd-timeout"), help: "Seconds a malware scan may take (PARLEY_CLAMD_TIMEOUT, default 10).") var clamdTimeout: String?
+    @Option(name: .customLong("scan-retry"), help: "Seconds before an unscanned note is tried again, doubling (PARLEY_SCAN_RETRY, default 10).") var scanRetry: String?
+    @Option(name: .customLong("scan-max-attempts"), help: "Scans tried before an unscannable note is blocked (PARLEY_SCAN_MAX_ATTEMPTS, default 40).") var scanMaxAttempts: String?
 
     /// Defaults, then the environment, then flags; exits with a message naming the setting on error.
     func resolve() throws -> ParleyConfiguration {
@@ -56,7 +60,8 @@ struct ServerOptions: ParsableArguments {
                 ("voice-workers", voiceWorkers), ("ffmpeg-timeout", ffmpegTimeout), ("realtime-queue-limit", realtimeQueueLimit),
                 ("call-ring-timeout", callRingTimeout), ("call-connect-timeout", callConnectTimeout), ("stun-urls", stunURLs),
                 ("turn-urls", turnURLs), ("turn-secret", turnSecret), ("turn-credential-ttl", turnCredentialTTL),
-                ("call-relay-only", callRelayOnly),
+                ("call-relay-only", callRelayOnly), ("clamd", clamd), ("clamd-timeout", clamdTimeout), ("scan-retry", scanRetry),
+                ("scan-max-attempts", scanMaxAttempts),
             ]
             for case let (flag, value?) in flags {
                 try configuration.apply(flag: flag, value: value)

@@ -126,6 +126,9 @@ public struct ConversationService: Sendable {
         case .text(let raw):
             text = try MessageRules.validateText(raw, channel: conversation.channel, sender: sender.kind)
             preview = MessageRules.preview(of: text)
+        case .voice(let voice) where voice.state == .blocked:
+            text = "[audio message blocked by the malware scan]"
+            preview = "Audio message blocked"
         case .voice(let voice):
             text = VoiceRules.transcriptLine(durationMs: voice.durationMs)
             preview = VoiceRules.preview(durationMs: voice.durationMs)

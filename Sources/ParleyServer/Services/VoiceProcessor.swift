@@ -67,7 +67,7 @@ public final class VoiceProcessor: Service {
         defer { _ = pending.withLock { $0.remove(job) } }
         do {
             guard var voice = try await store.read({ repo in try await repo.voice(messageId: job.messageId, brandId: job.brandId) }),
-                voice.state == .processing
+                voice.state == .processing, voice.deliverable
             else { return }
             do {
                 guard let transcoder else { throw VoiceTranscoder.Failure(description: "the server has no ffmpeg") }

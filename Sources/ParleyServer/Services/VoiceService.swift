@@ -13,6 +13,7 @@ public struct VoiceService: Sendable {
     let blobs: LocalBlobStore
     let conversations: ConversationService
     let processor: VoiceProcessor
+    let scanning: MalwareScanning
     let analyzer: AudioAnalyzer?
     let maxUploadBytes: Int
     let logger: Logger
@@ -29,6 +30,8 @@ public struct VoiceService: Sendable {
             if let value = change.voiceMaxSeconds { settings.voiceMaxSeconds = value }
             if let value = change.voiceFromConsumers { settings.voiceFromConsumers = value }
             if let value = change.voiceFromAgents { settings.voiceFromAgents = value }
+            if let value = change.scanFailurePolicy { settings.scanFailurePolicy = value }
+            if let value = change.cardMasking { settings.cardMasking = value }
             try await repo.saveBrandSettings(settings, brandId: agent.brandId)
             return settings
         }
@@ -73,7 +76,17 @@ public struct VoiceService: Sendable {
         if size == 0 {
             throw ParleyError(.unprocessable, code: "empty_audio", message: "The upload has no bytes.")
         }
+        // The malware scan comes first, before any decoder touches the bytes. A file with malware is
+        // kept (in quarantine) as a blocked message whatever it claims to be, so the sender and the
+        // agents see that something was stopped.
+        let outcome = await scanning.scanUpload(partial, policy: settings.scanFailurePolicy)
         let header = try FileHandle(forReadingFrom: partial).readToEndLimited(AudioContainer.headerLength)
+        if outcome.scan == .infected {
+            return try await store(
+                partial, principal: principal, request: request, container: AudioContainer.sniff(header)?.rawValue ?? "unknown",
+                fileExtension: AudioContainer.sniff(header)?.fileExtension ?? "bin", size: size,
+                analysis: AudioAnalysis(durationMs: 0, waveform: []), outcome: outcome)
+        }
         guard let container = AudioContainer.sniff(header) else {
             throw ParleyError(
                 .unsupportedMediaType, code: "unsupported_audio",
@@ -89,25 +102,42 @@ public struct VoiceService: Sendable {
         }
         try VoiceRules.validateDuration(milliseconds: analysis.durationMs, maxSeconds: settings.voiceMaxSeconds)
 
+        return try await store(
+            partial, principal: principal, request: request, container: container.rawValue, fileExtension: container.fileExtension,
+            size: size, analysis: analysis, outcome: outcome)
+    }
+
+    /// Stores a received, scanned (and, unless blocked, measured) upload and publishes its message.
+    /// Nobody but the sender ever gets a file the scanner has not passed, unless it is marked unscanned.
+    private func store(
+        _ partial: URL, principal: Principal, request: SendMessageRequest, container: String, fileExtension: String, size: Int,
+        analysis: AudioAnalysis, outcome: MalwareScanning.Outcome
+    ) async throws -> SendMessageResponse {
         let messageId = Identifier.make(.message)
-        let key = "voice/\(principal.brandId)/\(messageId)/original.\(container.fileExtension)"
+        let key = "voice/\(principal.brandId)/\(messageId)/original.\(fileExtension)"
         try await blobs.putFile(partial, key: key)
         let now = Clock.now()
-        let voice = VoiceRecord(
-            messageId: messageId, brandId: principal.brandId, container: container.rawValue, originalKey: key,
+        var voice = VoiceRecord(
+            messageId: messageId, brandId: principal.brandId, container: container, originalKey: key,
             originalBytes: size, durationMs: analysis.durationMs, waveform: analysis.waveform, state: .processing,
             createdAt: now, updatedAt: now)
-        let response: SendMessageResponse
         do {
-            response = try await conversations.send(principal, request, content: .voice(voice))
+            try await scanning.apply(outcome, to: &voice)
         } catch {
             try? await blobs.delete(key: key)
             throw error
         }
-        if response.created {
+        let response: SendMessageResponse
+        do {
+            response = try await conversations.send(principal, request, content: .voice(voice))
+        } catch {
+            try? await blobs.delete(key: voice.originalKey)
+            throw error
+        }
+        if !response.created {
+            try? await blobs.delete(key: voice.originalKey)  // lost a race with its own retry: keep the first
+        } else if voice.deliverable {
             processor.enqueue(messageId: messageId, brandId: principal.brandId)
-        } else {
-            try? await blobs.delete(key: key)  // lost a race with its own retry: keep the first
         }
         return response
     }
@@ -142,6 +172,16 @@ public struct VoiceService: Sendable {
         }
         guard let message, let voice else { throw ParleyError.notFound("Voice message") }
         _ = try await conversations.conversation(principal, id: message.conversationId)  // a consumer's own only
+        if voice.state == .blocked {
+            throw ParleyError(
+                .forbidden, code: "voice_blocked",
+                message: voice.failureReason ?? "This voice message was blocked by the malware scan and is not served.")
+        }
+        if !voice.deliverable, message.senderId != principal.participant.id {
+            throw ParleyError(
+                .conflict, code: "scan_pending",
+                message: "This voice message is waiting for its malware scan; it can be played once the scan passes.")
+        }
         switch format {
         case "original":
             let fileExtension = AudioContainer(rawValue: voice.container)?.fileExtension ?? "bin"

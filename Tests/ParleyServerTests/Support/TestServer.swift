@@ -32,6 +32,7 @@ struct TestServer: Sendable {
         configuration.dataDirectory = directory.path
         configuration.bcryptCost = 4
         configuration.seedDemo = false
+        configuration.clamd = "off"  // tests that scan start their own clamd
         configuration.publicDirectory = repositoryRoot.appendingPathComponent("Public").path
         configure(&configuration)
         var logger = Logger(label: "parley-test-server")

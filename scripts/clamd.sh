@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# A throw-away ClamAV daemon for tests, on 127.0.0.1 only, with a test signature database that
+# knows the EICAR test file (whole, and embedded inside other files).
+#   scripts/clamd.sh start DIR [PORT]   prints the scanner URL (tcp://127.0.0.1:PORT)
+#   scripts/clamd.sh stop DIR           stops it (by its pid) and removes DIR
+#   scripts/clamd.sh pause DIR          stops it but keeps DIR, so that `start DIR PORT` brings it back
+# Production uses the official signatures (freshclam): see docs/security.md.
+set -euo pipefail
+action=$1
+dir=$2
+clamd=$(command -v clamd || echo /usr/sbin/clamd)
+[[ -x "$clamd" ]] || { echo "clamd.sh: clamav-daemon is not installed (scripts/install-deps.sh --test)" >&2; exit 1; }
+
+stop_process() {
+    if [[ -f "$dir/process.pid" ]]; then
+        pid=$(cat "$dir/process.pid")
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$pid" 2>/dev/null || true
+        rm -f "$dir/process.pid"
+    fi
+}
+
+case "$action" in
+start)
+    # The daemon must not inherit the caller's descriptors (a test's pipes would never see EOF).
+    for fd in /proc/$$/fd/*; do
+        fd=${fd##*/}
+        ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null || true
+    done
+    port=${3:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')}
+    mkdir -p "$dir/db"
+    # EICAR by MD5 of the whole file (hdb), and by its bytes anywhere in a file (ndb).
+    echo "44d88612fea8a8f36de82e1278abb02f:68:Test.EICAR.HDB" >"$dir/db/eicar.hdb"
+    echo "Test.EICAR.NDB:0:*:58354f2150254041505b345c505a58353428505e2937434329377d2445494341522d5354414e4441" >"$dir/db/eicar.ndb"
+    cat >"$dir/clamd.conf" <<CONF
+DatabaseDirectory $dir/db
+TCPSocket $port
+TCPAddr 127.0.0.1
+Foreground yes
+StreamMaxLength 50M
+MaxThreads 4
+LogFile $dir/clamd.log
+LogTime yes
+CONF
+    [[ $(id -u) -eq 0 ]] && echo "User root" >>"$dir/clamd.conf"
+    "$clamd" --config-file="$dir/clamd.conf" >"$dir/stdout.log" 2>&1 &
+    echo $! >"$dir/process.pid"
+    for _ in $(seq 1 200); do
+        if python3 - "$port" <<'PY' 2>/dev/null; then
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=0.5)
+s.sendall(b"zPING\0")
+sys.exit(0 if s.recv(16).startswith(b"PONG") else 1)
+PY
+            echo "tcp://127.0.0.1:$port"
+            exit 0
+        fi
+        kill -0 "$(cat "$dir/process.pid")" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "clamd.sh: clamd did not start; see $dir" >&2
+    cat "$dir/stdout.log" "$dir/clamd.log" >&2 2>/dev/null || true
+    exit 1
+    ;;
+pause)
+    stop_process
+    ;;
+stop)
+    stop_process
+    rm -rf "$dir"
+    ;;
+*)
+    echo "usage: scripts/clamd.sh start DIR [PORT] | pause DIR | stop DIR" >&2
+    exit 2
+    ;;
+esac
