@@ -179,15 +179,18 @@ public struct ErrorBody: Codable, Sendable, Hashable {
         public var message: String
         /// The request field at fault, when there is one (a JSON path like `text` or `permissions[1]`).
         public var field: String?
-        public init(code: String, message: String, field: String? = nil) {
+        /// For `rate_limited`: seconds after which a retry can succeed (also the Retry-After header).
+        public var retryAfter: Int?
+        public init(code: String, message: String, field: String? = nil, retryAfter: Int? = nil) {
             self.code = code
             self.message = message
             self.field = field
+            self.retryAfter = retryAfter
         }
     }
 
     public var error: Detail
-    public init(code: String, message: String, field: String? = nil) {
-        self.error = .init(code: code, message: message, field: field)
+    public init(code: String, message: String, field: String? = nil, retryAfter: Int? = nil) {
+        self.error = .init(code: code, message: message, field: field, retryAfter: retryAfter)
     }
 }

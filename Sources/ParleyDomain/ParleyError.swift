@@ -21,12 +21,15 @@ public struct ParleyError: Error, Sendable, Hashable, CustomStringConvertible {
     public var code: String
     public var message: String
     public var field: String?
+    /// For `rateLimited`: whole seconds after which a retry can succeed.
+    public var retryAfter: Int?
 
-    public init(_ kind: Kind, code: String, message: String, field: String? = nil) {
+    public init(_ kind: Kind, code: String, message: String, field: String? = nil, retryAfter: Int? = nil) {
         self.kind = kind
         self.code = code
         self.message = message
         self.field = field
+        self.retryAfter = retryAfter
     }
 
     public var description: String { "\(code): \(message)" }
@@ -47,6 +50,10 @@ extension ParleyError {
 
     public static let unauthenticated = ParleyError(
         .unauthorized, code: "unauthenticated", message: "Sign in first: no valid session or token was given.")
+
+    public static func rateLimited(_ what: String, retryAfter: Int) -> ParleyError {
+        .init(.rateLimited, code: "rate_limited", message: "Too many \(what). Try again in \(retryAfter) s.", retryAfter: retryAfter)
+    }
 
     public static func forbidden(_ message: String) -> ParleyError {
         .init(.forbidden, code: "forbidden", message: message)

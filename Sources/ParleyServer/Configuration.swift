@@ -59,6 +59,16 @@ public struct ParleyConfiguration: Sendable {
     public var scanRetrySeconds: Int = 10
     /// Scans tried before a note the scanner never answered for is blocked (fail-closed brands).
     public var scanMaxAttempts: Int = 40
+    /// Messages one consumer may send per minute (0: no limit).
+    public var rateConsumerMessages: Int = 60
+    /// Consumer writes (messages, uploads, new sessions) per minute from one IP address.
+    public var rateIPWrites: Int = 600
+    /// New consumer sessions per minute from one IP address.
+    public var rateConsumerSessions: Int = 30
+    /// Sign-in attempts per minute from one IP address (and half of it per 5 minutes for one email).
+    public var rateLogins: Int = 20
+    /// Take the client's address from X-Forwarded-For (only behind a proxy that sets it).
+    public var trustProxy: Bool = false
     /// Debian's clamav-daemon socket, used by `auto`.
     public static let debianClamdSocket = "/var/run/clamav/clamd.ctl"
 
@@ -202,6 +212,21 @@ public struct ParleyConfiguration: Sendable {
         },
         Setting(flag: "call-relay-only", environment: "PARLEY_CALL_RELAY_ONLY", help: "send all call media through TURN (default false)") { c, v, name throws(ConfigurationError) in
             c.callRelayOnly = try parseBool(v, name)
+        },
+        Setting(flag: "rate-consumer-messages", environment: "PARLEY_RATE_CONSUMER_MESSAGES", help: "messages per minute per consumer, 0 for no limit (default 60)") { c, v, name throws(ConfigurationError) in
+            c.rateConsumerMessages = try parseInt(v, name, range: 0...1_000_000, what: "a count")
+        },
+        Setting(flag: "rate-ip-writes", environment: "PARLEY_RATE_IP_WRITES", help: "consumer writes per minute per IP address (default 600)") { c, v, name throws(ConfigurationError) in
+            c.rateIPWrites = try parseInt(v, name, range: 0...10_000_000, what: "a count")
+        },
+        Setting(flag: "rate-consumer-sessions", environment: "PARLEY_RATE_CONSUMER_SESSIONS", help: "new consumer sessions per minute per IP address (default 30)") { c, v, name throws(ConfigurationError) in
+            c.rateConsumerSessions = try parseInt(v, name, range: 0...1_000_000, what: "a count")
+        },
+        Setting(flag: "rate-logins", environment: "PARLEY_RATE_LOGINS", help: "sign-in attempts per minute per IP address (default 20)") { c, v, name throws(ConfigurationError) in
+            c.rateLogins = try parseInt(v, name, range: 0...1_000_000, what: "a count")
+        },
+        Setting(flag: "trust-proxy", environment: "PARLEY_TRUST_PROXY", help: "take client addresses from X-Forwarded-For (default false)") { c, v, name throws(ConfigurationError) in
+            c.trustProxy = try parseBool(v, name)
         },
         Setting(flag: "clamd", environment: "PARLEY_CLAMD", help: "malware scanner: auto, off, tcp://HOST:PORT or unix:///PATH (default auto)") { c, v, _ in
             c.clamd = v

@@ -23,6 +23,7 @@ public struct ParleyServices: Sendable {
     public let blobs: LocalBlobStore
     public let calls: CallService
     public let scanning: MalwareScanning
+    public let limits: RateLimits
 
     /// Opens the database, applies migrations and wires the services together.
     public static func make(
@@ -74,7 +75,7 @@ public struct ParleyServices: Sendable {
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics),
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
             calls: CallService(store: store, hub: hub, conversations: conversations, configuration: configuration, logger: logger),
-            scanning: scanning)
+            scanning: scanning, limits: RateLimits(configuration))
     }
 
     public func close() async {
@@ -89,12 +90,17 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: AuthMiddleware(identity: services.identity))
     router.add(middleware: FileMiddleware(services.configuration.publicDirectory, searchForIndexHtml: true))
-    AuthController(identity: services.identity, hub: services.hub, configuration: services.configuration).addRoutes(to: router)
-    ConversationController(conversations: services.conversations, identity: services.identity, configuration: services.configuration)
+    AuthController(identity: services.identity, hub: services.hub, configuration: services.configuration, limits: services.limits)
+        .addRoutes(to: router)
+    ConversationController(
+        conversations: services.conversations, identity: services.identity, configuration: services.configuration, limits: services.limits)
         .addRoutes(to: router)
     AdminController(identity: services.identity, configuration: services.configuration).addRoutes(to: router)
     SystemController(store: services.store, metrics: services.metrics).addRoutes(to: router)
-    VoiceController(voice: services.voice, identity: services.identity, blobs: services.blobs).addRoutes(to: router)
+    VoiceController(
+        voice: services.voice, identity: services.identity, blobs: services.blobs, configuration: services.configuration,
+        limits: services.limits
+    ).addRoutes(to: router)
     CallController(calls: services.calls, configuration: services.configuration).addRoutes(to: router)
     return router
 }
@@ -104,7 +110,9 @@ public func buildWebSocketRouter(_ services: ParleyServices) -> Router<ParleyReq
     let router = Router(context: ParleyRequestContext.self)
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: AuthMiddleware(identity: services.identity))
-    RealtimeController(conversations: services.conversations, calls: services.calls, hub: services.hub, configuration: services.configuration)
+    RealtimeController(
+        conversations: services.conversations, calls: services.calls, hub: services.hub, configuration: services.configuration,
+        limits: services.limits)
         .addRoutes(to: router)
     return router
 }

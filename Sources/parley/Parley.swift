@@ -43,6 +43,11 @@ struct ServerOptions: ParsableArguments {
     @Option(name: .customLong("turn-secret"), help: "coturn's static-auth-secret; prefer PARLEY_TURN_SECRET, which ps does not show.") var turnSecret: String?
     @Option(name: .customLong("turn-credential-ttl"), help: "Seconds a call's TURN credentials are valid (PARLEY_TURN_CREDENTIAL_TTL, default 14400).") var turnCredentialTTL: String?
     @Option(name: .customLong("call-relay-only"), help: "Send all call media through TURN (PARLEY_CALL_RELAY_ONLY, default false).") var callRelayOnly: String?
+    @Option(name: .customLong("rate-consumer-messages"), help: "Messages per minute per consumer, 0 for no limit (PARLEY_RATE_CONSUMER_MESSAGES, default 60).") var rateConsumerMessages: String?
+    @Option(name: .customLong("rate-ip-writes"), help: "Consumer writes per minute per IP address (PARLEY_RATE_IP_WRITES, default 600).") var rateIPWrites: String?
+    @Option(name: .customLong("rate-consumer-sessions"), help: "New consumer sessions per minute per IP address (PARLEY_RATE_CONSUMER_SESSIONS, default 30).") var rateConsumerSessions: String?
+    @Option(name: .customLong("rate-logins"), help: "Sign-in attempts per minute per IP address (PARLEY_RATE_LOGINS, default 20).") var rateLogins: String?
+    @Option(name: .customLong("trust-proxy"), help: "Take client addresses from X-Forwarded-For (PARLEY_TRUST_PROXY, default false).") var trustProxy: String?
     @Option(help: "Malware scanner: auto, off, tcp://HOST:PORT or unix:///PATH (PARLEY_CLAMD, default auto).") var clamd: String?
     @Option(name: .customLong("clamd-timeout"), help: "Seconds a malware scan may take (PARLEY_CLAMD_TIMEOUT, default 10).") var clamdTimeout: String?
     @Option(name: .customLong("scan-retry"), help: "Seconds before an unscanned note is tried again, doubling (PARLEY_SCAN_RETRY, default 10).") var scanRetry: String?
@@ -61,7 +66,9 @@ struct ServerOptions: ParsableArguments {
                 ("call-ring-timeout", callRingTimeout), ("call-connect-timeout", callConnectTimeout), ("stun-urls", stunURLs),
                 ("turn-urls", turnURLs), ("turn-secret", turnSecret), ("turn-credential-ttl", turnCredentialTTL),
                 ("call-relay-only", callRelayOnly), ("clamd", clamd), ("clamd-timeout", clamdTimeout), ("scan-retry", scanRetry),
-                ("scan-max-attempts", scanMaxAttempts),
+                ("scan-max-attempts", scanMaxAttempts), ("rate-consumer-messages", rateConsumerMessages),
+                ("rate-ip-writes", rateIPWrites), ("rate-consumer-sessions", rateConsumerSessions), ("rate-logins", rateLogins),
+                ("trust-proxy", trustProxy),
             ]
             for case let (flag, value?) in flags {
                 try configuration.apply(flag: flag, value: value)

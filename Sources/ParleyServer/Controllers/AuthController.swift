@@ -8,6 +8,7 @@ struct AuthController {
     let identity: IdentityService
     let hub: RealtimeHub
     let configuration: ParleyConfiguration
+    let limits: RateLimits
 
     func addRoutes(to router: Router<ParleyRequestContext>) {
         router.post("/v1/auth/login", use: login)
@@ -18,7 +19,10 @@ struct AuthController {
     }
 
     @Sendable func login(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AgentSessionResponse> {
+        // Limited before the password is checked: guessing costs the guesser time, not the server bcrypt.
+        try limits.loginsPerIP.check(context.clientIP(request, trustProxy: configuration.trustProxy), "sign-in attempts")
         let body = try await request.decodeJSON(LoginRequest.self, limit: configuration.maxJSONBodyBytes)
+        try limits.loginsPerEmail.check(body.email.lowercased(), "sign-in attempts for this account")
         let (session, agent) = try await identity.login(email: body.email, password: body.password)
         let cookie = Cookie(
             name: SessionTokens.cookieName, value: session.token, expires: session.expiresAt, path: "/",
@@ -46,6 +50,9 @@ struct AuthController {
     }
 
     @Sendable func consumerSession(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConsumerSessionResponse> {
+        let ip = context.clientIP(request, trustProxy: configuration.trustProxy)
+        try limits.consumerSessions.check(ip, "new chat sessions from this address")
+        try limits.ipWrites.check(ip, "requests from this address")
         let body = try await request.decodeJSON(ConsumerSessionRequest.self, limit: configuration.maxJSONBodyBytes)
         return JSONResponse(.created, try await identity.startConsumerSession(body))
     }

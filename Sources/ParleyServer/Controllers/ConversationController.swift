@@ -10,6 +10,7 @@ struct ConversationController {
     let conversations: ConversationService
     let identity: IdentityService
     let configuration: ParleyConfiguration
+    let limits: RateLimits
 
     func addRoutes(to router: Router<ParleyRequestContext>) {
         // Agents
@@ -163,6 +164,8 @@ struct ConversationController {
 
     @Sendable func consumerSend(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
         let consumer = try context.requireConsumer()
+        try limits.consumerMessages.check(consumer.consumerId, "messages")
+        try limits.ipWrites.check(context.clientIP(request, trustProxy: configuration.trustProxy), "requests from this address")
         let body = try await request.decodeJSON(SendMessageRequest.self, limit: configuration.maxJSONBodyBytes)
         let response = try await conversations.send(.consumer(consumer), body)
         return JSONResponse(response.created ? .created : .ok, response)

@@ -10,6 +10,8 @@ struct VoiceController {
     let voice: VoiceService
     let identity: IdentityService
     let blobs: LocalBlobStore
+    let configuration: ParleyConfiguration
+    let limits: RateLimits
 
     func addRoutes(to router: Router<ParleyRequestContext>) {
         router.post("/v1/consumer/voice-messages", use: consumerUpload)
@@ -24,6 +26,8 @@ struct VoiceController {
 
     @Sendable func consumerUpload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
         let consumer = try context.requireConsumer()
+        try limits.consumerMessages.check(consumer.consumerId, "messages")
+        try limits.ipWrites.check(context.clientIP(request, trustProxy: configuration.trustProxy), "requests from this address")
         let conversationId = request.queryString("conversationId")
         if let conversationId, !Identifier.isWellFormed(conversationId, .conversation) { throw ParleyError.notFound("Conversation") }
         return try await upload(.consumer(consumer), conversationId: conversationId, request)

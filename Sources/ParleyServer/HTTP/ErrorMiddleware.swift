@@ -83,11 +83,14 @@ struct ErrorMiddleware: RouterMiddleware {
     }
 
     static func response(for error: ParleyError) -> Response {
-        let body = ErrorBody(code: error.code, message: error.message, field: error.field)
+        let body = ErrorBody(code: error.code, message: error.message, field: error.field, retryAfter: error.retryAfter)
         let data = (try? ParleyCoders.encoder.encode(body)) ?? Data("{\"error\":{\"code\":\"internal_error\",\"message\":\"\"}}".utf8)
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         if error.kind == .unauthorized {
             headers[.wwwAuthenticate] = "Bearer"
+        }
+        if let retryAfter = error.retryAfter {
+            headers[.retryAfter] = String(retryAfter)
         }
         return Response(status: status(for: error.kind), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }

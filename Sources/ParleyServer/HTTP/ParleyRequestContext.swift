@@ -16,10 +16,24 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
     public var sessionExpiresAt: Date?
     /// Set by `AuthMiddleware` when a token came with the request but is not valid.
     public var authFailure: ParleyError?
+    /// The peer's IP address (the proxy's, behind one; see `clientIP`).
+    public let peerIP: String?
 
     public init(source: Source) {
         self.coreContext = .init(source: source)
         self.webSocket = .init()
+        self.peerIP = source.channel.remoteAddress?.ipAddress
+    }
+
+    /// The client's IP address for rate limits: the peer, or behind a trusted proxy the last address
+    /// the proxy appended to X-Forwarded-For.
+    public func clientIP(_ request: Request, trustProxy: Bool) -> String {
+        if trustProxy, let forwarded = request.headers[.init("X-Forwarded-For")!],
+            let last = forwarded.split(separator: ",").last?.trimmingCharacters(in: .whitespaces), !last.isEmpty
+        {
+            return last
+        }
+        return peerIP ?? "unknown"
     }
 
     public var responseEncoder: JSONEncoder { ParleyCoders.encoder }

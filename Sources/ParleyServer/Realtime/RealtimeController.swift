@@ -19,6 +19,7 @@ struct RealtimeController {
     let calls: CallService
     let hub: RealtimeHub
     let configuration: ParleyConfiguration
+    let limits: RateLimits
 
     func addRoutes(to router: Router<ParleyRequestContext>) {
         router.ws(RouterPath(stringLiteral: Self.path)) { _, context in
@@ -27,14 +28,16 @@ struct RealtimeController {
         } onUpgrade: { inbound, outbound, context in
             let session = context.requestContext
             guard let principal = session.principal else { return }
+            // Behind a proxy every socket comes from the proxy's address: only the per-consumer limit applies.
+            let ip = configuration.trustProxy ? nil : session.peerIP
             await serve(
                 principal: principal, sessionTokenHash: session.sessionTokenHash, expiresAt: session.sessionExpiresAt,
-                inbound: inbound, outbound: outbound, logger: context.logger)
+                ip: ip, inbound: inbound, outbound: outbound, logger: context.logger)
         }
     }
 
     func serve(
-        principal: Principal, sessionTokenHash: String?, expiresAt: Date?, inbound: WebSocketInboundStream,
+        principal: Principal, sessionTokenHash: String?, expiresAt: Date?, ip: String? = nil, inbound: WebSocketInboundStream,
         outbound: WebSocketOutboundWriter, logger: Logger
     ) async {
         let outbox = hub.register(principal, sessionTokenHash: sessionTokenHash)
@@ -55,7 +58,7 @@ struct RealtimeController {
                     for try await message in inbound.messages(maxSize: configuration.maxRealtimeFrameBytes) {
                         switch message {
                         case .text(let text):
-                            await handle(text, principal: principal, outbox: outbox)
+                            await handle(text, principal: principal, ip: ip, outbox: outbox)
                         case .binary:
                             send(.error(id: nil, .init(code: "unsupported_frame", message: "Send JSON frames as text.")), to: outbox)
                         }
@@ -93,7 +96,7 @@ struct RealtimeController {
         await calls.connectionClosed(outbox.connectionId)
     }
 
-    private func handle(_ text: String, principal: Principal, outbox: Outbox) async {
+    private func handle(_ text: String, principal: Principal, ip: String?, outbox: Outbox) async {
         let frame: ClientFrame
         do {
             frame = try ParleyCoders.decoder.decode(ClientFrame.self, from: Data(text.utf8))
@@ -111,6 +114,10 @@ struct RealtimeController {
             switch frame {
             case .send(let id, let request):
                 replyId = id
+                if case .consumer(let consumer) = principal {
+                    try limits.consumerMessages.check(consumer.consumerId, "messages")
+                    if let ip { try limits.ipWrites.check(ip, "requests from this address") }
+                }
                 let response = try await conversations.send(principal, request, fromConnection: outbox.connectionId)
                 // The conversation rides along when it is new or changed beyond this message.
                 let changed = !response.created || response.message.seq == 1 || response.conversation.lastSeq != response.message.seq
@@ -147,7 +154,7 @@ struct RealtimeController {
                 send(.callAck(id: id, call: call, ice: nil), to: outbox)
             }
         } catch let error as ParleyError {
-            send(.error(id: replyId, .init(code: error.code, message: error.message, field: error.field)), to: outbox)
+            send(.error(id: replyId, .init(code: error.code, message: error.message, field: error.field, retryAfter: error.retryAfter)), to: outbox)
         } catch {
             send(.error(id: replyId, .init(code: "internal_error", message: "Something went wrong on our side. Try again.")), to: outbox)
         }

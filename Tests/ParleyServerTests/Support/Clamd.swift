@@ -32,7 +32,7 @@ final class Clamd: Sendable {
         // Output goes to a file, not a pipe: clamd, started in the background, would inherit the
         // pipe and keep it open, and reading to its end would never finish.
         let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("parley-clamd-out-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: outputFile) }
         let output = try FileHandle(forWritingTo: outputFile)
         process.standardOutput = output

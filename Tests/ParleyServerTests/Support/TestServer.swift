@@ -33,6 +33,11 @@ struct TestServer: Sendable {
         configuration.bcryptCost = 4
         configuration.seedDemo = false
         configuration.clamd = "off"  // tests that scan start their own clamd
+        // Tests send faster than people do; the rate-limit tests turn limits back on.
+        configuration.rateConsumerMessages = 0
+        configuration.rateIPWrites = 0
+        configuration.rateConsumerSessions = 0
+        configuration.rateLogins = 0
         configuration.publicDirectory = repositoryRoot.appendingPathComponent("Public").path
         configure(&configuration)
         var logger = Logger(label: "parley-test-server")

@@ -1,0 +1,90 @@
+import Foundation
+import ParleyDomain
+import Synchronization
+
+/// Token buckets by key: `limit` actions per `period`, refilled continuously, so a burst of up to
+/// `limit` is allowed and then one action every `period / limit`.
+public final class RateLimiter: Sendable {
+    private struct Bucket {
+        var tokens: Double
+        var updated: ContinuousClock.Instant
+    }
+
+    public let name: String
+    public let limit: Int
+    public let period: Duration
+    private let buckets = Mutex<[String: Bucket]>([:])
+    /// Buckets kept before full (idle) ones are dropped.
+    private static let maxBuckets = 100_000
+
+    /// `limit == 0` turns the limiter off.
+    public init(name: String, limit: Int, per period: Duration) {
+        self.name = name
+        self.limit = limit
+        self.period = period
+    }
+
+    private var perSecond: Double {
+        let seconds = Double(period.components.seconds) + Double(period.components.attoseconds) / 1e18
+        return Double(limit) / max(seconds, 0.001)
+    }
+
+    /// Takes one token for `key`. Returns nil when allowed, else the whole seconds until it would be.
+    public func take(_ key: String, now: ContinuousClock.Instant = .now) -> Int? {
+        guard limit > 0 else { return nil }
+        let rate = perSecond
+        let capacity = Double(limit)
+        return buckets.withLock { buckets -> Int? in
+            var bucket = buckets[key] ?? Bucket(tokens: capacity, updated: now)
+            let elapsed = now - bucket.updated
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            bucket.tokens = min(capacity, bucket.tokens + seconds * rate)
+            bucket.updated = now
+            if bucket.tokens >= 1 {
+                bucket.tokens -= 1
+                buckets[key] = bucket
+                if buckets.count > Self.maxBuckets { Self.dropIdle(&buckets, capacity: capacity, rate: rate, now: now) }
+                return nil
+            }
+            buckets[key] = bucket
+            return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+        }
+    }
+
+    /// Throws `rate_limited` (429, with Retry-After) when `key` has no token left.
+    public func check(_ key: String, _ what: String) throws(ParleyError) {
+        if let wait = take(key) {
+            throw ParleyError.rateLimited(what, retryAfter: wait)
+        }
+    }
+
+    private static func dropIdle(_ buckets: inout [String: Bucket], capacity: Double, rate: Double, now: ContinuousClock.Instant) {
+        buckets = buckets.filter { _, bucket in
+            let elapsed = now - bucket.updated
+            let seconds = Double(elapsed.components.seconds)
+            return bucket.tokens + seconds * rate < capacity
+        }
+    }
+}
+
+/// Every limit the server enforces. A limit of 0 is off.
+public struct RateLimits: Sendable {
+    /// Messages (text or voice) one consumer may send.
+    public let consumerMessages: RateLimiter
+    /// Consumer writes (messages, uploads, new sessions) from one IP address.
+    public let ipWrites: RateLimiter
+    /// New anonymous consumer sessions from one IP address.
+    public let consumerSessions: RateLimiter
+    /// Sign-in attempts from one IP address.
+    public let loginsPerIP: RateLimiter
+    /// Sign-in attempts for one email address.
+    public let loginsPerEmail: RateLimiter
+
+    public init(_ configuration: ParleyConfiguration) {
+        consumerMessages = RateLimiter(name: "consumer messages", limit: configuration.rateConsumerMessages, per: .seconds(60))
+        ipWrites = RateLimiter(name: "writes per IP", limit: configuration.rateIPWrites, per: .seconds(60))
+        consumerSessions = RateLimiter(name: "consumer sessions per IP", limit: configuration.rateConsumerSessions, per: .seconds(60))
+        loginsPerIP = RateLimiter(name: "sign-ins per IP", limit: configuration.rateLogins, per: .seconds(60))
+        loginsPerEmail = RateLimiter(name: "sign-ins per email", limit: max(0, configuration.rateLogins / 2), per: .seconds(300))
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import HTTPTypes
+import ParleyAPI
+import ParleyServer
+import Testing
+
+@Suite("Rate limits")
+struct RateLimitTests {
+    @Test("a token bucket allows a burst, then one action per interval, and says how long to wait")
+    func bucket() {
+        let limiter = RateLimiter(name: "test", limit: 3, per: .seconds(60))
+        let start = ContinuousClock.now
+        #expect((0..<3).map { _ in limiter.take("a", now: start) } == [nil, nil, nil])
+        #expect(limiter.take("a", now: start) == 20)
+        #expect(limiter.take("b", now: start) == nil)  // keys are independent
+        #expect(limiter.take("a", now: start + .seconds(19)) == 1)
+        #expect(limiter.take("a", now: start + .seconds(21)) == nil)
+        #expect(RateLimiter(name: "off", limit: 0, per: .seconds(1)).take("a") == nil)
+    }
+
+    @Test("a consumer flooding messages gets 429 with Retry-After over HTTP and over the WebSocket; nothing is stored")
+    func consumerFlood() async throws {
+        try await TestServer.run(configure: { $0.rateConsumerMessages = 5 }) { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            let (otherToken, _) = try await acme.consumer()
+            var statuses: [HTTPResponse.Status] = []
+            var last: TestServer.Reply?
+            for index in 0..<7 {
+                let reply = try await server.post(
+                    "/v1/consumer/messages", token: token, json: SendMessageRequest(clientMessageId: "m\(index)", text: "flood \(index)"))
+                statuses.append(reply.status)
+                last = reply
+            }
+            #expect(statuses == [.created, .created, .created, .created, .created, .tooManyRequests, .tooManyRequests])
+            let refused = try #require(last)
+            #expect(try refused.error.code == "rate_limited")
+            let retryAfter = try #require(refused.headers[.retryAfter].flatMap(Int.init))
+            #expect((1...12).contains(retryAfter))
+            #expect(try refused.error.retryAfter == retryAfter)
+            let conversations = try await server.get("/v1/consumer/conversations", token: token).decode(ListResponse<ConversationDTO>.self)
+            #expect(conversations.items.first?.lastSeq == 5)
+            // Another consumer is not affected.
+            #expect(try await server.post(
+                "/v1/consumer/messages", token: otherToken, json: SendMessageRequest(clientMessageId: "o1", text: "hello")).status == .created)
+            // The same bucket covers the WebSocket.
+            let socket = try await RealtimeProbe.connect(port: server.port, token: token)
+            try socket.send(.send(id: "w1", SendMessageRequest(clientMessageId: "w1", text: "over the socket")))
+            guard case .error(_, let detail) = try await socket.next(where: { if case .error = $0 { return true } else { return false } }) else {
+                throw TestFailure("no error frame")
+            }
+            #expect(detail.code == "rate_limited")
+            #expect(detail.retryAfter != nil)
+            await socket.close()
+        }
+    }
+
+    @Test("sign-in attempts are limited per address and per account, before the password is checked")
+    func logins() async throws {
+        try await TestServer.run(configure: { $0.rateLogins = 8 }) { server in
+            // One sign-in here: 7 left for the address, 3 for the admin's account.
+            let acme = try await BrandScenario.make(server)
+            // The account limit (half the address limit, per 5 minutes) stops guessing one password.
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<4 {
+                statuses.append(try await server.post(
+                    "/v1/auth/login", json: LoginRequest(email: acme.admin.email, password: "wrong guess")).status)
+            }
+            #expect(statuses == [.unauthorized, .unauthorized, .unauthorized, .tooManyRequests])
+            // Even the right password waits now.
+            let right = try await server.post("/v1/auth/login", json: LoginRequest(email: acme.admin.email, password: acme.adminPassword))
+            #expect(right.status == .tooManyRequests)
+            #expect(right.headers[.retryAfter] != nil)
+            // The address limit (8 a minute) covers other accounts from the same address.
+            var others: [HTTPResponse.Status] = []
+            for index in 0..<3 {
+                others.append(try await server.post("/v1/auth/login", json: LoginRequest(email: "nobody\(index)@acme.test", password: "x")).status)
+            }
+            #expect(others == [.unauthorized, .unauthorized, .tooManyRequests])
+        }
+    }
+
+    @Test("new anonymous sessions are limited per address")
+    func sessions() async throws {
+        try await TestServer.run(configure: { $0.rateConsumerSessions = 3 }) { server in
+            let acme = try await BrandScenario.make(server)
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<4 {
+                statuses.append(try await server.post("/v1/consumer/session", json: ConsumerSessionRequest(appId: acme.app.id)).status)
+            }
+            #expect(statuses == [.created, .created, .created, .tooManyRequests])
+        }
+    }
+}
