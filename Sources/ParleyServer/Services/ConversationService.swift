@@ -62,7 +62,9 @@ public struct ConversationService: Sendable {
         if outcome.conversationCreated || !outcome.events.isEmpty {
             await publish(.conversation(outcome.conversation), to: .agents(brandId: outcome.conversation.brandId))
         }
-        return SendMessageResponse(message: outcome.message, conversation: outcome.conversation, created: true)
+        var own = outcome.message
+        if let unmasked = outcome.unmaskedForSender { own.text = unmasked }
+        return SendMessageResponse(message: own, conversation: outcome.conversation, created: true)
     }
 
     struct AppendOutcome: Sendable {
@@ -71,6 +73,9 @@ public struct ConversationService: Sendable {
         var created: Bool
         var conversationCreated: Bool
         var events: [ConversationEventDTO]
+        /// With card masking for agents only: the text as the consumer sent it, for their own copy.
+        /// Never stored.
+        var unmaskedForSender: String? = nil
     }
 
     private static func append(
@@ -120,11 +125,24 @@ public struct ConversationService: Sendable {
             conversation = try await authorizedConversation(principal, id: request.conversationId ?? "", in: repo, lock: true)
         }
 
-        let text: String
+        var text: String
         let preview: String
+        var unmaskedForSender: String?
         switch content {
         case .text(let raw):
-            text = try MessageRules.validateText(raw, channel: conversation.channel, sender: sender.kind)
+            let valid = try MessageRules.validateText(raw, channel: conversation.channel, sender: sender.kind)
+            text = valid
+            // Card numbers in consumers' messages are masked before anything is stored.
+            if sender.kind == .consumer {
+                let masking = try await repo.brandSettings(brandId: conversation.brandId).cardMasking
+                if masking != .off {
+                    let masked = CardNumbers.mask(valid)
+                    if masked.count > 0 {
+                        text = masked.text
+                        if masking == .agents { unmaskedForSender = valid }
+                    }
+                }
+            }
             preview = MessageRules.preview(of: text)
         case .voice(let voice) where voice.state == .blocked:
             text = "[audio message blocked by the malware scan]"
@@ -169,7 +187,9 @@ public struct ConversationService: Sendable {
         if case .voice(let voice) = content {
             try await repo.insertVoice(voice)
         }
-        return AppendOutcome(message: message, conversation: conversation, created: true, conversationCreated: isNew, events: events)
+        return AppendOutcome(
+            message: message, conversation: conversation, created: true, conversationCreated: isNew, events: events,
+            unmaskedForSender: unmaskedForSender)
     }
 
     // MARK: Receipts, typing
