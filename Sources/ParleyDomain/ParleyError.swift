@@ -8,6 +8,7 @@ public struct ParleyError: Error, Sendable, Hashable, CustomStringConvertible {
         case unauthorized        // 401
         case forbidden           // 403
         case notFound            // 404
+        case requestTimeout      // 408
         case conflict            // 409
         case payloadTooLarge     // 413
         case unsupportedMediaType // 415

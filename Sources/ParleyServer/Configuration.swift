@@ -59,6 +59,8 @@ public struct ParleyConfiguration: Sendable {
     public var scanRetrySeconds: Int = 10
     /// Scans tried before a note the scanner never answered for is blocked (fail-closed brands).
     public var scanMaxAttempts: Int = 40
+    /// Seconds an upload may go without sending bytes before it is abandoned (408).
+    public var uploadIdleTimeoutSeconds: Int = 15
     /// Messages one consumer may send per minute (0: no limit).
     public var rateConsumerMessages: Int = 60
     /// Consumer writes (messages, uploads, new sessions) per minute from one IP address.
@@ -212,6 +214,9 @@ public struct ParleyConfiguration: Sendable {
         },
         Setting(flag: "call-relay-only", environment: "PARLEY_CALL_RELAY_ONLY", help: "send all call media through TURN (default false)") { c, v, name throws(ConfigurationError) in
             c.callRelayOnly = try parseBool(v, name)
+        },
+        Setting(flag: "upload-idle-timeout", environment: "PARLEY_UPLOAD_IDLE_TIMEOUT", help: "seconds an upload may send nothing before it is abandoned (default 15)") { c, v, name throws(ConfigurationError) in
+            c.uploadIdleTimeoutSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
         },
         Setting(flag: "rate-consumer-messages", environment: "PARLEY_RATE_CONSUMER_MESSAGES", help: "messages per minute per consumer, 0 for no limit (default 60)") { c, v, name throws(ConfigurationError) in
             c.rateConsumerMessages = try parseInt(v, name, range: 0...1_000_000, what: "a count")

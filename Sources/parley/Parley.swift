@@ -43,6 +43,7 @@ struct ServerOptions: ParsableArguments {
     @Option(name: .customLong("turn-secret"), help: "coturn's static-auth-secret; prefer PARLEY_TURN_SECRET, which ps does not show.") var turnSecret: String?
     @Option(name: .customLong("turn-credential-ttl"), help: "Seconds a call's TURN credentials are valid (PARLEY_TURN_CREDENTIAL_TTL, default 14400).") var turnCredentialTTL: String?
     @Option(name: .customLong("call-relay-only"), help: "Send all call media through TURN (PARLEY_CALL_RELAY_ONLY, default false).") var callRelayOnly: String?
+    @Option(name: .customLong("upload-idle-timeout"), help: "Seconds an upload may send nothing before it is abandoned (PARLEY_UPLOAD_IDLE_TIMEOUT, default 15).") var uploadIdleTimeout: String?
     @Option(name: .customLong("rate-consumer-messages"), help: "Messages per minute per consumer, 0 for no limit (PARLEY_RATE_CONSUMER_MESSAGES, default 60).") var rateConsumerMessages: String?
     @Option(name: .customLong("rate-ip-writes"), help: "Consumer writes per minute per IP address (PARLEY_RATE_IP_WRITES, default 600).") var rateIPWrites: String?
     @Option(name: .customLong("rate-consumer-sessions"), help: "New consumer sessions per minute per IP address (PARLEY_RATE_CONSUMER_SESSIONS, default 30).") var rateConsumerSessions: String?
@@ -68,7 +69,7 @@ struct ServerOptions: ParsableArguments {
                 ("call-relay-only", callRelayOnly), ("clamd", clamd), ("clamd-timeout", clamdTimeout), ("scan-retry", scanRetry),
                 ("scan-max-attempts", scanMaxAttempts), ("rate-consumer-messages", rateConsumerMessages),
                 ("rate-ip-writes", rateIPWrites), ("rate-consumer-sessions", rateConsumerSessions), ("rate-logins", rateLogins),
-                ("trust-proxy", trustProxy),
+                ("trust-proxy", trustProxy), ("upload-idle-timeout", uploadIdleTimeout),
             ]
             for case let (flag, value?) in flags {
                 try configuration.apply(flag: flag, value: value)

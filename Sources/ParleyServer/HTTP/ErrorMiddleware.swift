@@ -41,6 +41,7 @@ struct ErrorMiddleware: RouterMiddleware {
         case .unauthorized: .unauthorized
         case .forbidden: .forbidden
         case .notFound: .notFound
+        case .requestTimeout: .requestTimeout
         case .conflict: .conflict
         case .payloadTooLarge: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
@@ -56,6 +57,7 @@ struct ErrorMiddleware: RouterMiddleware {
         case 401: .unauthorized
         case 403: .forbidden
         case 404: .notFound
+        case 408: .requestTimeout
         case 409: .conflict
         case 413: .payloadTooLarge
         case 415: .unsupportedMediaType

@@ -6,6 +6,7 @@ import ParleyAPI
 import ParleyDomain
 import ParleyMedia
 import ParleyStore
+import Synchronization
 
 /// Voice notes from upload to a published message; renditions follow in `VoiceProcessor`.
 public struct VoiceService: Sendable {
@@ -16,6 +17,8 @@ public struct VoiceService: Sendable {
     let scanning: MalwareScanning
     let analyzer: AudioAnalyzer?
     let maxUploadBytes: Int
+    /// Longest an upload may go without sending bytes.
+    let idleTimeout: Duration
     let logger: Logger
 
     public func settings(brandId: String) async throws -> BrandSettingsDTO {
@@ -148,20 +151,50 @@ public struct VoiceService: Sendable {
             message: "The voice message is larger than \(maxUploadBytes / (1024 * 1024)) MB.")
     }
 
-    /// Streams the body to a file, stopping as soon as it passes the cap.
+    /// Streams the body to a file, stopping as soon as it passes the cap, and giving up on a client
+    /// that sends nothing for `idleTimeout` (a stalled upload must not hold a connection and a file).
     private func receive(_ body: RequestBody, into file: URL) async throws -> Int {
         guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
             throw ParleyError(.internalError, code: "internal_error", message: "The upload could not be stored.")
         }
         let handle = try FileHandle(forWritingTo: file)
         defer { try? handle.close() }
-        var size = 0
-        for try await chunk in body {
-            size += chunk.readableBytes
-            if size > maxUploadBytes { throw tooLarge() }
-            try handle.write(contentsOf: chunk.readableBytesView)
+        let progress = Progress()
+        let maxUploadBytes = self.maxUploadBytes
+        let idleTimeout = self.idleTimeout
+        let tooLarge = self.tooLarge()
+        return try await withThrowingTaskGroup(of: Int?.self) { group in
+            group.addTask {
+                var size = 0
+                for try await chunk in body {
+                    progress.touch()
+                    size += chunk.readableBytes
+                    if size > maxUploadBytes { throw tooLarge }
+                    try handle.write(contentsOf: chunk.readableBytesView)
+                }
+                return size
+            }
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: .milliseconds(250))
+                    if progress.idle > idleTimeout { return nil }
+                }
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let size = first else {
+                throw ParleyError(
+                    .requestTimeout, code: "upload_stalled",
+                    message: "The upload stopped sending data for \(idleTimeout.components.seconds) s and was abandoned. Send it again.")
+            }
+            return size
         }
-        return size
+    }
+
+    /// When an upload last received bytes.
+    private final class Progress: Sendable {
+        private let last = Mutex(ContinuousClock.now)
+        func touch() { last.withLock { $0 = .now } }
+        var idle: Duration { ContinuousClock.now - last.withLock { $0 } }
     }
 
     /// A stored voice note's file, for playback, if the principal may hear it.
