@@ -88,16 +88,16 @@ public final class CallService: Service, Sendable {
     /// agent's real-time connection `request.connectionId`.
     public func start(_ agent: AgentPrincipal, conversationId: String, _ request: StartCallRequest) async throws -> CallSessionResponse {
         try CallRules.requirePermission(agent, media: request.media)
+        let (conversation, inviter) = try await store.read { repo in
+            let conversation = try await ConversationService.authorizedConversation(.agent(agent), id: conversationId, in: repo, lock: false)
+            return (conversation, try await repo.agent(brandId: agent.brandId, id: agent.agentId))
+        }
         guard Identifier.isWellFormed(request.connectionId, .connection),
             case .agent(let owner) = hub.principal(ofConnection: request.connectionId), owner.agentId == agent.agentId
         else {
             throw ParleyError(
                 .unprocessable, code: "connection_not_found",
                 message: "connectionId must be one of your open real-time connections (from its hello frame).", field: "connectionId")
-        }
-        let (conversation, inviter) = try await store.read { repo in
-            let conversation = try await ConversationService.authorizedConversation(.agent(agent), id: conversationId, in: repo, lock: false)
-            return (conversation, try await repo.agent(brandId: agent.brandId, id: agent.agentId))
         }
         try CallRules.authorizeInvite(agent, media: request.media, channel: conversation.channel, conversationState: conversation.state)
         let now = Clock.now()

@@ -1,0 +1,120 @@
+import Foundation
+import HTTPTypes
+import ParleyAPI
+import ParleyServer
+import Testing
+
+/// Every route of the OpenAPI document that names an id, tried by another brand's admin, agent and
+/// consumer against the first brand's ids, with bodies that would otherwise be valid: each answer is
+/// 403 or 404, and nothing changes. Real-time frames get the same treatment.
+@Suite("Cross-tenant isolation")
+struct CrossTenantTests {
+    struct Route: Sendable {
+        var method: HTTPRequest.Method
+        var template: String
+    }
+
+    static func documentedRoutesWithIds() throws -> [Route] {
+        let data = try Data(contentsOf: TestServer.repositoryRoot.appendingPathComponent("openapi.json"))
+        let document = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        let paths = document?["paths"] as? [String: [String: Any]] ?? [:]
+        var routes: [Route] = []
+        for (template, item) in paths where template.contains("{") {
+            for method in item.keys.sorted() {
+                guard let parsed = HTTPRequest.Method(method.uppercased()), ["GET", "POST", "PATCH", "PUT", "DELETE"].contains(method.uppercased())
+                else { continue }
+                routes.append(Route(method: parsed, template: template))
+            }
+        }
+        return routes.sorted { ($0.template, $0.method.rawValue) < ($1.template, $1.method.rawValue) }
+    }
+
+    @Test("another brand's admin, agent and consumer get 403 or 404 on every route that names the first brand's ids")
+    func everyRoute() async throws {
+        let note = try AudioFixtures.files().data("note.webm")
+        let routes = try Self.documentedRoutesWithIds()
+        #expect(routes.count >= 20)
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server, name: "Acme")
+            let (acmeConsumerToken, acmeConsumer) = try await acme.consumer(name: "Ana")
+            let sent = try await acme.send("private to Acme", as: acmeConsumerToken)
+            let voice = try await VoiceTests.upload(server, note, token: acmeConsumerToken, conversationId: sent.conversation.id)
+                .decode(SendMessageResponse.self).message
+            let (_, acmeAgent) = try await acme.agent()
+            _ = try await VoiceTests.processed(server, voice, token: acme.adminToken)  // no background writes during the check
+
+            let globex = try await BrandScenario.make(server, name: "Globex")
+            let (globexAgentToken, _) = try await globex.agent(permissions: AgentPermission.allCases)
+            let (globexConsumerToken, _) = try await globex.consumer(name: "Mallory")
+            try await globex.send("hello from Globex", as: globexConsumerToken)
+            let before = try await HTTPErrorTests.rowCounts(server)
+
+            let ids = [
+                "{conversationId}": sent.conversation.id, "{consumerId}": acmeConsumer.id, "{agentId}": acmeAgent.id,
+                "{appId}": acme.app.id, "{messageId}": voice.id, "{format}": "original",
+            ]
+            func body(for route: Route) throws -> (Data?, String?) {
+                let json: (any Encodable)?
+                switch (route.method, route.template) {
+                case (.post, let path) where path.hasSuffix("/messages"):
+                    json = SendMessageRequest(clientMessageId: UUID().uuidString, text: "sneaking in")
+                case (.post, let path) where path.hasSuffix("/receipts"): json = ReceiptRequest(upToSeq: 1, state: .read)
+                case (.post, let path) where path.hasSuffix("/assign"): json = AssignRequest(agentId: globex.admin.id)
+                case (.post, let path) where path.hasSuffix("/calls"): json = StartCallRequest(media: .voice, connectionId: "ws_none")
+                case (.post, let path) where path.hasSuffix("/keys"):
+                    json = AddAppKeyRequest(kid: "stolen", algorithm: "HS256", key: String(repeating: "k", count: 40))
+                case (.patch, _): json = UpdateAgentRequest(name: "Renamed by Globex", role: .admin)
+                case (.post, let path) where path.hasSuffix("/voice-messages"): return (note, "audio/webm")
+                case (.post, _): json = [String: String]()
+                default: json = nil
+                }
+                return (try json.map { try ParleyJSON.makeEncoder().encode($0) }, json == nil ? nil : "application/json")
+            }
+
+            var checked = 0
+            for route in routes {
+                var path = route.template
+                for (name, value) in ids { path = path.replacingOccurrences(of: name, with: value) }
+                if route.template.hasSuffix("/voice-messages") { path += "?clientMessageId=\(UUID().uuidString)" }
+                for (who, token) in [("Globex admin", globex.adminToken), ("Globex agent", globexAgentToken), ("Globex consumer", globexConsumerToken)] {
+                    let (data, contentType) = try body(for: route)
+                    var headers: HTTPFields = [:]
+                    if let contentType { headers[.contentType] = contentType }
+                    let reply = try await server.request(route.method, path, token: token, data: data, headers: headers)
+                    #expect(reply.status == .notFound || reply.status == .forbidden, "\(who) \(route.method) \(route.template): \(reply.status) \(reply.text)")
+                    #expect(!reply.text.contains("private to Acme"), "\(who) \(route.method) \(route.template) leaked Acme's text")
+                    checked += 1
+                }
+            }
+            #expect(checked == routes.count * 3)
+            #expect(try await HTTPErrorTests.rowCounts(server) == before)
+            // Acme's agent record and app keys are as they were.
+            let agents = try await server.get("/v1/agents", token: acme.adminToken).decode(ListResponse<AgentDTO>.self).items
+            #expect(agents.first { $0.id == acmeAgent.id }?.name == acmeAgent.name)
+
+            // Real-time: Globex's sockets cannot send into, read, resume or signal Acme's conversation.
+            for token in [globex.adminToken, globexConsumerToken] {
+                let socket = try await RealtimeProbe.connect(port: server.port, token: token)
+                let frames: [ClientFrame] = [
+                    .send(id: "s", SendMessageRequest(clientMessageId: UUID().uuidString, text: "x", conversationId: sent.conversation.id)),
+                    .receipt(id: "r", conversationId: sent.conversation.id, ReceiptRequest(upToSeq: 1, state: .read)),
+                    .resume(id: "m", cursors: [sent.conversation.id: 0]),
+                    .callAccept(id: "c", callId: "call_aaaaaaaaaaaaaaaaaaaaaaaa"),
+                ]
+                for frame in frames {
+                    try socket.send(frame)
+                    let answer = try await socket.next { if case .error = $0 { return true } else { return false } }
+                    guard case .error(_, let detail) = answer else { throw TestFailure("expected an error") }
+                    #expect(["not_found", "call_not_found"].contains(detail.code), "\(frame): \(detail.code)")
+                }
+                try socket.send(.typing(conversationId: sent.conversation.id, isTyping: true))
+                #expect(try await socket.expectSilence(for: 0.3).map { frame -> Bool in
+                    if case .error = frame { return true }
+                    return false
+                } ?? true)
+                await socket.close()
+            }
+            #expect(try await HTTPErrorTests.rowCounts(server) == before)
+        }
+    }
+}
