@@ -209,12 +209,12 @@ export class Timeline {
     }
     const parts = [text(timeFormat.format(new Date(message.createdAt)))];
     if (voice?.scan === "pending" && out) parts.push(text("Waiting for the malware scan…"));
-    else if (message.kind === "voice" && voice?.state === "processing") parts.push(text("Processing…"));
+    else if (message.kind === "voice" && voice?.state === "processing" && voice?.scan !== "pending") parts.push(text("Processing…"));
     if (voice?.scan === "unscanned" && !out) {
       const flag = Object.assign(document.createElement("span"), { className: "unscanned", textContent: "Not scanned for malware" });
       parts.push(flag);
     }
-    if (out) {
+    if (out && voice?.state !== "blocked") {  // a blocked note was never delivered: no delivery marks
       const mark = document.createElement("span");
       mark.className = "delivery";
       mark.dataset.state = message.deliveryState;

@@ -272,7 +272,8 @@ function receive(frame) {
     if (known) {
       update({
         ...known, lastSeq: Math.max(known.lastSeq, message.seq), updatedAt: message.createdAt, lastMessageAt: message.createdAt,
-        lastMessagePreview: message.kind === "voice" ? `Audio message ${clockOf(message)}` : message.text.split("\n").join(" ").slice(0, 120),
+        lastMessagePreview: message.kind !== "voice" ? message.text.split("\n").join(" ").slice(0, 120)
+          : message.voice?.state === "blocked" ? "Audio message blocked" : `Audio message ${clockOf(message)}`,
       });
     } else {
       api.get(`/v1/conversations/${message.conversationId}`).then(update).catch(() => {});
