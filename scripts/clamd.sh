@@ -8,27 +8,14 @@
 set -euo pipefail
 action=$1
 dir=$2
+source "$(dirname "$0")/lib/daemon.sh"
 clamd=$(command -v clamd || echo /usr/sbin/clamd)
 [[ -x "$clamd" ]] || { echo "clamd.sh: clamav-daemon is not installed (scripts/install-deps.sh --test)" >&2; exit 1; }
 
-stop_process() {
-    if [[ -f "$dir/process.pid" ]]; then
-        pid=$(cat "$dir/process.pid")
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$pid" 2>/dev/null || true
-        rm -f "$dir/process.pid"
-    fi
-}
-
 case "$action" in
 start)
-    # The daemon must not inherit the caller's descriptors (a test's pipes would never see EOF).
-    for fd in /proc/$$/fd/*; do
-        fd=${fd##*/}
-        ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null || true
-    done
-    port=${3:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')}
+    close_inherited_descriptors
+    port=${3:-$(free_port tcp)}
     mkdir -p "$dir/db"
     # EICAR by MD5 of the whole file (hdb), and by its bytes anywhere in a file (ndb).
     echo "44d88612fea8a8f36de82e1278abb02f:68:Test.EICAR.HDB" >"$dir/db/eicar.hdb"
@@ -64,10 +51,10 @@ PY
     exit 1
     ;;
 pause)
-    stop_process
+    stop_pid_file "$dir/process.pid"
     ;;
 stop)
-    stop_process
+    stop_pid_file "$dir/process.pid"
     rm -rf "$dir"
     ;;
 *)

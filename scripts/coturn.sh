@@ -7,18 +7,15 @@
 set -euo pipefail
 action=$1
 dir=$2
+source "$(dirname "$0")/lib/daemon.sh"
 command -v turnserver >/dev/null || { echo "coturn.sh: coturn is not installed (scripts/install-deps.sh --test)" >&2; exit 1; }
 
 case "$action" in
 start)
-    # The daemon must not inherit the caller's descriptors (a test's pipes would never see EOF).
-    for fd in /proc/$$/fd/*; do
-        fd=${fd##*/}
-        ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null || true
-    done
+    close_inherited_descriptors
     secret=$3
     mkdir -p "$dir"
-    port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+    port=$(free_port udp)
     # --allow-loopback-peers: the browsers under test are on 127.0.0.1 too. Never in production.
     turnserver -n --no-cli --no-tls --no-dtls --listening-ip=127.0.0.1 --relay-ip=127.0.0.1 --listening-port="$port" \
         --min-port=49160 --max-port=49400 --use-auth-secret --static-auth-secret="$secret" --realm=parley.test \
@@ -38,12 +35,7 @@ start)
     exit 1
     ;;
 stop)
-    if [[ -f "$dir/process.pid" ]]; then
-        pid=$(cat "$dir/process.pid")
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$pid" 2>/dev/null || true
-    fi
+    stop_pid_file "$dir/process.pid"
     rm -rf "$dir"
     ;;
 *)

@@ -5,6 +5,7 @@
 set -euo pipefail
 action=$1
 dir=$2
+source "$(dirname "$0")/lib/daemon.sh"
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [[ -n "$bin" ]] || { echo "postgres.sh: PostgreSQL is not installed" >&2; exit 1; }
 
@@ -20,7 +21,7 @@ case "$action" in
 start)
     mkdir -p "$dir"
     [[ $(id -u) -eq 0 ]] && chown postgres "$dir"
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+    port=$(free_port tcp)
     as_postgres "$bin/initdb" -D "$dir/data" -A trust -U parley >"$dir/initdb.log" 2>&1
     as_postgres "$bin/pg_ctl" -D "$dir/data" -o "-k $dir -p $port -h 127.0.0.1 -c fsync=off -c max_connections=200" \
         -l "$dir/server.log" -w start >/dev/null

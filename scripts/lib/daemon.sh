@@ -1,0 +1,27 @@
+# Helpers for the scripts that start throw-away daemons for tests (coturn.sh, clamd.sh).
+
+# Closes every inherited descriptor above stderr, so that a daemon started next does not hold the
+# caller's pipes open (a test reading the script's output would never see end-of-file).
+close_inherited_descriptors() {
+    local fd
+    for fd in /proc/$$/fd/*; do
+        fd=${fd##*/}
+        ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null || true
+    done
+}
+
+# A free local port: `free_port tcp` or `free_port udp`.
+free_port() {
+    python3 -c "import socket, sys; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM if sys.argv[1] == 'udp' else socket.SOCK_STREAM); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1]); s.close()" "$1"
+}
+
+# Stops the process whose id is in FILE (TERM, then KILL after 5 s) and removes FILE.
+stop_pid_file() {
+    local file=$1 pid
+    [[ -f "$file" ]] || return 0
+    pid=$(cat "$file")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$file"
+}
