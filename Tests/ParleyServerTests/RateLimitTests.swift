@@ -80,6 +80,26 @@ struct RateLimitTests {
         }
     }
 
+    @Test("writes from one address are limited across consumers")
+    func perAddress() async throws {
+        try await TestServer.run(configure: { $0.rateIPWrites = 6 }) { server in
+            let acme = try await BrandScenario.make(server)
+            let (ana, _) = try await acme.consumer()  // new sessions count as writes: 1
+            let (ben, _) = try await acme.consumer()  // 2
+            for index in 0..<3 {  // 3, 4, 5
+                #expect(try await server.post("/v1/consumer/messages", token: ana, json: SendMessageRequest(clientMessageId: "a\(index)", text: "hi")).status == .created)
+            }
+            #expect(try await server.post("/v1/consumer/messages", token: ben, json: SendMessageRequest(clientMessageId: "b0", text: "hi")).status == .created)
+            // Ben has sent one message, but his address has used its six writes.
+            let refused = try await server.post("/v1/consumer/messages", token: ben, json: SendMessageRequest(clientMessageId: "b1", text: "hi"))
+            #expect(refused.status == .tooManyRequests)
+            #expect(refused.headers[.retryAfter] != nil)
+            // Agents are not limited by consumers' traffic.
+            let conversation = try await server.get("/v1/consumer/conversations", token: ben).decode(ListResponse<ConversationDTO>.self).items[0]
+            #expect(try await acme.reply("hello Ben", in: conversation.id, as: acme.adminToken).created)
+        }
+    }
+
     @Test("new anonymous sessions are limited per address")
     func sessions() async throws {
         try await TestServer.run(configure: { $0.rateConsumerSessions = 3 }) { server in
