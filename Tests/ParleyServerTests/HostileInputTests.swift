@@ -54,7 +54,7 @@ struct HostileInputTests {
             let waited = Date().timeIntervalSince(started)
             #expect(response.hasPrefix("HTTP/1.1 408"), "\(response)")
             #expect(response.contains("\"upload_stalled\""))
-            #expect(waited >= 1.5 && waited < 10, "answered after \(waited) s")
+            #expect(waited >= 1.5, "answered after \(waited) s, before the idle timeout")
             try await Task.sleep(for: .milliseconds(200))
             #expect(try await HTTPErrorTests.rowCounts(server) == before)
             #expect(Self.allMediaFiles(server) == [])

@@ -24,22 +24,25 @@ struct RateLimitTests {
             let acme = try await BrandScenario.make(server)
             let (token, _) = try await acme.consumer()
             let (otherToken, _) = try await acme.consumer()
-            var statuses: [HTTPResponse.Status] = []
-            var last: TestServer.Reply?
-            for index in 0..<7 {
+            // Buckets refill continuously (one message every 12 s here), so a slow machine may fit one
+            // more in: send until refused.
+            var created = 0
+            var refusedReply: TestServer.Reply?
+            for index in 0..<12 where refusedReply == nil {
                 let reply = try await server.post(
                     "/v1/consumer/messages", token: token, json: SendMessageRequest(clientMessageId: "m\(index)", text: "flood \(index)"))
-                statuses.append(reply.status)
-                last = reply
+                if reply.status == .created { created += 1 } else { refusedReply = reply }
             }
-            #expect(statuses == [.created, .created, .created, .created, .created, .tooManyRequests, .tooManyRequests])
-            let refused = try #require(last)
+            #expect((5...6).contains(created))
+            let refused = try #require(refusedReply)
+            #expect(refused.status == .tooManyRequests)
             #expect(try refused.error.code == "rate_limited")
             let retryAfter = try #require(refused.headers[.retryAfter].flatMap(Int.init))
             #expect((1...12).contains(retryAfter))
             #expect(try refused.error.retryAfter == retryAfter)
+            // Nothing refused was stored.
             let conversations = try await server.get("/v1/consumer/conversations", token: token).decode(ListResponse<ConversationDTO>.self)
-            #expect(conversations.items.first?.lastSeq == 5)
+            #expect(conversations.items.first?.lastSeq == Int64(created))
             // Another consumer is not affected.
             #expect(try await server.post(
                 "/v1/consumer/messages", token: otherToken, json: SendMessageRequest(clientMessageId: "o1", text: "hello")).status == .created)
@@ -71,12 +74,15 @@ struct RateLimitTests {
             let right = try await server.post("/v1/auth/login", json: LoginRequest(email: acme.admin.email, password: acme.adminPassword))
             #expect(right.status == .tooManyRequests)
             #expect(right.headers[.retryAfter] != nil)
-            // The address limit (8 a minute) covers other accounts from the same address.
+            // The address limit (8 a minute, refilled continuously) covers other accounts from the same
+            // address: within a few more attempts it refuses.
             var others: [HTTPResponse.Status] = []
-            for index in 0..<3 {
+            for index in 0..<10 where others.last != .tooManyRequests {
                 others.append(try await server.post("/v1/auth/login", json: LoginRequest(email: "nobody\(index)@acme.test", password: "x")).status)
             }
-            #expect(others == [.unauthorized, .unauthorized, .tooManyRequests])
+            #expect(others.last == .tooManyRequests)
+            #expect(others.dropLast().allSatisfy { $0 == .unauthorized })
+            #expect(others.count <= 4)
         }
     }
 
@@ -89,11 +95,17 @@ struct RateLimitTests {
             for index in 0..<3 {  // 3, 4, 5
                 #expect(try await server.post("/v1/consumer/messages", token: ana, json: SendMessageRequest(clientMessageId: "a\(index)", text: "hi")).status == .created)
             }
-            #expect(try await server.post("/v1/consumer/messages", token: ben, json: SendMessageRequest(clientMessageId: "b0", text: "hi")).status == .created)
-            // Ben has sent one message, but his address has used its six writes.
-            let refused = try await server.post("/v1/consumer/messages", token: ben, json: SendMessageRequest(clientMessageId: "b1", text: "hi"))
-            #expect(refused.status == .tooManyRequests)
-            #expect(refused.headers[.retryAfter] != nil)
+            // Ben has no limit of his own here, but his address runs out (one refill in 10 s may
+            // let one more through on a slow machine).
+            var benStatuses: [HTTPResponse.Status] = []
+            var refused: TestServer.Reply?
+            for index in 0..<5 where refused == nil {
+                let reply = try await server.post("/v1/consumer/messages", token: ben, json: SendMessageRequest(clientMessageId: "b\(index)", text: "hi"))
+                benStatuses.append(reply.status)
+                if reply.status == .tooManyRequests { refused = reply }
+            }
+            #expect((2...3).contains(benStatuses.count))
+            #expect(refused?.headers[.retryAfter] != nil)
             // Agents are not limited by consumers' traffic.
             let conversation = try await server.get("/v1/consumer/conversations", token: ben).decode(ListResponse<ConversationDTO>.self).items[0]
             #expect(try await acme.reply("hello Ben", in: conversation.id, as: acme.adminToken).created)
@@ -105,10 +117,11 @@ struct RateLimitTests {
         try await TestServer.run(configure: { $0.rateConsumerSessions = 3 }) { server in
             let acme = try await BrandScenario.make(server)
             var statuses: [HTTPResponse.Status] = []
-            for _ in 0..<4 {
+            for _ in 0..<6 where statuses.last != .tooManyRequests {
                 statuses.append(try await server.post("/v1/consumer/session", json: ConsumerSessionRequest(appId: acme.app.id)).status)
             }
-            #expect(statuses == [.created, .created, .created, .tooManyRequests])
+            #expect(statuses.last == .tooManyRequests)
+            #expect((4...5).contains(statuses.count))
         }
     }
 }
