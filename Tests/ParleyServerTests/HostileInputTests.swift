@@ -32,7 +32,12 @@ struct HostileInputTests {
             _ = try RawHTTP.send(
                 port: server.port, head: Self.uploadHead(server.port, token: token, length: note.count), body: note.prefix(note.count / 2),
                 ending: .close)
-            try await Task.sleep(for: .milliseconds(500))
+            // The server notices the closed connection and removes its partial file (at the latest
+            // when the upload's idle timeout fires); wait for that, then compare.
+            let deadline = Date().addingTimeInterval(30)
+            while !Self.allMediaFiles(server).isEmpty, Date() < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
             #expect(try await HTTPErrorTests.rowCounts(server) == before)
             #expect(Self.allMediaFiles(server) == [])
             // The server is fine: the same note, whole, goes through.
@@ -55,7 +60,10 @@ struct HostileInputTests {
             #expect(response.hasPrefix("HTTP/1.1 408"), "\(response)")
             #expect(response.contains("\"upload_stalled\""))
             #expect(waited >= 1.5, "answered after \(waited) s, before the idle timeout")
-            try await Task.sleep(for: .milliseconds(200))
+            let deadline = Date().addingTimeInterval(30)
+            while !Self.allMediaFiles(server).isEmpty, Date() < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
             #expect(try await HTTPErrorTests.rowCounts(server) == before)
             #expect(Self.allMediaFiles(server) == [])
         }
