@@ -255,13 +255,15 @@ public final class CallService: Service, Sendable {
 
     // MARK: Transitions
 
+    private static let callNotFound = ParleyError(.notFound, code: "call_not_found", message: "There is no live call with this id.")
+    private static let otherDevice = ParleyError(.conflict, code: "call_on_other_device", message: "This call is taking place on another device or tab.")
     private static let videoRefused = ParleyError(
         .forbidden, code: "video_not_allowed", message: "Video is not allowed in this call: the inviting agent may make voice calls only.")
 
     /// The live session of a call the principal takes part in.
     private static func live(_ sessions: [String: Session], _ callId: String, _ principal: Principal) throws(ParleyError) -> Session {
         guard let session = sessions[callId], session.party(of: principal) != nil else {
-            throw ParleyError(.notFound, code: "call_not_found", message: "There is no live call with this id.")
+            throw Self.callNotFound
         }
         return session
     }
@@ -269,10 +271,10 @@ public final class CallService: Service, Sendable {
     /// The principal's side of the call, checking that the frame comes from the device bound to it.
     private static func bound(_ session: Session, _ principal: Principal, connection: String?) throws(ParleyError) -> CallParty {
         guard let party = session.party(of: principal) else {
-            throw ParleyError(.notFound, code: "call_not_found", message: "There is no live call with this id.")
+            throw Self.callNotFound
         }
         if let connection, let expected = session.connection(of: party), expected != connection {
-            throw ParleyError(.conflict, code: "call_on_other_device", message: "This call is taking place on another device or tab.")
+            throw Self.otherDevice
         }
         if party == .consumer, session.consumerConnection == nil {
             throw ParleyError(.conflict, code: "call_not_answered", message: "This call has not been answered yet.")
@@ -289,11 +291,11 @@ public final class CallService: Service, Sendable {
             switch actor {
             case .principal(let principal, let connection):
                 guard let side = session.party(of: principal) else {
-                    throw ParleyError(.notFound, code: "call_not_found", message: "There is no live call with this id.")
+                    throw Self.callNotFound
                 }
                 if !(side == .consumer && event == .accept) {
                     if let connection, let expected = session.connection(of: side), expected != connection {
-                        throw ParleyError(.conflict, code: "call_on_other_device", message: "This call is taking place on another device or tab.")
+                        throw Self.otherDevice
                     }
                 }
                 party = side
@@ -343,11 +345,11 @@ public final class CallService: Service, Sendable {
     /// answering is refused.
     private func ended(_ callId: String, event: CallMachine.Event, actor: Actor) async throws -> CallDTO {
         guard case .principal(let principal, _) = actor, Identifier.isWellFormed(callId, .call) else {
-            throw ParleyError(.notFound, code: "call_not_found", message: "There is no live call with this id.")
+            throw Self.callNotFound
         }
         let record = try await store.read { repo in try await repo.call(brandId: principal.brandId, id: callId) }
         guard var record, record.state == .ended else {
-            throw ParleyError(.notFound, code: "call_not_found", message: "There is no live call with this id.")
+            throw Self.callNotFound
         }
         // The record must be one the principal may see.
         _ = try await conversations.conversation(principal, id: record.conversationId)
@@ -493,9 +495,7 @@ public final class CallService: Service, Sendable {
                 call.outcome = call.answeredAt == nil ? .cancelled : .failed
                 call.endReason = .serverShutdown
                 call.durationSeconds = call.answeredAt.map { max(0, Int(call.endedAt!.timeIntervalSince($0).rounded())) } ?? 0
-                if let event = try await Self.storeEnd(&call, brandId: brandId, actor: ParticipantRef(kind: .system, id: "calls"), store: store) {
-                    _ = event
-                }
+                _ = try await Self.storeEnd(&call, brandId: brandId, actor: ParticipantRef(kind: .system, id: "calls"), store: store)
             }
             if !open.isEmpty {
                 logger.notice("closed call records left open by a crash", metadata: ["count": "\(open.count)"])
