@@ -15,6 +15,7 @@ public final class ParleyMetrics: Sendable {
     let scansInfected: Counter
     let scansUnavailable: Counter
     let rateLimited: Counter
+    let uploadsAbandoned: Counter
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
@@ -37,6 +38,8 @@ public final class ParleyMetrics: Sendable {
         scansUnavailable = registry.makeCounter(
             descriptor: name("malware_scanner_unavailable", "total", "Scans that failed because the scanner was down or slow."))
         rateLimited = registry.makeCounter(descriptor: name("rate_limited", "total", "Requests and frames refused with 429."))
+        uploadsAbandoned = registry.makeCounter(
+            descriptor: name("uploads_abandoned", "total", "Voice uploads that ended before their last byte (client gone or stalled); counted once the partial file is removed."))
     }
 
     /// The text exposition of every metric.

@@ -69,7 +69,8 @@ public struct ParleyServices: Sendable {
         let voice = VoiceService(
             store: store, blobs: blobs, conversations: conversations, processor: processor, scanning: scanning,
             analyzer: ffmpeg.map { AudioAnalyzer(ffmpeg: $0, timeout: .seconds(min(30, configuration.ffmpegTimeoutSeconds))) },
-            maxUploadBytes: configuration.maxVoiceBytes, idleTimeout: .seconds(configuration.uploadIdleTimeoutSeconds), logger: logger)
+            maxUploadBytes: configuration.maxVoiceBytes, idleTimeout: .seconds(configuration.uploadIdleTimeoutSeconds), metrics: metrics,
+            logger: logger)
         return ParleyServices(
             configuration: configuration, store: store, bus: bus, hub: hub, metrics: metrics,
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics),

@@ -17,6 +17,21 @@ struct HostileInputTests {
             .filter { !$0.hasSuffix(".partial") && $0.contains(".") || $0.hasPrefix(".partial/") }
     }
 
+    /// Uploads the server has given up on, from its own metric: it counts once the partial file is gone.
+    static func abandonedUploads(_ server: TestServer) -> Int {
+        let line = server.services.metrics.render().split(separator: "\n").first { $0.hasPrefix("parley_uploads_abandoned_total ") }
+        return line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) } ?? 0
+    }
+
+    /// Waits (up to a generous deadline) until the server has abandoned `count` uploads.
+    static func waitForAbandonedUploads(_ server: TestServer, count: Int) async throws {
+        let deadline = Date().addingTimeInterval(60)
+        while abandonedUploads(server) < count, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(abandonedUploads(server) == count)
+    }
+
     static func uploadHead(_ port: Int, token: String, length: Int) -> String {
         "POST /v1/consumer/voice-messages?clientMessageId=\(UUID().uuidString) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
             + "Authorization: Bearer \(token)\r\nContent-Type: audio/webm\r\nContent-Length: \(length)\r\n\r\n"
@@ -32,12 +47,9 @@ struct HostileInputTests {
             _ = try RawHTTP.send(
                 port: server.port, head: Self.uploadHead(server.port, token: token, length: note.count), body: note.prefix(note.count / 2),
                 ending: .close)
-            // The server notices the closed connection and removes its partial file (at the latest
-            // when the upload's idle timeout fires); wait for that, then compare.
-            let deadline = Date().addingTimeInterval(30)
-            while !Self.allMediaFiles(server).isEmpty, Date() < deadline {
-                try await Task.sleep(for: .milliseconds(100))
-            }
+            // The server notices the closed connection (at the latest when the upload's idle timeout
+            // fires), removes its partial file and counts the upload as abandoned: wait for that count.
+            try await Self.waitForAbandonedUploads(server, count: 1)
             #expect(try await HTTPErrorTests.rowCounts(server) == before)
             #expect(Self.allMediaFiles(server) == [])
             // The server is fine: the same note, whole, goes through.
@@ -60,10 +72,7 @@ struct HostileInputTests {
             #expect(response.hasPrefix("HTTP/1.1 408"), "\(response)")
             #expect(response.contains("\"upload_stalled\""))
             #expect(waited >= 1.5, "answered after \(waited) s, before the idle timeout")
-            let deadline = Date().addingTimeInterval(30)
-            while !Self.allMediaFiles(server).isEmpty, Date() < deadline {
-                try await Task.sleep(for: .milliseconds(100))
-            }
+            try await Self.waitForAbandonedUploads(server, count: 1)
             #expect(try await HTTPErrorTests.rowCounts(server) == before)
             #expect(Self.allMediaFiles(server) == [])
         }

@@ -20,13 +20,13 @@ struct VoiceTests {
 
     /// Polls until the voice note leaves `processing`.
     static func processed(_ server: TestServer, _ message: MessageDTO, token: String) async throws -> MessageDTO {
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Date().addingTimeInterval(90)
         while Date() < deadline {
             let items = try await server.get("/v1/conversations/\(message.conversationId)/messages", token: token).decode(ListResponse<MessageDTO>.self).items
             if let current = items.first(where: { $0.id == message.id }), current.voice?.state != .processing { return current }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw TestFailure("voice note still processing after 30 s")
+        throw TestFailure("voice note still processing after 90 s")
     }
 
     static func mediaFiles(_ server: TestServer) -> [String] {
@@ -239,7 +239,7 @@ struct VoiceTests {
         let (messageId, adminToken) = try #require(await iterator.next())
         // Second run on the same data directory: the processor picks the note up.
         try await TestServer.run(configure: { $0.dataDirectory = directory.path }) { server in
-            let deadline = Date().addingTimeInterval(30)
+            let deadline = Date().addingTimeInterval(90)
             var state: VoiceState?
             while Date() < deadline {
                 state = try await server.services.store.read { repo in

@@ -19,6 +19,7 @@ public struct VoiceService: Sendable {
     let maxUploadBytes: Int
     /// Longest an upload may go without sending bytes.
     let idleTimeout: Duration
+    let metrics: ParleyMetrics
     let logger: Logger
 
     public func settings(brandId: String) async throws -> BrandSettingsDTO {
@@ -75,7 +76,16 @@ public struct VoiceService: Sendable {
 
         let partial = blobs.partialFile()
         defer { try? FileManager.default.removeItem(at: partial) }
-        let size = try await receive(body, into: partial)
+        let size: Int
+        do {
+            size = try await receive(body, into: partial)
+        } catch let error as ParleyError where error.code != "upload_stalled" {
+            throw error  // too large: refused, not abandoned
+        } catch {
+            try? FileManager.default.removeItem(at: partial)
+            metrics.uploadsAbandoned.increment()
+            throw error
+        }
         if size == 0 {
             throw ParleyError(.unprocessable, code: "empty_audio", message: "The upload has no bytes.")
         }
