@@ -11,6 +11,7 @@ let package = Package(
     platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .executable(name: "parley", targets: ["parley"]),
+        .executable(name: "parley-bench", targets: ["parley-bench"]),
         .library(name: "ParleyKit", targets: ["ParleyKit"]),
         .library(name: "ParleyServer", targets: ["ParleyServer"]),
     ],
@@ -80,6 +81,21 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // The benchmarks (bench/README.md): a load generator that runs `parley serve` as a separate process.
+        .executableTarget(
+            name: "parley-bench",
+            dependencies: [
+                "ParleyAPI", "ParleyDomain", "ParleyMedia",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "bench/Sources/parley-bench",
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "ParleyDomainTests", dependencies: ["ParleyAPI", "ParleyDomain"], swiftSettings: swiftSettings),

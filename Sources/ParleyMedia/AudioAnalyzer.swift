@@ -35,10 +35,13 @@ public struct AudioAnalyzer: Sendable {
         self.timeout = timeout
     }
 
+    /// The ffmpeg arguments that decode `input` to mono PCM on standard output.
+    public static func arguments(input: URL) -> [String] {
+        ["-nostdin", "-v", "error", "-i", input.path, "-map", "0:a:0", "-ac", "1", "-ar", "\(sampleRate)", "-f", "s16le", "-"]
+    }
+
     public func analyze(_ file: URL) async throws -> AudioAnalysis {
-        let outcome = try await ffmpeg.run(
-            ["-nostdin", "-v", "error", "-i", file.path, "-map", "0:a:0", "-ac", "1", "-ar", "\(Self.sampleRate)", "-f", "s16le", "-"],
-            timeout: timeout)
+        let outcome = try await ffmpeg.run(Self.arguments(input: file), timeout: timeout)
         if outcome.timedOut { throw AudioAnalysisError.timedOut }
         let samples = outcome.stdout.count / 2
         // ffmpeg can exit 0 on a file with no audio stream it understands; no samples is a failure too.

@@ -1,0 +1,64 @@
+import Foundation
+import ParleyAPI
+
+/// Section 2: idle authenticated WebSocket connections, one consumer each, and the server's memory
+/// for them. Each count runs on a fresh server so that memory freed by an earlier round does not
+/// hide the cost of the next.
+enum ConnectionsBench {
+    struct Row: Sendable {
+        var connections: Int
+        var open: Int
+        var rssBefore: Int
+        var rssAfter: Int
+        var openSeconds: Double
+        var serverCPUSeconds: Double
+        var bytesPerConnection: Double { Double(rssAfter - rssBefore) / Double(max(open, 1)) }
+    }
+
+    static func run(makeServer: () async throws -> ParleyServer, counts: [Int]) async throws -> [Row] {
+        var rows: [Row] = []
+        for count in counts {
+            let server = try await makeServer()
+            do {
+                rows.append(try await round(server: server, count: count))
+            } catch {
+                await server.stop()
+                throw error
+            }
+            await server.stop()
+        }
+        return rows
+    }
+
+    static func round(server: ParleyServer, count: Int) async throws -> Row {
+        let api = server.api
+        let appId = server.appId
+        let tokens = try await concurrently(count, width: 16) { index in
+            try await api.consumerSession(appId: appId, name: "Idle \(index)").token
+        }
+        try await Task.sleep(for: .seconds(1))
+        let rssBefore = server.child.rssBytes
+        let cpuBefore = server.child.cpuSeconds
+        let started = ContinuousClock.now
+        let port = server.port
+        let sockets = try await concurrently(count, width: 64) { index in
+            try await BenchSocket.open(url: "ws://127.0.0.1:\(port)/v1/realtime?access_token=\(tokens[index])")
+        }
+        let openSeconds = ContinuousClock.now.milliseconds(since: started) / 1000
+        // Idle: let the server settle (queues drained, buffers back in their pools), then measure.
+        try await Task.sleep(for: .seconds(3))
+        let rssAfter = server.child.rssBytes
+        let cpu = server.child.cpuSeconds - cpuBefore
+        let open = try await openConnections(api)
+        _ = try await concurrently(sockets.count, width: 256) { index in await sockets[index].close() }
+        return Row(connections: count, open: open, rssBefore: rssBefore, rssAfter: rssAfter, openSeconds: openSeconds, serverCPUSeconds: cpu)
+    }
+
+    /// The server's own count of open real-time connections, from `/metrics`.
+    static func openConnections(_ api: API) async throws -> Int {
+        let port = api.port
+        let metrics = try await RawHTTP.onThread { try RawHTTP.request(port: port, "GET", "/metrics") }
+        let line = metrics.text.split(separator: "\n").first { $0.hasPrefix("parley_realtime_connections ") }
+        return line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) } ?? -1
+    }
+}

@@ -1,0 +1,122 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+
+@main
+struct ParleyBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "parley-bench",
+        abstract: "Parley's benchmarks: runs `parley serve` as a separate process, loads it, and reports numbers next to their baselines.",
+        subcommands: [Run.self, EchoServer.self],
+        defaultSubcommand: Run.self)
+}
+
+/// How big each benchmark runs. `full` is what bench/RESULTS.md reports; `tiny` proves in the test
+/// suite that every benchmark still works, in seconds, and its numbers mean nothing.
+enum Scale: String, ExpressibleByArgument, CaseIterable {
+    case full, tiny
+}
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the benchmarks and print (and optionally write) the results table.")
+
+    @Option(help: "full (the numbers to report) or tiny (a seconds-long check that each benchmark works).") var scale: Scale = .full
+    @Option(help: "The parley binary (default: next to this one, so a release bench runs a release server).") var parley: String?
+    @Option(name: .customLong("public-dir"), help: "The web pages directory.") var publicDir = "Public"
+    @Option(help: "ffmpeg, by name or path.") var ffmpeg = "ffmpeg"
+    @Option(help: "Write the Markdown report here (bench/RESULTS.md for the record).") var output: String?
+    @Option(help: "Comma-separated sections: text, connections, voice, wire (playback runs with voice).")
+    var only = "text,connections,voice,wire"
+
+    func run() async throws {
+        let ownPath = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let binary = parley.map { URL(fileURLWithPath: $0) } ?? ownPath.deletingLastPathComponent().appendingPathComponent("parley")
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw ValidationError("no parley binary at \(binary.path); build it first or pass --parley")
+        }
+        let publicDir = URL(fileURLWithPath: self.publicDir).standardizedFileURL
+        let fileLimit = ProcStats.raiseFileLimit()
+        let sections = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        let tiny = scale == .tiny
+        var report = Report(scale: scale, command: CommandLine.arguments.joined(separator: " "), binary: binary, fileLimit: fileLimit)
+        func server() async throws -> ParleyServer { try await ParleyServer(binary: binary, publicDir: publicDir) }
+        func log(_ line: String) { FileHandle.standardError.write(Data("parley-bench: \(line)\n".utf8)) }
+
+        if sections.contains("text") {
+            log("text messaging")
+            let running = try await server()
+            do {
+                report.text = try await TextBench.run(
+                    server: running, consumers: tiny ? 4 : 100, rate: tiny ? 50 : 1000, seconds: tiny ? 1 : 10,
+                    saturationSeconds: tiny ? 1 : 10, window: tiny ? 2 : 8, echoBinary: ownPath)
+            } catch {
+                await running.stop()
+                throw error
+            }
+            await running.stop()
+        }
+        if sections.contains("connections") {
+            log("idle connections")
+            report.connections = try await ConnectionsBench.run(makeServer: server, counts: tiny ? [20] : [1000, 10_000])
+        }
+        if sections.contains("voice") {
+            log("voice pipeline and playback")
+            let running = try await server()
+            do {
+                (report.voice, report.playback) = try await VoiceBench.run(
+                    server: running, noteSeconds: tiny ? 3 : 120, runs: tiny ? 1 : 3, ffmpeg: ffmpeg, listeners: tiny ? 4 : 50,
+                    requestsPerListener: tiny ? 2 : 20)
+            } catch {
+                await running.stop()
+                throw error
+            }
+            await running.stop()
+        }
+        if sections.contains("wire") {
+            log("bytes on the wire")
+            let running = try await server()
+            do {
+                report.wire = try await WireBench.run(server: running)
+            } catch {
+                await running.stop()
+                throw error
+            }
+            await running.stop()
+        }
+        let markdown = report.markdown()
+        print(markdown)
+        if let output {
+            try markdown.write(toFile: output, atomically: true, encoding: .utf8)
+            log("wrote \(output)")
+        }
+    }
+}
+
+/// The baseline for real-time latency: a plain Hummingbird WebSocket echo on loopback. It greets
+/// each connection with one frame (so clients know it is ready), then sends every text frame back.
+struct EchoServer: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "echo-server", abstract: "A plain WebSocket echo server (the latency baseline).")
+
+    func run() async throws {
+        var logger = Logger(label: "echo")
+        logger.logLevel = .warning
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        router.ws("/echo") { inbound, outbound, _ in
+            try await outbound.write(.text(#"{"type":"ready"}"#))
+            for try await message in inbound.messages(maxSize: 1 << 20) {
+                if case .text(let text) = message { try await outbound.write(.text(text)) }
+            }
+        }
+        let app = Application(
+            router: Router(),
+            server: .http1WebSocketUpgrade(webSocketRouter: router),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in
+                FileHandle.standardOutput.write(Data("echo server on port \(channel.localAddress?.port ?? 0)\n".utf8))
+            },
+            logger: logger)
+        try await app.runService()
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A server the benchmarks start as a separate process, with its output in a file (never a pipe: a
+/// pipe nobody drains would stall it), and stop by process id.
+final class ChildProcess {
+    let process: Process
+    let logFile: URL
+    let directory: URL
+    private(set) var output = ""
+
+    var pid: Int32 { process.processIdentifier }
+    var cpuSeconds: Double { ProcStats.cpuSeconds(pid: pid) }
+    var rssBytes: Int { ProcStats.rssBytes(pid: pid) }
+
+    /// Starts `executable` and waits until its output contains `readyMarker`.
+    init(executable: URL, arguments: [String], environment: [String: String] = [:], readyMarker: String) async throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        logFile = directory.appendingPathComponent("output.log")
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let log = try FileHandle(forWritingTo: logFile)
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try? log.close()
+        let deadline = ContinuousClock.now + .seconds(60)
+        while true {
+            output = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+            if output.contains(readyMarker) { break }
+            if !process.isRunning { throw BenchError("\(executable.lastPathComponent) exited:\n\(output)") }
+            if ContinuousClock.now > deadline { throw BenchError("\(executable.lastPathComponent) did not start:\n\(output)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// The first whitespace-separated word after `prefix` in the output.
+    func word(after prefix: String) -> String? {
+        guard let range = output.range(of: prefix) else { return nil }
+        return output[range.upperBound...].split(whereSeparator: { $0 == " " || $0 == "\n" }).first.map(String.init)
+    }
+
+    /// SIGTERM, then SIGKILL after 15 s; removes the working directory.
+    func stop() async {
+        if process.isRunning {
+            kill(pid, SIGTERM)
+            let deadline = ContinuousClock.now + .seconds(15)
+            while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
+            if process.isRunning { kill(pid, SIGKILL) }
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// `parley serve` on 127.0.0.1 with the embedded defaults (SQLite, local disk), a fresh data
+/// directory and the demo brand; rate limits off (the load comes from one address) and, unless a
+/// scanner is named, no malware scanning.
+final class ParleyServer {
+    let child: ChildProcess
+    let port: Int
+    let appId: String
+    let adminEmail: String
+    let adminPassword: String
+    var api: API { API(port: port) }
+    var pid: Int32 { child.pid }
+
+    init(binary: URL, publicDir: URL, extraEnvironment: [String: String] = [:]) async throws {
+        let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bench-data-\(UUID().uuidString)")
+        var environment = [
+            "PARLEY_HOST": "127.0.0.1", "PARLEY_PORT": "0", "PARLEY_DATA_DIR": dataDir.path, "PARLEY_PUBLIC_DIR": publicDir.path,
+            "PARLEY_LOG_LEVEL": "warning", "PARLEY_BCRYPT_COST": "4", "PARLEY_CLAMD": "off", "PARLEY_SEED_DEMO": "true",
+            "PARLEY_RATE_CONSUMER_MESSAGES": "0", "PARLEY_RATE_IP_WRITES": "0", "PARLEY_RATE_CONSUMER_SESSIONS": "0",
+            "PARLEY_RATE_LOGINS": "0",
+        ]
+        environment.merge(extraEnvironment) { $1 }
+        child = try await ChildProcess(executable: binary, arguments: ["serve"], environment: environment, readyMarker: "Parley is listening")
+        guard let url = child.word(after: "Parley is listening on "), let port = url.split(separator: ":").last.flatMap({ Int($0) }),
+            let app = Self.appId(in: child.output),
+            let email = child.word(after: "\n  admin "), let password = child.word(after: "\n  password ")
+        else { throw BenchError("unexpected `parley serve` output:\n\(child.output)") }
+        self.port = port
+        appId = app
+        adminEmail = email
+        adminPassword = password
+        self.dataDir = dataDir
+    }
+
+    private let dataDir: URL
+
+    private static func appId(in output: String) -> String? {
+        guard let line = output.split(separator: "\n").first(where: { $0.contains("web app") }),
+            let open = line.range(of: "(app_"), let close = line[open.lowerBound...].firstIndex(of: ")")
+        else { return nil }
+        return String(line[line.index(after: open.lowerBound)..<close])
+    }
+
+    func stop() async {
+        await child.stop()
+        try? FileManager.default.removeItem(at: dataDir)
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+
+/// Everything one run measured, and its Markdown form (bench/RESULTS.md).
+struct Report {
+    var scale: Scale
+    var command: String
+    var binary: URL
+    var fileLimit: Int
+    var text: TextBench.Report?
+    var connections: [ConnectionsBench.Row]?
+    var voice: VoiceBench.Report?
+    var playback: VoiceBench.Playback?
+    var wire: [WireBench.Row]?
+
+    static func f(_ value: Double, _ digits: Int = 1) -> String {
+        value.isNaN ? "n/a" : String(format: "%.\(digits)f", value)
+    }
+
+    static func kb(_ bytes: Int) -> String { String(format: "%.1f KB", Double(bytes) / 1024) }
+
+    static func git(_ arguments: [String]) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["git"] + arguments
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bench-git-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: file) }
+        guard let handle = try? FileHandle(forWritingTo: file) else { return "" }
+        process.standardOutput = handle
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return "" }
+        process.waitUntilExit()
+        try? handle.close()
+        return ((try? String(contentsOf: file, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func markdown() -> String {
+        var lines: [String] = []
+        let commit = Self.git(["rev-parse", "--short", "HEAD"])
+        let dirty = Self.git(["status", "--porcelain", "--untracked-files=no"]).isEmpty ? "" : " (with uncommitted changes)"
+        let build = binary.path.contains("/release/") ? "release" : (binary.path.contains("/debug/") ? "debug" : "unknown")
+        let date = ISO8601DateFormatter().string(from: Date())
+        lines += [
+            "# Parley benchmarks", "",
+            "| | |", "|---|---|",
+            "| Date | \(date) |",
+            "| Commit | \(commit.isEmpty ? "unknown" : commit)\(dirty) |",
+            "| Machine | \(Machine.cores) cores (\(Machine.cpuModel)), \(Self.f(Machine.memoryGiB)) GiB memory, Linux \(Machine.kernel) |",
+            "| Build | \(build) (`\(binary.path)`) |",
+            "| Command | `\(command)` |",
+            "| Scale | \(scale.rawValue)\(scale == .tiny ? " (a check that each benchmark runs; the numbers mean nothing)" : "") |",
+            "",
+            "Server and load generator share this machine's cores; every server is a fresh `parley serve` on SQLite and local disk",
+            "(the embedded defaults), rate limits off (the load comes from one address), no malware scanner, log level `warning`.",
+            "",
+        ]
+        lines += targets()
+        if let text { lines += textSection(text) }
+        if let connections { lines += connectionSection(connections) }
+        if let voice { lines += voiceSection(voice) }
+        if let wire { lines += wireSection(wire) }
+        if let playback { lines += playbackSection(playback) }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private func targets() -> [String] {
+        var rows: [(String, String, Bool)] = []
+        if let text {
+            rows.append(("Text: ≥ 10,000 messages/s acknowledged after commit", "\(Self.f(text.saturation.messagesPerSecond, 0)) /s", text.saturation.messagesPerSecond >= 10_000))
+            rows.append(("Text: p99 delivery < 5 ms at 1,000 messages/s", "\(Self.f(text.fixed.deliveryLatency.p99, 2)) ms", text.fixed.deliveryLatency.p99 < 5))
+            rows.append(("Text: ≤ 50 µs server CPU per message delivered to one agent", "\(Self.f(text.fixed.cpuMicrosPerMessage, 0)) µs", text.fixed.cpuMicrosPerMessage <= 50))
+        }
+        if let largest = connections?.max(by: { $0.connections < $1.connections }) {
+            rows.append(("\(largest.connections) idle connections at ≤ 10 KB each", "\(Self.f(largest.bytesPerConnection / 1024, 1)) KB", largest.bytesPerConnection <= 10 * 1024 && largest.open == largest.connections))
+        }
+        if let voice {
+            rows.append(("Voice: duration and waveform published ≤ 0.5 s after upload", "\(Self.f(voice.publishedMs / 1000, 2)) s", voice.publishedMs <= 500))
+            rows.append(("Voice: all renditions ≤ 1.2× bare ffmpeg", "\(Self.f(voice.overhead, 2))×", voice.overhead <= 1.2))
+            let opus = voice.renditionBytes["opus"] ?? 0
+            rows.append(("Voice: Opus rendition ≤ 400 KB", Self.kb(opus), opus <= 400 * 1024))
+        }
+        if let plain = wire?.first(where: { !$0.compression }) {
+            rows.append(("12-message chat ≤ 8 KB down (no compression)", Self.kb(plain.down), plain.down <= 8 * 1024))
+            rows.append(("12-message chat ≤ 3 KB up (no compression)", Self.kb(plain.up), plain.up <= 3 * 1024))
+        }
+        guard !rows.isEmpty else { return [] }
+        var lines = ["## Targets", "", "| Target | Measured | Met |", "|---|---:|:---:|"]
+        for (target, measured, met) in rows { lines.append("| \(target) | \(measured) | \(met ? "yes" : "**no**") |") }
+        return lines + [""]
+    }
+
+    private func textSection(_ text: TextBench.Report) -> [String] {
+        func row(_ label: String, _ phase: TextBench.Phase) -> String {
+            "| \(label) | \(phase.acked) | \(Self.f(phase.messagesPerSecond, 0)) | "
+                + "\(Self.f(phase.ackLatency.p50, 2)) / \(Self.f(phase.ackLatency.p99, 2)) / \(Self.f(phase.ackLatency.max, 2)) | "
+                + "\(Self.f(phase.deliveryLatency.p50, 2)) / \(Self.f(phase.deliveryLatency.p99, 2)) / \(Self.f(phase.deliveryLatency.max, 2)) | "
+                + "\(Self.f(phase.cpuMicrosPerMessage, 1)) |"
+        }
+        let rate = Int((Double(text.fixed.sent) / text.fixed.seconds).rounded())
+        return [
+            "## 1. Text messaging", "",
+            "\(text.consumers) consumers, each on its own WebSocket with its own open conversation, send `send` frames; one agent",
+            "is connected. *Ack* is send to the consumer's `ack` (sent after the commit); *delivery* is send to the agent receiving the",
+            "`message` frame. CPU is the server process's user+system time (`/proc/<pid>/stat`) over the run, divided by messages",
+            "delivered.", "",
+            "| Run | Messages | Per second | Ack p50 / p99 / max (ms) | Delivery p50 / p99 / max (ms) | Server CPU per message (µs) |",
+            "|---|---:|---:|---:|---:|---:|",
+            row("Fixed rate, \(rate)/s for \(Self.f(text.fixed.seconds, 0)) s", text.fixed),
+            row("Saturation, \(text.window) in flight per consumer, \(Self.f(text.saturation.seconds, 0)) s", text.saturation),
+            row("Baseline: plain WebSocket echo, \(rate)/s (echo = ack = delivery)", text.echo),
+            "",
+            "Delivery p99 at the fixed rate is \(Self.f(text.fixed.deliveryLatency.p99 / text.echo.deliveryLatency.p99, 1))× the echo's p99; "
+                + "p50 is \(Self.f(text.fixed.deliveryLatency.p50 / text.echo.deliveryLatency.p50, 1))×. "
+                + "Server CPU per message is \(Self.f(text.fixed.cpuMicrosPerMessage / max(text.echo.cpuMicrosPerMessage, 0.001), 1))× the echo server's.",
+            "",
+        ]
+    }
+
+    private func connectionSection(_ rows: [ConnectionsBench.Row]) -> [String] {
+        var lines = [
+            "## 2. Idle connections", "",
+            "Each connection is a different anonymous consumer with its own session token, connected to `/v1/realtime` and idle after",
+            "`hello`. Memory is the server's resident set (`VmRSS`) after the sessions exist and before connecting, and 3 s after the",
+            "last connection opened; each count runs on a fresh server. *Open* is the server's own `parley_realtime_connections`.",
+            "All connections come from 127.0.0.1 (10,000 fit in the ephemeral port range \(portRange())); open files limit \(fileLimit).", "",
+            "| Connections | Open | RSS before | RSS after | Per connection | Time to open all | Server CPU to open (s) |",
+            "|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for row in rows {
+            lines.append(
+                "| \(row.connections) | \(row.open) | \(Self.f(Double(row.rssBefore) / 1_048_576)) MB | \(Self.f(Double(row.rssAfter) / 1_048_576)) MB | "
+                    + "\(Self.f(row.bytesPerConnection / 1024, 1)) KB | \(Self.f(row.openSeconds, 2)) s | \(Self.f(row.serverCPUSeconds, 2)) |")
+        }
+        return lines + [""]
+    }
+
+    private func portRange() -> String {
+        ((try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? "?")
+            .split(whereSeparator: { $0 == "\t" || $0 == " " || $0 == "\n" }).joined(separator: "-")
+    }
+
+    private func voiceSection(_ voice: VoiceBench.Report) -> [String] {
+        var lines = [
+            "## 3. Voice pipeline", "",
+            "A \(voice.noteSeconds / 60 > 0 ? "\(voice.noteSeconds / 60)-minute" : "\(voice.noteSeconds)-second") browser-style note (WebM/Opus 64 kb/s mono written as a live stream, no duration in the header,",
+            "\(Self.kb(voice.noteBytes))) uploaded by a consumer; medians of \(voice.runs) runs, one note at a time. Times start when the last byte of the",
+            "upload is handed to the kernel. The baseline runs the server's own ffmpeg command lines (`AudioAnalyzer.arguments`,",
+            "`VoiceTranscoder.arguments`) bare, in the same run.", "",
+            "| Step | Parley | Bare ffmpeg | Ratio |", "|---|---:|---:|---:|",
+            "| Upload answered (201, with duration and waveform) | \(Self.f(voice.uploadAnsweredMs)) ms | | |",
+            "| Duration and waveform published (agent's `message` frame) | \(Self.f(voice.publishedMs)) ms | \(Self.f(voice.bareAnalysisMs)) ms (decode) | \(Self.f(voice.publishedMs / voice.bareAnalysisMs, 2))× |",
+            "| All renditions ready (agent's `voice_processed` event) | \(Self.f(voice.renditionsReadyMs)) ms | \(Self.f(voice.bareTotalMs)) ms (decode + transcode) | \(Self.f(voice.overhead, 2))× |",
+            "",
+            "Measured duration \(voice.durationMs) ms, \(voice.waveformBars) waveform bars.", "",
+            "| Rendition | Bytes |", "|---|---:|",
+        ]
+        for (format, bytes) in voice.renditionBytes.sorted(by: { $0.key < $1.key }) { lines.append("| \(format) | \(Self.kb(bytes)) (\(bytes)) |") }
+        return lines + [""]
+    }
+
+    private func wireSection(_ rows: [WireBench.Row]) -> [String] {
+        var lines = [
+            "## 4. Bytes on the wire: a 12-message chat", "",
+            "The consumer's side of a first visit, counted by a TCP proxy between client and server (HTTP and WebSocket framing",
+            "included): a session, the brand's settings and the empty conversation list over HTTP with a mobile Chromium's headers,",
+            "then the socket: 6 lines sent as `send` frames, 6 answers received, a read receipt for each answer, and the agent's read",
+            "receipts received. Page assets are not counted (cached after the first visit).", "",
+            "| WebSocket compression | HTTP up | HTTP down | Socket up | Socket down | Total up | Total down |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for row in rows {
+            lines.append(
+                "| \(row.compression ? "permessage-deflate" : "off") | \(row.httpUp) B | \(row.httpDown) B | \(row.socketUp) B | \(row.socketDown) B | "
+                    + "\(Self.kb(row.up)) | \(Self.kb(row.down)) |")
+        }
+        return lines + [""]
+    }
+
+    private func playbackSection(_ playback: VoiceBench.Playback) -> [String] {
+        [
+            "## 5. Playback", "",
+            "\(playback.listeners) listeners at once, each fetching the stored note's Opus rendition (\(Self.kb(playback.bytes))) with `Range: bytes=0-`",
+            "on a new connection, \(playback.requests / max(playback.listeners, 1)) times each. Times include connecting.", "",
+            "| Requests | Errors | First byte p50 / p99 / max (ms) | Full response p50 / p99 / max (ms) |", "|---:|---:|---:|---:|",
+            "| \(playback.requests) | \(playback.errors) | \(Self.f(playback.firstByte.p50, 2)) / \(Self.f(playback.firstByte.p99, 2)) / \(Self.f(playback.firstByte.max, 2)) | "
+                + "\(Self.f(playback.full.p50, 2)) / \(Self.f(playback.full.p99, 2)) / \(Self.f(playback.full.max, 2)) |",
+            "",
+        ]
+    }
+}

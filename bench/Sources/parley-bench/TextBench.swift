@@ -1,0 +1,287 @@
+import Foundation
+import ParleyAPI
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Monotonic nanoseconds, cheap enough to take on every frame.
+@inline(__always) func monotonicNanos() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
+
+/// Send, ack and delivery instants per message index, filled by the generator and the reader tasks.
+final class Timeline: Sendable {
+    let capacity: Int
+    private let sent: Mutex<[UInt64]>
+    private let acked: Mutex<[UInt64]>
+    private let delivered: Mutex<[UInt64]>
+    let next = Atomic<Int>(0)
+    let ackCount = Atomic<Int>(0)
+    let deliveredCount = Atomic<Int>(0)
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        sent = Mutex([UInt64](repeating: 0, count: capacity))
+        acked = Mutex([UInt64](repeating: 0, count: capacity))
+        delivered = Mutex([UInt64](repeating: 0, count: capacity))
+    }
+
+    /// A fresh message index, or nil when the run has used them all.
+    func claim() -> Int? {
+        let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+        return index < capacity ? index : nil
+    }
+
+    let sentCount = Atomic<Int>(0)
+
+    func markSent(_ index: Int) {
+        sent.withLock { $0[index] = monotonicNanos() }
+        sentCount.add(1, ordering: .relaxed)
+    }
+
+    func markAcked(_ index: Int) {
+        let now = monotonicNanos()
+        guard index >= 0, index < capacity else { return }
+        acked.withLock { $0[index] = now }
+        ackCount.add(1, ordering: .relaxed)
+    }
+
+    func markDelivered(_ index: Int) {
+        let now = monotonicNanos()
+        guard index >= 0, index < capacity else { return }
+        delivered.withLock { $0[index] = now }
+        deliveredCount.add(1, ordering: .relaxed)
+    }
+
+    /// Milliseconds from send to ack and from send to delivery, for messages sent in `window`.
+    func latencies(sentBetween window: ClosedRange<UInt64>? = nil) -> (ack: [Double], delivery: [Double]) {
+        let sent = self.sent.withLock { $0 }
+        let acked = self.acked.withLock { $0 }
+        let delivered = self.delivered.withLock { $0 }
+        var ack: [Double] = []
+        var delivery: [Double] = []
+        for index in 0..<min(capacity, next.load(ordering: .relaxed)) where sent[index] != 0 {
+            if let window, !window.contains(sent[index]) { continue }
+            if acked[index] != 0 { ack.append(Double(acked[index] - sent[index]) / 1e6) }
+            if delivered[index] != 0 { delivery.append(Double(delivered[index] - sent[index]) / 1e6) }
+        }
+        return (ack, delivery)
+    }
+}
+
+/// Section 1: text messages from consumers to one agent, at a fixed rate and at saturation.
+enum TextBench {
+    struct Phase: Sendable {
+        var name: String
+        var seconds: Double
+        var sent: Int
+        var acked: Int
+        var delivered: Int
+        var ackLatency: Distribution
+        var deliveryLatency: Distribution
+        var serverCPUSeconds: Double
+        var messagesPerSecond: Double { Double(acked) / seconds }
+        var cpuMicrosPerMessage: Double { serverCPUSeconds * 1e6 / Double(max(delivered, 1)) }
+    }
+
+    struct Report: Sendable {
+        var consumers: Int
+        var window: Int
+        var fixed: Phase
+        var saturation: Phase
+        var echo: Phase
+    }
+
+    /// A consumer with its conversation and its connection.
+    struct Sender: Sendable {
+        var index: Int
+        var conversationId: String
+        var socket: BenchSocket
+    }
+
+    static func sendFrame(conversationId: String, index: Int, run: String) -> String {
+        #"{"type":"send","id":"s\#(index)","clientMessageId":"\#(run)-\#(index)","conversationId":"\#(conversationId)","text":"bench \#(index)"}"#
+    }
+
+    /// The message index in an ack (`"id":"s<index>"`) or a delivered message (`"text":"bench <index>"`).
+    static func ackIndex(_ text: String) -> Int? {
+        guard FrameScan.type(of: text) == "ack", let id = FrameScan.topLevel("id", in: text), id.hasPrefix("s")
+        else { return nil }
+        return Int(id.dropFirst())
+    }
+
+    static func deliveredIndex(_ text: String) -> Int? {
+        guard FrameScan.type(of: text) == "message", let body = FrameScan.string("text", in: text), body.hasPrefix("bench ") else {
+            return nil
+        }
+        return Int(body.dropFirst("bench ".count))
+    }
+
+    static func run(
+        server: ParleyServer, consumers: Int, rate: Int, seconds: Double, saturationSeconds: Double, window: Int, echoBinary: URL
+    ) async throws -> Report {
+        let api = server.api
+        let agentToken = try await api.login(email: server.adminEmail, password: server.adminPassword)
+        // Every consumer opens its conversation over HTTP first, so the timed sends all continue one.
+        let appId = server.appId
+        let sessions = try await concurrently(consumers, width: 8) { index in
+            let session = try await api.consumerSession(appId: appId, name: "Bench consumer \(index)")
+            let first: SendMessageResponse = try await api.call(
+                "POST", "/v1/consumer/messages", token: session.token,
+                body: SendMessageRequest(clientMessageId: "open-\(index)", text: "Hello, I need help with my order"))
+            return (session.token, first.conversation.id)
+        }
+
+        let fixed = try await phase(
+            "fixed", server: server, agentToken: agentToken, sessions: sessions, seconds: seconds,
+            capacity: rate * Int(seconds.rounded(.up)) + 16, mode: .fixedRate(rate))
+        let saturation = try await phase(
+            "saturation", server: server, agentToken: agentToken, sessions: sessions, seconds: saturationSeconds,
+            capacity: 60_000 * Int(saturationSeconds.rounded(.up)) + 16, mode: .window(window))
+        let echo = try await echoPhase(binary: echoBinary, rate: rate, seconds: seconds)
+        return Report(consumers: consumers, window: window, fixed: fixed, saturation: saturation, echo: echo)
+    }
+
+    enum Mode {
+        case fixedRate(Int)
+        case window(Int)
+    }
+
+    static func phase(
+        _ name: String, server: ParleyServer, agentToken: String, sessions: [(String, String)], seconds: Double, capacity: Int,
+        mode: Mode
+    ) async throws -> Phase {
+        let timeline = Timeline(capacity: capacity)
+        let debug = ProcessInfo.processInfo.environment["BENCH_DEBUG"] != nil
+        let run = UUID().uuidString.prefix(8).lowercased()
+        let stopAt = Atomic<UInt64>(UInt64.max)
+        let agent = try await BenchSocket.open(url: "ws://127.0.0.1:\(server.port)/v1/realtime?access_token=\(agentToken)") { text in
+            if debug { FileHandle.standardError.write(Data("agent: \(text.prefix(300))\n".utf8)) }
+            if let index = deliveredIndex(text) { timeline.markDelivered(index) }
+        }
+        // Each sender's reader acks; in window mode an ack sends that consumer's next message.
+        let senders = Locked<[Int: BenchSocket]>([:])
+        let windowed: Bool
+        if case .window = mode { windowed = true } else { windowed = false }
+        let conversationOf = sessions.map(\.1)
+        var sockets: [BenchSocket] = []
+        for (position, session) in sessions.enumerated() {
+            let conversationId = session.1
+            let socket = try await BenchSocket.open(url: "ws://127.0.0.1:\(server.port)/v1/realtime?access_token=\(session.0)") { text in
+                if debug { FileHandle.standardError.write(Data("consumer: \(text.prefix(300))\n".utf8)) }
+                guard let index = ackIndex(text) else { return }
+                timeline.markAcked(index)
+                guard windowed, monotonicNanos() < stopAt.load(ordering: .relaxed), let next = timeline.claim(),
+                    let socket = senders.withLock({ $0[position] })
+                else { return }
+                timeline.markSent(next)
+                socket.send(sendFrame(conversationId: conversationId, index: next, run: run))
+            }
+            senders.withLock { $0[position] = socket }
+            sockets.append(socket)
+        }
+
+        let cpuBefore = server.child.cpuSeconds
+        let started = monotonicNanos()
+        let end = started + UInt64(seconds * 1e9)
+        stopAt.store(end, ordering: .relaxed)
+        switch mode {
+        case .fixedRate(let rate):
+            let interval = 1e9 / Double(rate)
+            var sent = 0
+            while let index = timeline.claim() {
+                let due = started + UInt64(Double(sent) * interval)
+                if due >= end { break }
+                let now = monotonicNanos()
+                if due > now { try await Task.sleep(for: .nanoseconds(Int64(due - now))) }
+                let position = index % sockets.count
+                timeline.markSent(index)
+                sockets[position].send(sendFrame(conversationId: conversationOf[position], index: index, run: run))
+                sent += 1
+            }
+        case .window(let width):
+            for (position, socket) in sockets.enumerated() {
+                for _ in 0..<width {
+                    guard let index = timeline.claim() else { break }
+                    timeline.markSent(index)
+                    socket.send(sendFrame(conversationId: conversationOf[position], index: index, run: run))
+                }
+            }
+            while monotonicNanos() < end { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        let ackedInWindow = timeline.ackCount.load(ordering: .relaxed)
+        let elapsed = Double(monotonicNanos() - started) / 1e9
+        // Let what is in flight arrive (bounded), then read the server's CPU.
+        let sentTotal = timeline.sentCount.load(ordering: .relaxed)
+        let settleDeadline = ContinuousClock.now + .seconds(15)
+        while timeline.deliveredCount.load(ordering: .relaxed) < sentTotal || timeline.ackCount.load(ordering: .relaxed) < sentTotal,
+            ContinuousClock.now < settleDeadline
+        {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let cpu = server.child.cpuSeconds - cpuBefore
+        let (ack, delivery) = timeline.latencies()
+        for socket in sockets { await socket.close() }
+        await agent.close()
+        let isFixed: Bool
+        if case .fixedRate = mode { isFixed = true } else { isFixed = false }
+        return Phase(
+            name: name, seconds: isFixed ? seconds : elapsed, sent: sentTotal, acked: isFixed ? ack.count : ackedInWindow,
+            delivered: delivery.count, ackLatency: Distribution(ack), deliveryLatency: Distribution(delivery), serverCPUSeconds: cpu)
+    }
+
+    /// The baseline: a plain WebSocket echo server (Hummingbird, same machine, separate process) at
+    /// the same rate, with frames of the same size; latency is send to echo received.
+    static func echoPhase(binary: URL, rate: Int, seconds: Double) async throws -> Phase {
+        let child = try await ChildProcess(executable: binary, arguments: ["echo-server"], readyMarker: "echo server on port ")
+        do {
+            return try await echoPhase(child: child, rate: rate, seconds: seconds)
+        } catch {
+            await child.stop()
+            throw error
+        }
+    }
+
+    private static func echoPhase(child: ChildProcess, rate: Int, seconds: Double) async throws -> Phase {
+        guard let port = child.word(after: "echo server on port ").flatMap({ Int($0) }) else { throw BenchError("echo server port") }
+        let capacity = rate * Int(seconds.rounded(.up)) + 16
+        let timeline = Timeline(capacity: capacity)
+        let socket = try await BenchSocket.open(url: "ws://127.0.0.1:\(port)/echo") { text in
+            if let index = ackIndex(text) {
+                timeline.markAcked(index)
+                timeline.markDelivered(index)
+            }
+        }
+        let conversationId = "cnv_" + String(repeating: "x", count: 24)
+        let cpuBefore = child.cpuSeconds
+        let started = monotonicNanos()
+        let end = started + UInt64(seconds * 1e9)
+        let interval = 1e9 / Double(rate)
+        var sent = 0
+        while let index = timeline.claim() {
+            let due = started + UInt64(Double(sent) * interval)
+            if due >= end { break }
+            let now = monotonicNanos()
+            if due > now { try await Task.sleep(for: .nanoseconds(Int64(due - now))) }
+            timeline.markSent(index)
+            // Same shape and size as a Parley send; the echo comes back as an "ack" with the same id.
+            socket.send(sendFrame(conversationId: conversationId, index: index, run: "echo0000").replacingOccurrences(of: #""type":"send""#, with: #""type":"ack""#))
+            sent += 1
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while timeline.deliveredCount.load(ordering: .relaxed) < sent, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let cpu = child.cpuSeconds - cpuBefore
+        await socket.close()
+        await child.stop()
+        let (ack, delivery) = timeline.latencies()
+        return Phase(
+            name: "echo", seconds: seconds, sent: sent, acked: ack.count, delivered: delivery.count, ackLatency: Distribution(ack),
+            deliveryLatency: Distribution(delivery), serverCPUSeconds: cpu)
+    }
+}
