@@ -1,8 +1,10 @@
 """Voice messages in real browsers: a consumer records and sends, the agent sees the length before
 playing, plays and seeks, records back; the consumer plays it; a download matches the original."""
 import http.server
+import json
 import re
 import threading
+import time
 from pathlib import Path
 
 from playwright.sync_api import expect
@@ -275,3 +277,72 @@ def test_embedded_with_one_script_tag(server, browser, shoot, console_errors):
         assert console_errors.errors == [], console_errors.errors
     finally:
         shop.shutdown()
+
+
+def test_widget_sends_over_the_socket_and_falls_back_to_http(server, browser, shoot, console_errors):
+    """While its socket is up the widget sends texts and read receipts as frames (a few dozen bytes
+    each, acknowledged after the commit); when the socket is down the same send goes over HTTP.
+    Either way each message is stored once."""
+    consumer = console_errors(browser.new_context(viewport=PHONE).new_page())
+    state = {"allow": True, "routes": [], "frames": []}
+
+    def route(ws):
+        if not state["allow"]:
+            ws.close()
+            return
+        upstream = ws.connect_to_server()
+
+        def forward(message):
+            state["frames"].append(message)
+            upstream.send(message)
+        ws.on_message(forward)
+        state["routes"].append(ws)
+
+    consumer.route_web_socket(re.compile(r".*/v1/realtime.*"), route)
+    posts = []
+    consumer.on("request", lambda r: posts.append(r.url) if r.method == "POST" and "/v1/consumer/" in r.url else None)
+    consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
+    expect(consumer.locator(".status")).to_have_text("Online", timeout=10000)
+
+    consumer.fill("#message", "Sent as a frame on the socket")
+    consumer.keyboard.press("Enter")
+    expect(consumer.locator(".row.out .bubble").last).to_have_text("Sent as a frame on the socket")
+    deadline = time.time() + 10
+    while not any('"type":"send"' in frame for frame in state["frames"]) and time.time() < deadline:
+        consumer.wait_for_timeout(50)
+    assert any('"type":"send"' in frame and "Sent as a frame" in frame for frame in state["frames"]), state["frames"]
+    assert not any(url.endswith("/v1/consumer/messages") for url in posts), posts
+
+    # The agent answers over HTTP; the widget marks the answer read with a receipt frame.
+    token = consumer.request.post(f"{server.url}/v1/auth/login", data={"email": server.email, "password": server.password}).json()["token"]
+    agent = {"Authorization": f"Bearer {token}"}
+    # The conversation the widget's first message opened, from the consumer's own list.
+    consumer_token = consumer.evaluate("(app) => localStorage.getItem(`parley.consumer.${app}`)", server.app_id)
+    conversation_id = consumer.request.get(f"{server.url}/v1/consumer/conversations",
+                                           headers={"Authorization": f"Bearer {consumer_token}"}).json()["items"][0]["id"]
+    assert consumer.request.post(f"{server.url}/v1/conversations/{conversation_id}/messages", headers=agent,
+                                 data={"clientMessageId": "socket-answer-1", "text": "Got it, thanks."}).ok
+    expect(consumer.locator(".row.in .bubble").last).to_have_text("Got it, thanks.", timeout=10000)
+    deadline = time.time() + 10
+    while not any('"type":"receipt"' in frame for frame in state["frames"]) and time.time() < deadline:
+        consumer.wait_for_timeout(50)
+    assert any('"type":"receipt"' in frame and '"state":"read"' in frame for frame in state["frames"]), state["frames"]
+    assert not any(url.endswith("/receipts") for url in posts), posts
+
+    # The socket drops and stays down: the next send goes over HTTP.
+    state["allow"] = False
+    for ws in state["routes"]:
+        ws.close()
+    expect(consumer.locator(".status")).not_to_have_text("Online", timeout=10000)
+    consumer.fill("#message", "Sent over HTTP while the socket is down")
+    consumer.keyboard.press("Enter")
+    expect(consumer.locator(".row.out .bubble").last).to_have_text("Sent over HTTP while the socket is down")
+    expect(consumer.locator(".row.out").last).not_to_have_class(re.compile(r"failed"))
+    assert any(url.endswith("/v1/consumer/messages") for url in posts), posts
+    shoot(consumer, "widget-socket-fallback-360")
+
+    texts = [m["text"] for m in consumer.request.get(
+        f"{server.url}/v1/conversations/{conversation_id}/messages?limit=200", headers=agent).json()["items"]]
+    assert texts.count("Sent as a frame on the socket") == 1, texts
+    assert texts.count("Sent over HTTP while the socket is down") == 1, texts
+    assert console_errors.errors == [], console_errors.errors
