@@ -25,6 +25,10 @@ fi
 
 swift build --build-tests
 swift test --skip-build
+# The benchmarks once, at tiny sizes, on the debug build: proof that each still runs (bench/run.sh
+# measures on release builds). The report is kept with the test artifacts, not bench/RESULTS.md.
+mkdir -p test-artifacts
+.build/debug/parley-bench run --scale tiny --parley .build/debug/parley --output test-artifacts/bench-tiny.md > /dev/null
 export E2E_PARLEY_BINARY="$PWD/.build/debug/parley"
 .venv/bin/pytest e2e -q --ignore=e2e/test_calls.py
 # Calls: two Chromium pages, parley serve and coturn, each test in its own network namespace.

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs Parley's benchmarks on release builds and writes bench/RESULTS.md (see bench/README.md).
+# Extra arguments go to `parley-bench run`, for example `--only text,voice` or `--scale tiny`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+swift build -c release --product parley
+swift build -c release --product parley-bench
+# 10,000 connections need 10,000 descriptors on each side.
+ulimit -n "$(ulimit -Hn)"
+exec .build/release/parley-bench run --parley .build/release/parley --output bench/RESULTS.md "$@"
