@@ -104,9 +104,9 @@ public func openDatabase(_ location: DatabaseLocation, logger: Logger) async thr
     switch location {
     case .sqliteFile(let path):
         try SQLiteDatabaseClient.prepareDirectory(for: path)
-        return try await SQLiteDatabaseClient.open(storage: .file(path: path), logger: logger)
+        return try await SQLiteDatabaseClient.open(path: path, logger: logger)
     case .sqliteMemory:
-        return try await SQLiteDatabaseClient.open(storage: .memory, logger: logger)
+        return try await SQLiteDatabaseClient.open(path: nil, logger: logger)
     case .postgres(let url):
         return try await PostgresDatabaseClient.open(url: url, logger: logger)
     }

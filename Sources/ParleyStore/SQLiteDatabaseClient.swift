@@ -13,13 +13,15 @@ import SQLiteKit
 /// one fsync per commit.
 public final class SQLiteDatabaseClient: DatabaseClient {
     public let flavor = DatabaseFlavor.sqlite
-    private let writer: SQLiteConnection
-    private let reader: SQLiteConnection
+    private let writer: SQLiteHandle
+    private let reader: SQLiteHandle
     private let writeLock = AsyncMutex()
+    private let logger: Logger
 
-    private init(writer: SQLiteConnection, reader: SQLiteConnection) {
+    private init(writer: SQLiteHandle, reader: SQLiteHandle, logger: Logger) {
         self.writer = writer
         self.reader = reader
+        self.logger = logger
     }
 
     static func prepareDirectory(for path: String) throws {
@@ -31,55 +33,48 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         }
     }
 
-    public static func open(storage: SQLiteConnection.Storage, logger: Logger) async throws -> SQLiteDatabaseClient {
-        let threadPool = NIOThreadPool.singleton
-        let eventLoop = MultiThreadedEventLoopGroup.singleton.any()
+    /// Opens a file (a writer and a reader connection) or, with `nil`, a private in-memory database
+    /// (one connection: it exists on that connection only).
+    public static func open(path: String?, logger: Logger) async throws -> SQLiteDatabaseClient {
         let synchronous = ProcessInfo.processInfo.environment["PARLEY_SQLITE_SYNCHRONOUS"]?.lowercased() == "full" ? "FULL" : "NORMAL"
-        let writer = try await SQLiteConnection.open(storage: storage, threadPool: threadPool, logger: logger, on: eventLoop)
-        let reader: SQLiteConnection
-        switch storage {
-        case .memory:
-            // A private in-memory database exists on one connection only.
-            reader = writer
-        default:
-            reader = try await SQLiteConnection.open(storage: storage, threadPool: threadPool, logger: logger, on: eventLoop)
-        }
+        let writer = try SQLiteHandle(path: path ?? ":memory:")
+        let reader = try path.map { try SQLiteHandle(path: $0) } ?? writer
         do {
-            for connection in Set([ObjectIdentifier(writer), ObjectIdentifier(reader)]).count == 1 ? [writer] : [writer, reader] {
-                let db = connection.sql()
+            for connection in reader === writer ? [writer] : [writer, reader] {
+                let db = DirectSQLiteDatabase(handle: connection, logger: logger)
                 try await db.raw("PRAGMA busy_timeout = 5000").run()
                 try await db.raw("PRAGMA foreign_keys = ON").run()
                 try await db.raw(SQLQueryString("PRAGMA synchronous = \(unsafeRaw: synchronous)")).run()
             }
-            if case .file = storage {
-                try await writer.sql().raw("PRAGMA journal_mode = WAL").run()
+            if path != nil {
+                try await DirectSQLiteDatabase(handle: writer, logger: logger).raw("PRAGMA journal_mode = WAL").run()
             }
         } catch {
-            try? await writer.close()
-            try? await reader.close()
+            writer.close()
+            reader.close()
             throw error
         }
-        return SQLiteDatabaseClient(writer: writer, reader: reader)
+        return SQLiteDatabaseClient(writer: writer, reader: reader, logger: logger)
     }
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        let db = writer.sql()
+        let db = DirectSQLiteDatabase(handle: writer, logger: logger)
         // IMMEDIATE takes the write lock at BEGIN, so a transaction never fails half-way on a busy lock.
         return try await writeLock.withLock { try await db.inTransaction(begin: "BEGIN IMMEDIATE", body) }
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         if reader === writer {
-            let db = writer.sql()
+            let db = DirectSQLiteDatabase(handle: writer, logger: logger)
             return try await writeLock.withLock { try await body(db) }
         }
-        return try await body(reader.sql())
+        return try await body(DirectSQLiteDatabase(handle: reader, logger: logger))
     }
 
     public func close() async {
-        try? await writer.close()
+        writer.close()
         if reader !== writer {
-            try? await reader.close()
+            reader.close()
         }
     }
 }

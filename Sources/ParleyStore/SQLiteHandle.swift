@@ -1,0 +1,224 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import SQLKit
+import SQLiteKit
+import Synchronization
+import VaporCSQLite
+
+/// One SQLite connection, used directly on the calling thread under a lock, with a cache of prepared
+/// statements.
+///
+/// SQLiteNIO runs every statement on a thread pool and hands every row back through the event loop:
+/// three thread hops per statement, which cost far more than the statement itself (a message send
+/// is about ten statements; SQLite answers each in microseconds from its page cache). Here a
+/// statement runs where it is called, so a transaction costs what SQLite costs. The lock is held
+/// for one statement at a time; transactions are serialised above, by `SQLiteDatabaseClient`.
+final class SQLiteHandle: Sendable {
+    private let connection: Mutex<Connection>
+
+    /// The raw handle and its statements. Only touched inside `connection`'s lock.
+    private struct Connection: ~Copyable {
+        var handle: OpaquePointer?
+        var statements: [String: Prepared] = [:]
+    }
+
+    private struct Prepared {
+        var statement: OpaquePointer
+        var columns: SQLiteColumns
+    }
+
+    /// Most distinct statements kept prepared; the repository has a few dozen.
+    private static let cacheLimit = 256
+
+    init(path: String) throws {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
+        let status = sqlite_nio_sqlite3_open_v2(path, &handle, flags, nil)
+        guard status == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite_nio_sqlite3_errmsg($0)) } ?? "cannot open"
+            sqlite_nio_sqlite3_close(handle)
+            throw SQLiteStatementError(code: status, message: "cannot open the database at \(path): \(message)")
+        }
+        connection = Mutex(Connection(handle: handle))
+    }
+
+    func close() {
+        connection.withLock { connection in
+            for prepared in connection.statements.values { sqlite_nio_sqlite3_finalize(prepared.statement) }
+            connection.statements.removeAll()
+            if let handle = connection.handle { sqlite_nio_sqlite3_close_v2(handle) }
+            connection.handle = nil
+        }
+    }
+
+    /// Runs one statement with its binds and passes each row to `onRow`.
+    func run(_ sql: String, _ binds: [SQLiteData], _ onRow: (DirectSQLiteRow) -> Void) throws {
+        try connection.withLock { connection in
+            guard let handle = connection.handle else {
+                throw SQLiteStatementError(code: SQLITE_MISUSE, message: "the database is closed")
+            }
+            let prepared: Prepared
+            if let cached = connection.statements[sql] {
+                prepared = cached
+            } else {
+                var statement: OpaquePointer?
+                let status = sqlite_nio_sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+                guard status == SQLITE_OK, let statement else {
+                    throw SQLiteStatementError(code: status, message: String(cString: sqlite_nio_sqlite3_errmsg(handle)))
+                }
+                let count = sqlite_nio_sqlite3_column_count(statement)
+                let names = (0..<count).map { String(cString: sqlite_nio_sqlite3_column_name(statement, $0)) }
+                prepared = Prepared(statement: statement, columns: SQLiteColumns(names: names))
+                if connection.statements.count >= Self.cacheLimit {
+                    for old in connection.statements.values { sqlite_nio_sqlite3_finalize(old.statement) }
+                    connection.statements.removeAll()
+                }
+                connection.statements[sql] = prepared
+            }
+            let statement = prepared.statement
+            defer {
+                sqlite_nio_sqlite3_reset(statement)
+                sqlite_nio_sqlite3_clear_bindings(statement)
+            }
+            for (offset, bind) in binds.enumerated() {
+                let index = Int32(offset + 1)
+                let status: Int32
+                switch bind {
+                case .integer(let value): status = sqlite_nio_sqlite3_bind_int64(statement, index, Int64(value))
+                case .float(let value): status = sqlite_nio_sqlite3_bind_double(statement, index, value)
+                case .text(let value):
+                    status = sqlite_nio_sqlite3_bind_text64(statement, index, value, UInt64(value.utf8.count), transient, UInt8(SQLITE_UTF8))
+                case .blob(let value):
+                    status = value.withUnsafeReadableBytes {
+                        sqlite_nio_sqlite3_bind_blob64(statement, index, $0.baseAddress, UInt64($0.count), transient)
+                    }
+                case .null: status = sqlite_nio_sqlite3_bind_null(statement, index)
+                }
+                guard status == SQLITE_OK else {
+                    throw SQLiteStatementError(code: status, message: String(cString: sqlite_nio_sqlite3_errmsg(handle)))
+                }
+            }
+            let width = prepared.columns.names.count
+            while true {
+                let status = sqlite_nio_sqlite3_step(statement)
+                if status == SQLITE_DONE { return }
+                guard status == SQLITE_ROW else {
+                    throw SQLiteStatementError(code: status, message: String(cString: sqlite_nio_sqlite3_errmsg(handle)))
+                }
+                var values: [SQLiteData] = []
+                values.reserveCapacity(width)
+                for column in 0..<Int32(width) {
+                    switch sqlite_nio_sqlite3_column_type(statement, column) {
+                    case SQLITE_INTEGER: values.append(.integer(Int(sqlite_nio_sqlite3_column_int64(statement, column))))
+                    case SQLITE_FLOAT: values.append(.float(sqlite_nio_sqlite3_column_double(statement, column)))
+                    case SQLITE_TEXT:
+                        let bytes = Int(sqlite_nio_sqlite3_column_bytes(statement, column))
+                        if let text = sqlite_nio_sqlite3_column_text(statement, column) {
+                            values.append(.text(String(decoding: UnsafeBufferPointer(start: text, count: bytes), as: UTF8.self)))
+                        } else {
+                            values.append(.text(""))
+                        }
+                    case SQLITE_BLOB:
+                        let bytes = Int(sqlite_nio_sqlite3_column_bytes(statement, column))
+                        var buffer = ByteBufferAllocator().buffer(capacity: bytes)
+                        if let blob = sqlite_nio_sqlite3_column_blob(statement, column) {
+                            buffer.writeBytes(UnsafeRawBufferPointer(start: blob, count: bytes))
+                        }
+                        values.append(.blob(buffer))
+                    default: values.append(.null)
+                    }
+                }
+                onRow(DirectSQLiteRow(columns: prepared.columns, values: values))
+            }
+        }
+    }
+}
+
+private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// A statement that SQLite refused; `description` carries SQLite's own message (for example
+/// "UNIQUE constraint failed: ...", which `isUniqueViolation` looks for).
+struct SQLiteStatementError: Error, CustomStringConvertible {
+    var code: Int32
+    var message: String
+    var description: String { "SQLite error \(code): \(message)" }
+}
+
+/// Column names of a statement's result and where each is, shared by all its rows.
+final class SQLiteColumns: Sendable {
+    let names: [String]
+    let offsets: [String: Int]
+
+    init(names: [String]) {
+        self.names = names
+        offsets = Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+}
+
+struct DirectSQLiteRow: SQLRow, @unchecked Sendable {
+    // ByteBuffer and String are Sendable; SQLiteData is too. The class holding names is immutable.
+    let columns: SQLiteColumns
+    let values: [SQLiteData]
+    private static let decoder = SQLiteDataDecoder()
+
+    var allColumns: [String] { columns.names }
+    func contains(column: String) -> Bool { columns.offsets[column] != nil }
+
+    func decodeNil(column: String) throws -> Bool {
+        guard let offset = columns.offsets[column] else { return true }
+        return values[offset] == .null
+    }
+
+    func decode<D: Decodable>(column: String, as type: D.Type) throws -> D {
+        guard let offset = columns.offsets[column] else {
+            throw DecodingError.keyNotFound(
+                SQLiteColumnKey(column), .init(codingPath: [], debugDescription: "no column \(column) in the result"))
+        }
+        return try Self.decoder.decode(D.self, from: values[offset])
+    }
+}
+
+private struct SQLiteColumnKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(_ name: String) { stringValue = name }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}
+
+/// SQLKit on a `SQLiteHandle`: statements run on the calling thread.
+struct DirectSQLiteDatabase: SQLDatabase {
+    let handle: SQLiteHandle
+    let logger: Logger
+    private static let encoder = SQLiteDataEncoder()
+
+    var eventLoop: any EventLoop { MultiThreadedEventLoopGroup.singleton.any() }
+    var version: (any SQLDatabaseReportedVersion)? { nil }
+    var dialect: any SQLDialect { SQLiteDialect() }
+    var queryLogLevel: Logger.Level? { nil }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<Void> {
+        do {
+            try run(query, onRow)
+            return eventLoop.makeSucceededVoidFuture()
+        } catch {
+            return eventLoop.makeFailedFuture(error)
+        }
+    }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
+        try run(query, onRow)
+    }
+
+    func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        try await closure(self)
+    }
+
+    private func run(_ query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) throws {
+        let (sql, binds) = serialize(query)
+        let data = try binds.map { try Self.encoder.encode($0) }
+        try handle.run(sql, data) { onRow($0) }
+    }
+}
