@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import SQLiteKit
+import Synchronization
 
 /// SQLite in WAL mode: one writer connection, whose transactions run one at a time, and one reader
 /// connection, which sees committed data without waiting for the writer.
@@ -57,10 +58,91 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         return SQLiteDatabaseClient(writer: writer, reader: reader, logger: logger)
     }
 
+    /// Runs `body` atomically and returns once its changes are committed.
+    ///
+    /// Group commit: writes that arrive while a transaction runs wait, then commit together in the
+    /// next one, each inside its own savepoint. A body that throws rolls back to its savepoint and
+    /// only its caller sees the error; the others commit. One commit writes each changed page to the
+    /// WAL once for the whole group, which is most of what a commit costs.
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        let value = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<any Sendable, any Error>) in
+            let job = WriteJob(body: { try await body($0) }, continuation: continuation)
+            let startDrain = queue.withLock { queue -> Bool in
+                queue.pending.append(job)
+                if queue.draining { return false }
+                queue.draining = true
+                return true
+            }
+            if startDrain { Task { await self.drain() } }
+        }
+        guard let typed = value as? T else { throw StoreError.corrupt("a write returned an unexpected type") }
+        return typed
+    }
+
+    /// Most writes committed in one transaction: bounds how long the first of a group waits.
+    static let maxGroup = 128
+
+    private struct WriteJob: Sendable {
+        let body: @Sendable (any SQLDatabase) async throws -> any Sendable
+        let continuation: CheckedContinuation<any Sendable, any Error>
+    }
+
+    private let queue = Mutex<(pending: [WriteJob], draining: Bool)>(([], false))
+
+    private func drain() async {
+        while true {
+            let group = queue.withLock { queue -> [WriteJob] in
+                let group = Array(queue.pending.prefix(Self.maxGroup))
+                queue.pending.removeFirst(group.count)
+                if group.isEmpty { queue.draining = false }
+                return group
+            }
+            if group.isEmpty { return }
+            await writeLock.withLock { await self.commit(group) }
+        }
+    }
+
+    private func commit(_ group: [WriteJob]) async {
         let db = DirectSQLiteDatabase(handle: writer, logger: logger)
-        // IMMEDIATE takes the write lock at BEGIN, so a transaction never fails half-way on a busy lock.
-        return try await writeLock.withLock { try await db.inTransaction(begin: "BEGIN IMMEDIATE", body) }
+        do {
+            // IMMEDIATE takes the write lock at BEGIN, so a transaction never fails half-way on a busy lock.
+            try await db.raw("BEGIN IMMEDIATE").run()
+        } catch {
+            for job in group { job.continuation.resume(throwing: error) }
+            return
+        }
+        var results: [Result<any Sendable, any Error>] = []
+        results.reserveCapacity(group.count)
+        if group.count == 1 {
+            do {
+                results.append(.success(try await group[0].body(db)))
+            } catch {
+                try? await db.raw("ROLLBACK").run()
+                group[0].continuation.resume(throwing: error)
+                return
+            }
+        } else {
+            for job in group {
+                do {
+                    try await db.raw("SAVEPOINT parley_write").run()
+                    let value = try await job.body(db)
+                    try await db.raw("RELEASE parley_write").run()
+                    results.append(.success(value))
+                } catch {
+                    try? await db.raw("ROLLBACK TO parley_write").run()
+                    try? await db.raw("RELEASE parley_write").run()
+                    results.append(.failure(error))
+                }
+            }
+        }
+        do {
+            try await db.raw("COMMIT").run()
+        } catch {
+            try? await db.raw("ROLLBACK").run()
+            for job in group { job.continuation.resume(throwing: error) }
+            return
+        }
+        for (job, result) in zip(group, results) { job.continuation.resume(with: result) }
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
