@@ -1,3 +1,4 @@
+import Foundation
 import ParleyAPI
 import ParleyDomain
 import Synchronization
@@ -17,11 +18,14 @@ public final class Outbox: Sendable {
     public let principal: Principal
     /// The hash of the session token the connection was opened with; logout of that session closes it.
     public let sessionTokenHash: String?
+    /// When the connection's session ends; the hub closes the connection then.
+    public let expiresAt: Date?
     let stream: AsyncStream<String>
     private let continuation: AsyncStream<String>.Continuation
     private let closeReason = Mutex<CloseReason?>(nil)
 
-    init(connectionId: String, principal: Principal, sessionTokenHash: String?, limit: Int) {
+    init(connectionId: String, principal: Principal, sessionTokenHash: String?, expiresAt: Date? = nil, limit: Int) {
+        self.expiresAt = expiresAt
         self.connectionId = connectionId
         self.principal = principal
         self.sessionTokenHash = sessionTokenHash

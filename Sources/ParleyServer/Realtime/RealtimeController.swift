@@ -40,7 +40,7 @@ struct RealtimeController {
         principal: Principal, sessionTokenHash: String?, expiresAt: Date?, ip: String? = nil, inbound: WebSocketInboundStream,
         outbound: WebSocketOutboundWriter, logger: Logger
     ) async {
-        let outbox = hub.register(principal, sessionTokenHash: sessionTokenHash)
+        let outbox = hub.register(principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt)
         defer { hub.unregister(outbox) }
         send(
             .hello(
@@ -67,16 +67,6 @@ struct RealtimeController {
                     logger.debug("real-time connection ended", metadata: ["error": "\(error)"])
                 }
                 outbox.finish()  // the client went away: stop writing
-            }
-            if let expiresAt {
-                group.addTask {
-                    // The connection ends with its session.
-                    let remaining = min(max(expiresAt.timeIntervalSinceNow, 0), 31_536_000)
-                    try? await Task.sleep(for: .milliseconds(Int64(remaining * 1000)))
-                    if !Task.isCancelled {
-                        outbox.close(code: RealtimeCloseCode.unauthorized, text: "session expired")
-                    }
-                }
             }
             // This task writes: it drains the outbox until the client leaves or the connection is closed.
             for await frame in outbox.stream {

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import ParleyAPI
 import ParleyDomain
@@ -26,9 +27,10 @@ public final class RealtimeHub: Service {
     }
 
     /// Adds a connection; events for its principal start arriving in its outbox at once.
-    public func register(_ principal: Principal, sessionTokenHash: String? = nil) -> Outbox {
+    public func register(_ principal: Principal, sessionTokenHash: String? = nil, expiresAt: Date? = nil) -> Outbox {
         let outbox = Outbox(
-            connectionId: Identifier.make(.connection), principal: principal, sessionTokenHash: sessionTokenHash, limit: queueLimit)
+            connectionId: Identifier.make(.connection), principal: principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt,
+            limit: queueLimit)
         state.withLock { state in
             state.connections[outbox.connectionId] = outbox
             switch principal {
@@ -93,9 +95,23 @@ public final class RealtimeHub: Service {
         }
     }
 
+    /// Closes (with 4001) every connection whose session has expired. One sweep for all connections
+    /// instead of a timer task per connection, which would cost each idle connection its memory.
+    func closeExpired(now: Date = Date()) {
+        let expired = state.withLock { state in
+            state.connections.values.filter { $0.expiresAt.map { $0 <= now } ?? false }
+        }
+        for outbox in expired { outbox.close(code: RealtimeCloseCode.unauthorized, text: "session expired") }
+    }
+
     public func run() async throws {
-        // Nothing to do until shutdown: delivery happens on the publishers' tasks.
-        try? await gracefulShutdown()
+        // Delivery happens on the publishers' tasks; this service sweeps expired sessions until shutdown.
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try await Task.sleep(for: .milliseconds(500))
+                self.closeExpired()
+            }
+        }
         let all = state.withLock { Array($0.connections.values) }
         for outbox in all {
             outbox.close(code: RealtimeCloseCode.resume, text: "server shutting down: reconnect and resume")

@@ -54,6 +54,31 @@ enum ConnectionsBench {
         return Row(connections: count, open: open, rssBefore: rssBefore, rssAfter: rssAfter, openSeconds: openSeconds, serverCPUSeconds: cpu)
     }
 
+    /// The baseline: the same count of idle connections to a plain Hummingbird WebSocket server
+    /// (`parley-bench echo-server`), which has no authentication, hub or per-connection state.
+    static func baseline(echoBinary: URL, count: Int) async throws -> Row {
+        let child = try await ChildProcess(executable: echoBinary, arguments: ["echo-server"], readyMarker: "echo server on port ")
+        do {
+            guard let port = child.word(after: "echo server on port ").flatMap({ Int($0) }) else { throw BenchError("echo server port") }
+            try await Task.sleep(for: .seconds(1))
+            let rssBefore = child.rssBytes
+            let cpuBefore = child.cpuSeconds
+            let started = ContinuousClock.now
+            let sockets = try await concurrently(count, width: 64) { _ in try await BenchSocket.open(url: "ws://127.0.0.1:\(port)/echo") }
+            let openSeconds = ContinuousClock.now.milliseconds(since: started) / 1000
+            try await Task.sleep(for: .seconds(3))
+            let row = Row(
+                connections: count, open: sockets.count, rssBefore: rssBefore, rssAfter: child.rssBytes, openSeconds: openSeconds,
+                serverCPUSeconds: child.cpuSeconds - cpuBefore)
+            _ = try await concurrently(sockets.count, width: 256) { index in await sockets[index].close() }
+            await child.stop()
+            return row
+        } catch {
+            await child.stop()
+            throw error
+        }
+    }
+
     /// The server's own count of open real-time connections, from `/metrics`.
     static func openConnections(_ api: API) async throws -> Int {
         let port = api.port

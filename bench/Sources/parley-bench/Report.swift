@@ -8,6 +8,7 @@ struct Report {
     var fileLimit: Int
     var text: TextBench.Report?
     var connections: [ConnectionsBench.Row]?
+    var connectionBaseline: ConnectionsBench.Row?
     var voice: VoiceBench.Report?
     var playback: VoiceBench.Playback?
     var wire: [WireBench.Row]?
@@ -126,10 +127,16 @@ struct Report {
             "| Connections | Open | RSS before | RSS after | Per connection | Time to open all | Server CPU to open (s) |",
             "|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        for row in rows {
-            lines.append(
-                "| \(row.connections) | \(row.open) | \(Self.f(Double(row.rssBefore) / 1_048_576)) MB | \(Self.f(Double(row.rssAfter) / 1_048_576)) MB | "
-                    + "\(Self.f(row.bytesPerConnection / 1024, 1)) KB | \(Self.f(row.openSeconds, 2)) s | \(Self.f(row.serverCPUSeconds, 2)) |")
+        func line(_ label: String, _ row: ConnectionsBench.Row) -> String {
+            "| \(label) | \(row.open) | \(Self.f(Double(row.rssBefore) / 1_048_576)) MB | \(Self.f(Double(row.rssAfter) / 1_048_576)) MB | "
+                + "\(Self.f(row.bytesPerConnection / 1024, 1)) KB | \(Self.f(row.openSeconds, 2)) s | \(Self.f(row.serverCPUSeconds, 2)) |"
+        }
+        for row in rows { lines.append(line("\(row.connections)", row)) }
+        if let baseline = connectionBaseline {
+            lines.append(line("Baseline: \(baseline.connections) to a plain Hummingbird WebSocket server", baseline))
+            if let largest = rows.max(by: { $0.connections < $1.connections }) {
+                lines += ["", "Parley's \(largest.connections) connections cost \(Self.f(largest.bytesPerConnection / max(baseline.bytesPerConnection, 1), 1))× the plain server's memory per connection."]
+            }
         }
         return lines + [""]
     }
