@@ -34,21 +34,24 @@ function setStatus(state, message) {
   status.textContent = message ?? ({ connecting: "Connecting…", online: "Online", offline: "Offline – retrying" })[state];
 }
 
+/** Resumes the saved session or starts one; true when the visitor is new (and so has no history). */
 async function session() {
   const saved = localStorage.getItem(storageKey);
   if (saved) {
     api.token = saved;
-    try { await api.get("/v1/consumer/me"); return; } catch (error) { if (!(error instanceof ApiError) || error.status !== 401) throw error; }
+    try { await api.get("/v1/consumer/me"); return false; } catch (error) { if (!(error instanceof ApiError) || error.status !== 401) throw error; }
   }
   const created = await api.post("/v1/consumer/session", { appId });
   api.token = created.token;
   localStorage.setItem(storageKey, created.token);
+  return true;
 }
 
 async function start() {
   if (!appId) { setStatus("offline", "This chat is not set up: the page needs ?app=…"); return; }
+  let newVisitor;
   try {
-    await session();
+    newVisitor = await session();
   } catch (error) {
     setStatus("offline", error.code === "app_not_found" ? "This chat is not available." : "Cannot connect. Retrying…");
     if (error.code !== "app_not_found") setTimeout(start, 3000);
@@ -63,7 +66,8 @@ async function start() {
     recorder.hidden = false;
   }
   timeline = new Timeline($(".timeline"), { perspective: "consumer", api });
-  const conversations = (await api.get("/v1/consumer/conversations?limit=1")).items;
+  // A visitor whose session was just created has no conversations yet: no request for them.
+  const conversations = newVisitor ? [] : (await api.get("/v1/consumer/conversations?limit=1")).items;
   if (conversations.length) {
     conversationId = conversations[0].id;
     const [history, callHistory] = await Promise.all([

@@ -131,7 +131,15 @@ public func buildApplication(
                 http1: .init(idleTimeout: .seconds(75)),
                 ws: .init(
                     maxFrameSize: configuration.maxRealtimeFrameBytes,
-                    extensions: [.perMessageDeflate(minFrameSizeToCompress: 256)],
+                    // Small windows (1 KB) and memory level 2: each compressed connection keeps about
+                    // 10 KB of zlib state instead of ~90 KB at zlib's defaults, and Parley's frames
+                    // (a few hundred bytes, repeating keys) compress nearly as well. Frames from
+                    // 64 bytes are compressed: with the shared window even small ones shrink.
+                    extensions: [
+                        .perMessageDeflate(
+                            clientMaxWindow: 10, serverMaxWindow: 10, memoryLevel: 2,
+                            maxDecompressedFrameSize: configuration.maxRealtimeFrameBytes, minFrameSizeToCompress: 64)
+                    ],
                     autoPing: .enabled(timePeriod: .seconds(RealtimeController.heartbeatSeconds))))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Parley"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },

@@ -13,7 +13,8 @@ final class BenchSocket: Sendable {
     private let outgoing: AsyncStream<String>.Continuation
     private let task: Task<Void, Never>
 
-    /// Connects and returns once the server's first frame (`hello`, or `ready` for the echo server)
+    /// With `compression`, permessage-deflate is offered and every frame sent is compressed, as
+    /// browsers do. Connects and returns once the server's first frame (`hello`, or `ready` for the echo server)
     /// has arrived.
     static func open(
         url: String, compression: Bool = false, headers: HTTPFields = [:], onText: @escaping @Sendable (String) -> Void = { _ in }
@@ -34,7 +35,7 @@ final class BenchSocket: Sendable {
                 try await WebSocketClient.connect(
                     url: url,
                     configuration: .init(
-                        maxFrameSize: 1 << 22, additionalHeaders: headers, extensions: compression ? [.perMessageDeflate()] : []),
+                        maxFrameSize: 1 << 22, additionalHeaders: headers, extensions: compression ? [.perMessageDeflate(minFrameSizeToCompress: 1)] : []),
                     logger: logger
                 ) { inbound, outbound, _ in
                     try await withThrowingTaskGroup(of: Void.self) { group in

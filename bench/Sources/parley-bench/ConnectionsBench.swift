@@ -12,15 +12,18 @@ enum ConnectionsBench {
         var rssAfter: Int
         var openSeconds: Double
         var serverCPUSeconds: Double
+        var compression = false
         var bytesPerConnection: Double { Double(rssAfter - rssBefore) / Double(max(open, 1)) }
     }
 
-    static func run(makeServer: () async throws -> ParleyServer, counts: [Int]) async throws -> [Row] {
+    /// Rounds of idle connections: `counts` plain, then `compressed` with permessage-deflate
+    /// negotiated (as browsers do).
+    static func run(makeServer: () async throws -> ParleyServer, counts: [Int], compressed: Int) async throws -> [Row] {
         var rows: [Row] = []
-        for count in counts {
+        for (count, compression) in counts.map({ ($0, false) }) + [(compressed, true)] {
             let server = try await makeServer()
             do {
-                rows.append(try await round(server: server, count: count))
+                rows.append(try await round(server: server, count: count, compression: compression))
             } catch {
                 await server.stop()
                 throw error
@@ -30,7 +33,7 @@ enum ConnectionsBench {
         return rows
     }
 
-    static func round(server: ParleyServer, count: Int) async throws -> Row {
+    static func round(server: ParleyServer, count: Int, compression: Bool) async throws -> Row {
         let api = server.api
         let appId = server.appId
         let tokens = try await concurrently(count, width: 16) { index in
@@ -42,7 +45,7 @@ enum ConnectionsBench {
         let started = ContinuousClock.now
         let port = server.port
         let sockets = try await concurrently(count, width: 64) { index in
-            try await BenchSocket.open(url: "ws://127.0.0.1:\(port)/v1/realtime?access_token=\(tokens[index])")
+            try await BenchSocket.open(url: "ws://127.0.0.1:\(port)/v1/realtime?access_token=\(tokens[index])", compression: compression)
         }
         let openSeconds = ContinuousClock.now.milliseconds(since: started) / 1000
         // Idle: let the server settle (queues drained, buffers back in their pools), then measure.
@@ -51,7 +54,9 @@ enum ConnectionsBench {
         let cpu = server.child.cpuSeconds - cpuBefore
         let open = try await openConnections(api)
         _ = try await concurrently(sockets.count, width: 256) { index in await sockets[index].close() }
-        return Row(connections: count, open: open, rssBefore: rssBefore, rssAfter: rssAfter, openSeconds: openSeconds, serverCPUSeconds: cpu)
+        return Row(
+            connections: count, open: open, rssBefore: rssBefore, rssAfter: rssAfter, openSeconds: openSeconds, serverCPUSeconds: cpu,
+            compression: compression)
     }
 
     /// The baseline: the same count of idle connections to a plain Hummingbird WebSocket server

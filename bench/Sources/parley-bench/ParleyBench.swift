@@ -59,7 +59,7 @@ struct Run: AsyncParsableCommand {
         }
         if sections.contains("connections") {
             log("idle connections")
-            report.connections = try await ConnectionsBench.run(makeServer: server, counts: tiny ? [20] : [1000, 10_000])
+            report.connections = try await ConnectionsBench.run(makeServer: server, counts: tiny ? [20] : [1000, 10_000], compressed: tiny ? 20 : 1000)
             report.connectionBaseline = try await ConnectionsBench.baseline(echoBinary: ownPath, count: tiny ? 20 : 10_000)
         }
         if sections.contains("voice") {

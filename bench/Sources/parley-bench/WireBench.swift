@@ -139,13 +139,12 @@ enum WireBench {
                 try RawHTTP.request(port: proxyPort, method, path, headers: headers, body: Array((body ?? "").utf8))
             }
         }
-        // What the widget does on a first visit: a session, the brand's settings, the (empty) list
-        // of conversations; then the socket.
+        // What the widget does on a first visit: a session and the brand's settings (a new visitor
+        // has no conversations to list); then the socket.
         let session = try ParleyJSON.makeDecoder().decode(
             ConsumerSessionResponse.self,
             from: Data(try await http("POST", "/v1/consumer/session", token: nil, body: #"{"appId":"\#(appId)"}"#).body))
         _ = try await http("GET", "/v1/consumer/settings", token: session.token, body: nil)
-        _ = try await http("GET", "/v1/consumer/conversations?limit=1", token: session.token, body: nil)
         let afterHTTP = proxy.bytes
 
         let consumerFrames = Locked<[String]>([])
