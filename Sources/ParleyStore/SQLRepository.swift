@@ -315,10 +315,15 @@ public struct SQLRepository: Repository {
         FROM messages m LEFT JOIN voice_media v ON v.message_id = m.id
         """
 
+    /// Runs on every send (the idempotency check), and almost always finds nothing: a plain indexed
+    /// lookup first. (SQLite re-prepares the joined query on every run when its WHERE names the
+    /// sender, which cost more than the rest of a send.)
     public func message(senderId: String, clientMessageId: String) async throws -> MessageDTO? {
-        try await db.raw(
-            "\(Self.messageColumns) WHERE m.sender_id = \(bind: senderId) AND m.client_message_id = \(bind: clientMessageId)"
-        ).first().map(Self.message(from:))
+        guard let row = try await db.raw(
+            "SELECT id FROM messages WHERE sender_id = \(bind: senderId) AND client_message_id = \(bind: clientMessageId)"
+        ).first() else { return nil }
+        let id = try row.decode(column: "id", as: String.self)
+        return try await db.raw("\(Self.messageColumns) WHERE m.id = \(bind: id)").first().map(Self.message(from:))
     }
 
     public func message(brandId: String, id: String) async throws -> MessageDTO? {

@@ -84,6 +84,8 @@ enum TextBench {
         var ackLatency: Distribution
         var deliveryLatency: Distribution
         var serverCPUSeconds: Double
+        /// This process's CPU over the same span: the load generator competes for the same cores.
+        var generatorCPUSeconds: Double = .nan
         var messagesPerSecond: Double { Double(acked) / seconds }
         var cpuMicrosPerMessage: Double { serverCPUSeconds * 1e6 / Double(max(delivered, 1)) }
     }
@@ -186,6 +188,7 @@ enum TextBench {
         }
 
         let cpuBefore = server.child.cpuSeconds
+        let ownBefore = ProcStats.cpuSeconds(pid: getpid())
         let started = monotonicNanos()
         let end = started + UInt64(seconds * 1e9)
         stopAt.store(end, ordering: .relaxed)
@@ -224,6 +227,7 @@ enum TextBench {
             try await Task.sleep(for: .milliseconds(10))
         }
         let cpu = server.child.cpuSeconds - cpuBefore
+        let own = ProcStats.cpuSeconds(pid: getpid()) - ownBefore
         let (ack, delivery) = timeline.latencies()
         for socket in sockets { await socket.close() }
         await agent.close()
@@ -231,7 +235,8 @@ enum TextBench {
         if case .fixedRate = mode { isFixed = true } else { isFixed = false }
         return Phase(
             name: name, seconds: isFixed ? seconds : elapsed, sent: sentTotal, acked: isFixed ? ack.count : ackedInWindow,
-            delivered: delivery.count, ackLatency: Distribution(ack), deliveryLatency: Distribution(delivery), serverCPUSeconds: cpu)
+            delivered: delivery.count, ackLatency: Distribution(ack), deliveryLatency: Distribution(delivery), serverCPUSeconds: cpu,
+            generatorCPUSeconds: own)
     }
 
     /// The baseline: a plain WebSocket echo server (Hummingbird, same machine, separate process) at
@@ -258,6 +263,7 @@ enum TextBench {
         }
         let conversationId = "cnv_" + String(repeating: "x", count: 24)
         let cpuBefore = child.cpuSeconds
+        let ownBefore = ProcStats.cpuSeconds(pid: getpid())
         let started = monotonicNanos()
         let end = started + UInt64(seconds * 1e9)
         let interval = 1e9 / Double(rate)
@@ -277,11 +283,12 @@ enum TextBench {
             try await Task.sleep(for: .milliseconds(10))
         }
         let cpu = child.cpuSeconds - cpuBefore
+        let own = ProcStats.cpuSeconds(pid: getpid()) - ownBefore
         await socket.close()
         await child.stop()
         let (ack, delivery) = timeline.latencies()
         return Phase(
             name: "echo", seconds: seconds, sent: sent, acked: ack.count, delivered: delivery.count, ackLatency: Distribution(ack),
-            deliveryLatency: Distribution(delivery), serverCPUSeconds: cpu)
+            deliveryLatency: Distribution(delivery), serverCPUSeconds: cpu, generatorCPUSeconds: own)
     }
 }
