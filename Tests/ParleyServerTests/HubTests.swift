@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import ParleyAPI
 import ParleyDomain
@@ -16,6 +17,33 @@ struct HubTests {
         var frames: [String] = []
         for await frame in outbox.stream { frames.append(frame) }
         return frames
+    }
+
+    @Test("frames built around an encoded message decode like the encoded frames")
+    func preEncodedFrames() throws {
+        let message = MessageDTO(
+            id: "msg_1", conversationId: "cnv_1", seq: 3, senderKind: .consumer, senderId: "csm_a", clientMessageId: "c\"1",
+            kind: .text, text: "Hi \"there\" \\ ünïcode", deliveryState: .sent, createdAt: Date(timeIntervalSince1970: 1_800_000_000.123))
+        let conversation = ConversationDTO(
+            id: "cnv_1", brandId: "brd_a", appId: "app_a", consumerId: "csm_a", channel: .web, state: .open, assigneeId: nil,
+            lastSeq: 3, lastMessagePreview: "Hi", lastMessageAt: nil, createdAt: Date(timeIntervalSince1970: 0),
+            updatedAt: Date(timeIntervalSince1970: 0))
+        let json = try ParleyCoders.json(message)
+        let decoder = ParleyJSON.makeDecoder()
+        guard case .message(let decoded) = try decoder.decode(ServerFrame.self, from: Data(ParleyCoders.messageFrame(json: json).utf8)) else {
+            Issue.record("not a message frame")
+            return
+        }
+        #expect(decoded == message)
+        for (id, withConversation) in [("s\"1\\", true), ("plain", false)] {
+            let text = try ParleyCoders.sendAck(id: id, messageJSON: json, conversation: withConversation ? conversation : nil)
+            guard case .ack(let ackId, let ackMessage, let ackConversation, let event) = try decoder.decode(ServerFrame.self, from: Data(text.utf8)) else {
+                Issue.record("not an ack")
+                return
+            }
+            #expect(ackId == id && ackMessage == message && event == nil)
+            #expect(ackConversation == (withConversation ? conversation : nil))
+        }
     }
 
     @Test("events reach the brand's agents and the conversation's consumer only")

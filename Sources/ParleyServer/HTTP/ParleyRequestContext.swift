@@ -71,4 +71,21 @@ enum ParleyCoders {
     static func text(_ frame: ServerFrame) throws -> String {
         String(decoding: try encoder.encode(frame), as: UTF8.self)
     }
+
+    static func json(_ value: some Encodable) throws -> String {
+        String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    /// `{"type":"message","message":…}` around an already encoded message: the same text
+    /// `text(.message(_))` makes, without encoding the message again.
+    static func messageFrame(json: String) -> String {
+        #"{"type":"message","message":"# + json + "}"
+    }
+
+    /// The ack of a `send` frame around an already encoded message (see `ServerFrame.ack`).
+    static func sendAck(id: String, messageJSON: String, conversation: ConversationDTO?) throws -> String {
+        var text = #"{"type":"ack","id":"# + (try json(id)) + #","message":"# + messageJSON
+        if let conversation { text += #","conversation":"# + (try json(conversation)) }
+        return text + "}"
+    }
 }

@@ -108,10 +108,14 @@ struct RealtimeController {
                     try limits.consumerMessages.check(consumer.consumerId, "messages")
                     if let ip { try limits.ipWrites.check(ip, "requests from this address") }
                 }
-                let response = try await conversations.send(principal, request, fromConnection: outbox.connectionId)
+                let (response, messageJSON) = try await conversations.sendEncoded(principal, request, fromConnection: outbox.connectionId)
                 // The conversation rides along when it is new or changed beyond this message.
                 let changed = !response.created || response.message.seq == 1 || response.conversation.lastSeq != response.message.seq
-                send(.ack(id: id, message: response.message, conversation: changed ? response.conversation : nil, event: nil), to: outbox)
+                if let messageJSON, let text = try? ParleyCoders.sendAck(id: id, messageJSON: messageJSON, conversation: changed ? response.conversation : nil) {
+                    outbox.send(text)
+                } else {
+                    send(.ack(id: id, message: response.message, conversation: changed ? response.conversation : nil, event: nil), to: outbox)
+                }
             case .receipt(let id, let conversationId, let receipt):
                 replyId = id
                 let event = try await conversations.receipt(principal, conversationId: conversationId, receipt, fromConnection: outbox.connectionId)

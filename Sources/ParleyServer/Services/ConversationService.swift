@@ -34,9 +34,23 @@ public struct ConversationService: Sendable {
         try await send(principal, request, content: .text(request.text), fromConnection: connectionId)
     }
 
+    func sendEncoded(
+        _ principal: Principal, _ request: SendMessageRequest, fromConnection connectionId: String? = nil
+    ) async throws -> (response: SendMessageResponse, messageJSON: String?) {
+        try await sendEncoded(principal, request, content: .text(request.text), fromConnection: connectionId)
+    }
+
     func send(
         _ principal: Principal, _ request: SendMessageRequest, content: Content, fromConnection connectionId: String? = nil
     ) async throws -> SendMessageResponse {
+        try await sendEncoded(principal, request, content: content, fromConnection: connectionId).response
+    }
+
+    /// A send, with the sender's copy of the message already encoded as JSON when it was encoded
+    /// for the other participants anyway (so the real-time ack does not encode it a second time).
+    func sendEncoded(
+        _ principal: Principal, _ request: SendMessageRequest, content: Content, fromConnection connectionId: String? = nil
+    ) async throws -> (response: SendMessageResponse, messageJSON: String?) {
         try MessageRules.validateClientMessageId(request.clientMessageId)
         if case .agent = principal, request.conversationId == nil {
             throw ParleyError.missingField("conversationId")
@@ -50,7 +64,7 @@ public struct ConversationService: Sendable {
         }
         guard outcome.created else {
             metrics.idempotentReplays.increment()
-            return SendMessageResponse(message: outcome.message, conversation: outcome.conversation, created: false)
+            return (SendMessageResponse(message: outcome.message, conversation: outcome.conversation, created: false), nil)
         }
         (sender.kind == .agent ? metrics.messagesFromAgents : metrics.messagesFromConsumers).increment()
         let audience = RealtimeEvent.Audience.conversation(
@@ -58,13 +72,25 @@ public struct ConversationService: Sendable {
         for event in outcome.events {
             await publish(.event(event), to: audience)
         }
-        await publish(.message(outcome.message), to: audience, excluding: connectionId)
+        // The message is encoded once: into the frame every other connection gets and, unless the
+        // sender's copy differs (card masking), into the sender's ack.
+        var messageJSON: String?
+        do {
+            let json = try ParleyCoders.json(outcome.message)
+            await bus.publish(RealtimeEvent(audience: audience, frame: ParleyCoders.messageFrame(json: json), excludingConnection: connectionId))
+            messageJSON = json
+        } catch {
+            logger.error("could not encode a real-time frame", metadata: ["error": "\(error)"])
+        }
         if outcome.conversationCreated || !outcome.events.isEmpty {
             await publish(.conversation(outcome.conversation), to: .agents(brandId: outcome.conversation.brandId))
         }
         var own = outcome.message
-        if let unmasked = outcome.unmaskedForSender { own.text = unmasked }
-        return SendMessageResponse(message: own, conversation: outcome.conversation, created: true)
+        if let unmasked = outcome.unmaskedForSender {
+            own.text = unmasked
+            messageJSON = nil
+        }
+        return (SendMessageResponse(message: own, conversation: outcome.conversation, created: true), messageJSON)
     }
 
     struct AppendOutcome: Sendable {
