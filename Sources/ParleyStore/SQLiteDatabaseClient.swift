@@ -19,10 +19,33 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     private let writeLock = AsyncMutex()
     private let logger: Logger
 
-    private init(writer: SQLiteHandle, reader: SQLiteHandle, logger: Logger) {
+    /// Copies the WAL back into the database file in the background (see `checkpoints`).
+    private let checkpointer: Task<Void, Never>?
+
+    private init(writer: SQLiteHandle, reader: SQLiteHandle, checkpointHandle: SQLiteHandle?, logger: Logger) {
         self.writer = writer
         self.reader = reader
         self.logger = logger
+        checkpointer = checkpointHandle.map { handle in
+            Task.detached(priority: .utility) { await Self.checkpoints(handle, logger: logger) }
+        }
+    }
+
+    /// The writer does not checkpoint (`wal_autocheckpoint = 0`): a checkpoint copies pages and
+    /// syncs the file, and inside a commit it would stall every write queued behind it. This loop
+    /// does it on its own connection instead, every 250 ms while the WAL grows (PASSIVE: it never
+    /// blocks a writer or a reader; what it cannot copy yet it copies next time).
+    private static func checkpoints(_ handle: SQLiteHandle, logger: Logger) async {
+        let db = DirectSQLiteDatabase(handle: handle, logger: logger)
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(250))
+            do {
+                try await db.raw("PRAGMA wal_checkpoint(PASSIVE)").run()
+            } catch {
+                logger.warning("WAL checkpoint failed", metadata: ["error": "\(error)"])
+            }
+        }
+        handle.close()
     }
 
     static func prepareDirectory(for path: String) throws {
@@ -48,14 +71,20 @@ public final class SQLiteDatabaseClient: DatabaseClient {
                 try await db.raw(SQLQueryString("PRAGMA synchronous = \(unsafeRaw: synchronous)")).run()
             }
             if path != nil {
-                try await DirectSQLiteDatabase(handle: writer, logger: logger).raw("PRAGMA journal_mode = WAL").run()
+                let db = DirectSQLiteDatabase(handle: writer, logger: logger)
+                try await db.raw("PRAGMA journal_mode = WAL").run()
+                try await db.raw("PRAGMA wal_autocheckpoint = 0").run()
             }
         } catch {
             writer.close()
             reader.close()
             throw error
         }
-        return SQLiteDatabaseClient(writer: writer, reader: reader, logger: logger)
+        let checkpointHandle = try path.map { try SQLiteHandle(path: $0) }
+        if let checkpointHandle {
+            try await DirectSQLiteDatabase(handle: checkpointHandle, logger: logger).raw("PRAGMA busy_timeout = 5000").run()
+        }
+        return SQLiteDatabaseClient(writer: writer, reader: reader, checkpointHandle: checkpointHandle, logger: logger)
     }
 
     /// Runs `body` atomically and returns once its changes are committed.
@@ -154,6 +183,8 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     }
 
     public func close() async {
+        checkpointer?.cancel()
+        await checkpointer?.value
         writer.close()
         if reader !== writer {
             reader.close()
