@@ -8,4 +8,5 @@ swift build -c release --product parley
 swift build -c release --product parley-bench
 # 10,000 connections need 10,000 descriptors on each side.
 ulimit -n "$(ulimit -Hn)"
+export BENCH_INVOCATION="bench/run.sh${*:+ $*}"
 exec .build/release/parley-bench run --parley .build/release/parley --output bench/RESULTS.md "$@"

@@ -48,7 +48,7 @@ struct Report {
             "| Commit | \(commit.isEmpty ? "unknown" : commit)\(dirty) |",
             "| Machine | \(Machine.cores) cores (\(Machine.cpuModel)), \(Self.f(Machine.memoryGiB)) GiB memory, Linux \(Machine.kernel) |",
             "| Build | \(build) (`\(binary.path)`) |",
-            "| Command | `\(command)` |",
+            "| Command | \(ProcessInfo.processInfo.environment["BENCH_INVOCATION"].map { "`\($0)`, which ran " } ?? "")`\(command)` |",
             "| Scale | \(scale.rawValue)\(scale == .tiny ? " (a check that each benchmark runs; the numbers mean nothing)" : "") |",
             "",
             "Server and load generator share this machine's cores; every server is a fresh `parley serve` on SQLite and local disk",
