@@ -49,10 +49,16 @@ enum VoiceBench {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [ffmpeg] + arguments
-        let output = stdout ?? URL(fileURLWithPath: "/dev/null")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: output)
-        defer { try? handle.close() }
+        // Output goes to a file of our own, or to the null device; never create or replace a path
+        // we were not given (FileManager.createFile on /dev/null would replace the device).
+        let handle: FileHandle
+        if let stdout {
+            _ = FileManager.default.createFile(atPath: stdout.path, contents: nil)
+            handle = try FileHandle(forWritingTo: stdout)
+        } else {
+            handle = FileHandle.nullDevice
+        }
+        defer { if stdout != nil { try? handle.close() } }
         process.standardOutput = handle
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
