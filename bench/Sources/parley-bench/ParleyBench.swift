@@ -50,7 +50,7 @@ struct Run: AsyncParsableCommand {
             do {
                 report.text = try await TextBench.run(
                     server: running, consumers: tiny ? 4 : 100, rate: tiny ? 50 : 1000, seconds: tiny ? 1 : 10,
-                    saturationSeconds: tiny ? 1 : 10, window: tiny ? 2 : 8, echoBinary: ownPath)
+                    saturationSeconds: tiny ? 1 : 10, window: tiny ? 2 : 8, repeats: tiny ? 1 : 3, echoBinary: ownPath)
             } catch {
                 await running.stop()
                 throw error

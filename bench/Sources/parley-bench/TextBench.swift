@@ -93,9 +93,13 @@ enum TextBench {
     struct Report: Sendable {
         var consumers: Int
         var window: Int
+        var repeats: Int
         var fixed: Phase
         var saturation: Phase
         var echo: Phase
+        var fixedP99Range: (Double, Double)
+        var echoP99Range: (Double, Double)
+        var throughputRange: (Double, Double)
     }
 
     /// A consumer with its conversation and its connection.
@@ -124,7 +128,8 @@ enum TextBench {
     }
 
     static func run(
-        server: ParleyServer, consumers: Int, rate: Int, seconds: Double, saturationSeconds: Double, window: Int, echoBinary: URL
+        server: ParleyServer, consumers: Int, rate: Int, seconds: Double, saturationSeconds: Double, window: Int, repeats: Int,
+        echoBinary: URL
     ) async throws -> Report {
         let api = server.api
         let agentToken = try await api.login(email: server.adminEmail, password: server.adminPassword)
@@ -138,14 +143,31 @@ enum TextBench {
             return (session.token, first.conversation.id)
         }
 
-        let fixed = try await phase(
-            "fixed", server: server, agentToken: agentToken, sessions: sessions, seconds: seconds,
-            capacity: rate * Int(seconds.rounded(.up)) + 16, mode: .fixedRate(rate))
-        let saturation = try await phase(
-            "saturation", server: server, agentToken: agentToken, sessions: sessions, seconds: saturationSeconds,
-            capacity: 60_000 * Int(saturationSeconds.rounded(.up)) + 16, mode: .window(window))
-        let echo = try await echoPhase(binary: echoBinary, rate: rate, seconds: seconds)
-        return Report(consumers: consumers, window: window, fixed: fixed, saturation: saturation, echo: echo)
+        // The machine is shared and noisy: each phase runs `repeats` times, interleaved, and the
+        // report keeps the median run (by delivery p99, by throughput) and the range.
+        var fixedRuns: [Phase] = []
+        var saturationRuns: [Phase] = []
+        var echoRuns: [Phase] = []
+        for _ in 0..<repeats {
+            fixedRuns.append(
+                try await phase(
+                    "fixed", server: server, agentToken: agentToken, sessions: sessions, seconds: seconds,
+                    capacity: rate * Int(seconds.rounded(.up)) + 16, mode: .fixedRate(rate)))
+            echoRuns.append(try await echoPhase(binary: echoBinary, rate: rate, seconds: seconds))
+            saturationRuns.append(
+                try await phase(
+                    "saturation", server: server, agentToken: agentToken, sessions: sessions, seconds: saturationSeconds,
+                    capacity: 60_000 * Int(saturationSeconds.rounded(.up)) + 16, mode: .window(window)))
+        }
+        func median(_ runs: [Phase], by key: (Phase) -> Double) -> Phase { runs.sorted { key($0) < key($1) }[runs.count / 2] }
+        return Report(
+            consumers: consumers, window: window, repeats: repeats,
+            fixed: median(fixedRuns, by: { $0.deliveryLatency.p99 }),
+            saturation: median(saturationRuns, by: { $0.messagesPerSecond }),
+            echo: median(echoRuns, by: { $0.deliveryLatency.p99 }),
+            fixedP99Range: (fixedRuns.map(\.deliveryLatency.p99).min() ?? .nan, fixedRuns.map(\.deliveryLatency.p99).max() ?? .nan),
+            echoP99Range: (echoRuns.map(\.deliveryLatency.p99).min() ?? .nan, echoRuns.map(\.deliveryLatency.p99).max() ?? .nan),
+            throughputRange: (saturationRuns.map(\.messagesPerSecond).min() ?? .nan, saturationRuns.map(\.messagesPerSecond).max() ?? .nan))
     }
 
     enum Mode {
