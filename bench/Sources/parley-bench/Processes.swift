@@ -34,12 +34,18 @@ final class ChildProcess {
         try process.run()
         try? log.close()
         let deadline = ContinuousClock.now + .seconds(60)
-        while true {
-            output = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
-            if output.contains(readyMarker) { break }
-            if !process.isRunning { throw BenchError("\(executable.lastPathComponent) exited:\n\(output)") }
-            if ContinuousClock.now > deadline { throw BenchError("\(executable.lastPathComponent) did not start:\n\(output)") }
-            try await Task.sleep(for: .milliseconds(50))
+        do {
+            while true {
+                output = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+                if output.contains(readyMarker) { break }
+                if !process.isRunning { throw BenchError("\(executable.lastPathComponent) exited:\n\(output)") }
+                if ContinuousClock.now > deadline { throw BenchError("\(executable.lastPathComponent) did not start:\n\(output)") }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        } catch {
+            // A server that never became ready is stopped here: nobody else has its process id.
+            await stop()
+            throw error
         }
     }
 
