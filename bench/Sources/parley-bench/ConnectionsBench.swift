@@ -21,14 +21,7 @@ enum ConnectionsBench {
     static func run(makeServer: () async throws -> ParleyServer, counts: [Int], compressed: Int) async throws -> [Row] {
         var rows: [Row] = []
         for (count, compression) in counts.map({ ($0, false) }) + [(compressed, true)] {
-            let server = try await makeServer()
-            do {
-                rows.append(try await round(server: server, count: count, compression: compression))
-            } catch {
-                await server.stop()
-                throw error
-            }
-            await server.stop()
+            rows.append(try await makeServer().use { try await round(server: $0, count: count, compression: compression) })
         }
         return rows
     }

@@ -46,16 +46,11 @@ struct Run: AsyncParsableCommand {
 
         if sections.contains("text") {
             log("text messaging")
-            let running = try await server()
-            do {
-                report.text = try await TextBench.run(
+            report.text = try await server().use { running in
+                try await TextBench.run(
                     server: running, consumers: tiny ? 4 : 100, rate: tiny ? 50 : 1000, seconds: tiny ? 1 : 10,
                     saturationSeconds: tiny ? 1 : 10, window: tiny ? 2 : 8, repeats: tiny ? 1 : 3, echoBinary: ownPath)
-            } catch {
-                await running.stop()
-                throw error
             }
-            await running.stop()
         }
         if sections.contains("connections") {
             log("idle connections")
@@ -64,27 +59,15 @@ struct Run: AsyncParsableCommand {
         }
         if sections.contains("voice") {
             log("voice pipeline and playback")
-            let running = try await server()
-            do {
-                (report.voice, report.playback) = try await VoiceBench.run(
+            (report.voice, report.playback) = try await server().use { running in
+                try await VoiceBench.run(
                     server: running, noteSeconds: tiny ? 3 : 120, runs: tiny ? 1 : 3, ffmpeg: ffmpeg, listeners: tiny ? 4 : 50,
                     requestsPerListener: tiny ? 2 : 20)
-            } catch {
-                await running.stop()
-                throw error
             }
-            await running.stop()
         }
         if sections.contains("wire") {
             log("bytes on the wire")
-            let running = try await server()
-            do {
-                report.wire = try await WireBench.run(server: running)
-            } catch {
-                await running.stop()
-                throw error
-            }
-            await running.stop()
+            report.wire = try await server().use { try await WireBench.run(server: $0) }
         }
         let markdown = report.markdown()
         print(markdown)

@@ -114,4 +114,17 @@ final class ParleyServer {
         await child.stop()
         try? FileManager.default.removeItem(at: dataDir)
     }
+
+    /// Runs `body` against this server and stops the server afterwards, whether `body` throws or not.
+    func use<T>(_ body: (ParleyServer) async throws -> T) async throws -> T {
+        let result: T
+        do {
+            result = try await body(self)
+        } catch {
+            await stop()
+            throw error
+        }
+        await stop()
+        return result
+    }
 }

@@ -175,6 +175,27 @@ enum TextBench {
         case window(Int)
     }
 
+    /// Sends at `rate` per second from `started` until `end` (monotonic nanoseconds), open loop: a
+    /// late send goes at once, none is skipped. Marks each index sent just before `send`; returns
+    /// how many were sent.
+    @discardableResult
+    static func paced(
+        rate: Int, from started: UInt64, until end: UInt64, timeline: Timeline, send: (Int) -> Void
+    ) async throws -> Int {
+        let interval = 1e9 / Double(rate)
+        var sent = 0
+        while let index = timeline.claim() {
+            let due = started + UInt64(Double(sent) * interval)
+            if due >= end { break }
+            let now = monotonicNanos()
+            if due > now { try await Task.sleep(for: .nanoseconds(Int64(due - now))) }
+            timeline.markSent(index)
+            send(index)
+            sent += 1
+        }
+        return sent
+    }
+
     static func phase(
         _ name: String, server: ParleyServer, agentToken: String, sessions: [(String, String)], seconds: Double, capacity: Int,
         mode: Mode
@@ -216,17 +237,9 @@ enum TextBench {
         stopAt.store(end, ordering: .relaxed)
         switch mode {
         case .fixedRate(let rate):
-            let interval = 1e9 / Double(rate)
-            var sent = 0
-            while let index = timeline.claim() {
-                let due = started + UInt64(Double(sent) * interval)
-                if due >= end { break }
-                let now = monotonicNanos()
-                if due > now { try await Task.sleep(for: .nanoseconds(Int64(due - now))) }
+            try await paced(rate: rate, from: started, until: end, timeline: timeline) { index in
                 let position = index % sockets.count
-                timeline.markSent(index)
                 sockets[position].send(sendFrame(conversationId: conversationOf[position], index: index, run: run))
-                sent += 1
             }
         case .window(let width):
             for (position, socket) in sockets.enumerated() {
@@ -288,17 +301,9 @@ enum TextBench {
         let ownBefore = ProcStats.cpuSeconds(pid: getpid())
         let started = monotonicNanos()
         let end = started + UInt64(seconds * 1e9)
-        let interval = 1e9 / Double(rate)
-        var sent = 0
-        while let index = timeline.claim() {
-            let due = started + UInt64(Double(sent) * interval)
-            if due >= end { break }
-            let now = monotonicNanos()
-            if due > now { try await Task.sleep(for: .nanoseconds(Int64(due - now))) }
-            timeline.markSent(index)
+        let sent = try await paced(rate: rate, from: started, until: end, timeline: timeline) { index in
             // Same shape and size as a Parley send; the echo comes back as an "ack" with the same id.
             socket.send(sendFrame(conversationId: conversationId, index: index, run: "echo0000").replacingOccurrences(of: #""type":"send""#, with: #""type":"ack""#))
-            sent += 1
         }
         let deadline = ContinuousClock.now + .seconds(10)
         while timeline.deliveredCount.load(ordering: .relaxed) < sent, ContinuousClock.now < deadline {
