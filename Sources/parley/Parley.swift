@@ -3,6 +3,8 @@ import Foundation
 import Hummingbird
 import Logging
 import Metrics
+import NIOCore
+import NIOPosix
 import ParleyAPI
 import ParleyServer
 import ParleyStore
@@ -10,6 +12,18 @@ import Prometheus
 import ServiceLifecycle
 
 @main
+enum ParleyMain {
+    static func main() async {
+        // Swift Concurrency's jobs run on NIO's event loops instead of a pool of their own: a frame
+        // read from a socket is handled, written to SQLite and fanned out to other sockets on the
+        // thread that read it, instead of hopping between the two pools (two thread wake-ups per
+        // hop, which cost more than the work itself). Nothing in the server blocks a thread for
+        // long: ffmpeg and bcrypt run on threads of their own, the WAL checkpoint too.
+        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        await Parley.main()
+    }
+}
+
 struct Parley: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parley",

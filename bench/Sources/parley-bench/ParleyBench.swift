@@ -3,8 +3,19 @@ import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import NIOCore
+import NIOPosix
 
 @main
+enum ParleyBenchMain {
+    static func main() async {
+        // As in `parley serve`: tasks run on NIO's event loops, for the load generator and the echo
+        // baseline alike, so that the baseline is built the way the server is.
+        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        await ParleyBench.main()
+    }
+}
+
 struct ParleyBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parley-bench",

@@ -57,6 +57,9 @@ final class Timeline: Sendable {
         deliveredCount.add(1, ordering: .relaxed)
     }
 
+    /// `BENCH_DEBUG` set: messages answered after more than a second are listed on standard error.
+    static let debug = ProcessInfo.processInfo.environment["BENCH_DEBUG"] != nil
+
     /// Milliseconds from send to ack and from send to delivery, for messages sent in `window`.
     func latencies(sentBetween window: ClosedRange<UInt64>? = nil) -> (ack: [Double], delivery: [Double]) {
         let sent = self.sent.withLock { $0 }
@@ -67,6 +70,12 @@ final class Timeline: Sendable {
         for index in 0..<min(capacity, next.load(ordering: .relaxed)) where sent[index] != 0 {
             if let window, !window.contains(sent[index]) { continue }
             if acked[index] != 0 { ack.append(Double(acked[index] - sent[index]) / 1e6) }
+            if Self.debug, acked[index] > sent[index] + 1_000_000_000 {
+                // A message held up for over a second: which one, and when it was answered.
+                let ackMs = Double(acked[index] - sent[index]) / 1e6
+                let deliveryMs = delivered[index] == 0 ? Double.nan : Double(delivered[index] - sent[index]) / 1e6
+                FileHandle.standardError.write(Data("slow: message \(index) acked after \(ackMs) ms, delivered after \(deliveryMs) ms\n".utf8))
+            }
             if delivered[index] != 0 { delivery.append(Double(delivered[index] - sent[index]) / 1e6) }
         }
         return (ack, delivery)
