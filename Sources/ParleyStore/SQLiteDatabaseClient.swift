@@ -19,63 +19,46 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     private let writeLock = AsyncMutex()
     private let logger: Logger
 
-    /// Copies the WAL back into the database file in the background (see `Checkpointer`).
-    private let checkpointer: Checkpointer?
+    /// Copies the WAL back into the database file in the background (see `checkpoints`).
+    private let checkpointer: Task<Void, Never>?
 
-    /// Where transactions run (a `WriterThread`; typed loosely because stored properties cannot be
+    /// Where transactions run (a `ThreadExecutor`; typed loosely because stored properties cannot be
     /// limited to newer systems).
     private let writerThread: (any Sendable)?
 
     private init(writer: SQLiteHandle, reader: SQLiteHandle, checkpointHandle: SQLiteHandle?, logger: Logger) {
         if #available(macOS 15, iOS 18, *) {
-            writerThread = WriterThread(name: "parley-sqlite-writer")
+            writerThread = ThreadExecutor(name: "parley-sqlite")
         } else {
             writerThread = nil
         }
         self.writer = writer
         self.reader = reader
         self.logger = logger
-        checkpointer = checkpointHandle.map { Checkpointer(handle: $0, logger: logger) }
+        checkpointer = checkpointHandle.map { handle in
+            if #available(macOS 15, iOS 18, *) {
+                return ThreadExecutor.task(named: "parley-wal") { await Self.checkpoints(handle, logger: logger) }
+            }
+            return Task.detached(priority: .utility) { await Self.checkpoints(handle, logger: logger) }
+        }
     }
 
     /// The writer does not checkpoint (`wal_autocheckpoint = 0`): a checkpoint copies pages and
-    /// syncs the file, and inside a commit it would stall every write queued behind it. A thread of
-    /// its own does it on its own connection instead, every 250 ms (PASSIVE: it never blocks a writer
-    /// or a reader; what it cannot copy yet it copies next time). A thread, not a task: the file sync
-    /// blocks, and tasks may run on the event loops that serve the sockets.
-    private final class Checkpointer: Sendable {
-        private let stopped = Mutex(false)
-        private let finished = DispatchSemaphore(value: 0)
-
-        init(handle: SQLiteHandle, logger: Logger) {
-            let thread = Thread { [self] in
-                defer {
-                    handle.close()
-                    finished.signal()
-                }
-                while !stopped.withLock({ $0 }) {
-                    usleep(250_000)
-                    do {
-                        try handle.run("PRAGMA wal_checkpoint(PASSIVE)", []) { _ in }
-                    } catch {
-                        logger.warning("WAL checkpoint failed", metadata: ["error": "\(error)"])
-                    }
-                }
-            }
-            thread.name = "parley-wal-checkpoint"
-            thread.start()
-        }
-
-        /// Stops the loop and waits (at most one interval) until its connection is closed.
-        func stop() async {
-            stopped.withLock { $0 = true }
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async { [finished] in
-                    finished.wait()
-                    continuation.resume()
-                }
+    /// syncs the file, and inside a commit it would stall every write queued behind it. This loop
+    /// does it on its own connection and its own thread instead (the sync blocks, and tasks may run
+    /// on the event loops that serve the sockets), every 250 ms while the WAL grows (PASSIVE: it
+    /// never blocks a writer or a reader; what it cannot copy yet it copies next time).
+    private static func checkpoints(_ handle: SQLiteHandle, logger: Logger) async {
+        let db = DirectSQLiteDatabase(handle: handle, logger: logger)
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(250))
+            do {
+                try await db.raw("PRAGMA wal_checkpoint(PASSIVE)").run()
+            } catch {
+                logger.warning("WAL checkpoint failed", metadata: ["error": "\(error)"])
             }
         }
+        handle.close()
     }
 
     static func prepareDirectory(for path: String) throws {
@@ -133,7 +116,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
                 return true
             }
             if startDrain {
-                if #available(macOS 15, iOS 18, *), let writerThread = writerThread as? WriterThread {
+                if #available(macOS 15, iOS 18, *), let writerThread = writerThread as? ThreadExecutor {
                     Task(executorPreference: writerThread) { await self.drain() }
                 } else {
                     Task { await self.drain() }
@@ -219,8 +202,9 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     }
 
     public func close() async {
-        await checkpointer?.stop()
-        if #available(macOS 15, iOS 18, *) { (writerThread as? WriterThread)?.stop() }
+        checkpointer?.cancel()
+        await checkpointer?.value
+        if #available(macOS 15, iOS 18, *) { (writerThread as? ThreadExecutor)?.stop() }
         writer.close()
         if reader !== writer {
             reader.close()

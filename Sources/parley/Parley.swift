@@ -18,7 +18,7 @@ enum ParleyMain {
         // read from a socket is handled, written to SQLite and fanned out to other sockets on the
         // thread that read it, instead of hopping between the two pools (two thread wake-ups per
         // hop, which cost more than the work itself). Nothing in the server blocks a thread for
-        // long: ffmpeg and bcrypt run on threads of their own, the WAL checkpoint too.
+        // long: ffmpeg, bcrypt, SQLite's writer and its WAL checkpoints run on threads of their own.
         NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         await Parley.main()
     }

@@ -57,7 +57,8 @@ final class Timeline: Sendable {
         deliveredCount.add(1, ordering: .relaxed)
     }
 
-    /// `BENCH_DEBUG` set: messages answered after more than a second are listed on standard error.
+    /// `BENCH_DEBUG` set: frames are echoed, and messages answered after more than a second are
+    /// listed, on standard error.
     static let debug = ProcessInfo.processInfo.environment["BENCH_DEBUG"] != nil
 
     /// Milliseconds from send to ack and from send to delivery, for messages sent in `window`.
@@ -210,7 +211,7 @@ enum TextBench {
         mode: Mode
     ) async throws -> Phase {
         let timeline = Timeline(capacity: capacity)
-        let debug = ProcessInfo.processInfo.environment["BENCH_DEBUG"] != nil
+        let debug = Timeline.debug
         let run = UUID().uuidString.prefix(8).lowercased()
         let stopAt = Atomic<UInt64>(UInt64.max)
         let agent = try await BenchSocket.open(url: "ws://127.0.0.1:\(server.port)/v1/realtime?access_token=\(agentToken)") { text in
