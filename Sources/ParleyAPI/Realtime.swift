@@ -9,6 +9,9 @@ public enum RealtimeCloseCode {
     public static let unauthorized: UInt16 = 4001
     /// A frame was too large or not a valid Parley frame.
     public static let protocolViolation: UInt16 = 4002
+    /// The client kept sending frames faster than its limit after being told to slow down: reconnect
+    /// later, at a normal pace.
+    public static let tooManyFrames: UInt16 = 4008
 }
 
 /// Who a real-time event concerns or comes from.
@@ -27,6 +30,9 @@ public enum ClientFrame: Sendable, Hashable {
     case send(id: String, SendMessageRequest)
     case receipt(id: String, conversationId: String, ReceiptRequest)
     case typing(conversationId: String, isTyping: Bool)
+    /// An agent opened a conversation on this connection (nil: closed it). Typing and receipts of a
+    /// conversation go to its consumer, its assignee and the agents who have it open.
+    case view(conversationId: String?)
     /// Replays everything stored after the given sequence numbers, per conversation, then `resumed`.
     case resume(id: String, cursors: [String: Int64])
     /// The consumer answers a ringing call on this device; the ack carries the ICE settings.
@@ -100,6 +106,8 @@ extension ClientFrame: Codable {
             self = .typing(
                 conversationId: try c.decode(String.self, forKey: .conversationId),
                 isTyping: try c.decode(Bool.self, forKey: .isTyping))
+        case "view":
+            self = .view(conversationId: try c.decodeIfPresent(String.self, forKey: .conversationId))
         case "resume":
             self = .resume(
                 id: try c.decode(String.self, forKey: .id),
@@ -149,6 +157,9 @@ extension ClientFrame: Codable {
             try c.encode("typing", forKey: .type)
             try c.encode(conversationId, forKey: .conversationId)
             try c.encode(isTyping, forKey: .isTyping)
+        case .view(let conversationId):
+            try c.encode("view", forKey: .type)
+            try c.encodeIfPresent(conversationId, forKey: .conversationId)
         case .resume(let id, let cursors):
             try c.encode("resume", forKey: .type)
             try c.encode(id, forKey: .id)

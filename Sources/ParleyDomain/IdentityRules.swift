@@ -8,8 +8,16 @@ public enum IdentityRules {
     /// bcrypt only reads the first 72 bytes; refuse longer so that no two passwords collide silently.
     public static let maxPasswordBytes = 72
 
+    /// The one form of an email address used everywhere (stored, looked up, rate-limited): trimmed,
+    /// in Unicode NFC, case-folded. `" Ana@X.com"`, `"ana@x.com"` and a decomposed `"ana@x.com"`
+    /// are one account and one sign-in bucket.
+    public static func canonicalEmail(_ email: String) -> String {
+        email.trimmingCharacters(in: .whitespacesAndNewlines).precomposedStringWithCanonicalMapping
+            .folding(options: [.caseInsensitive], locale: nil)
+    }
+
     public static func normalizeEmail(_ email: String) throws(ParleyError) -> String {
-        let trimmed = email.trimmingCharacters(in: .whitespaces).lowercased()
+        let trimmed = canonicalEmail(email)
         let parts = trimmed.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."),
             !parts[1].hasSuffix("."), trimmed.utf8.count <= 254,

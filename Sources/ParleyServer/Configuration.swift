@@ -71,6 +71,36 @@ public struct ParleyConfiguration: Sendable {
     public var rateLogins: Int = 20
     /// Take the client's address from X-Forwarded-For (only behind a proxy that sets it).
     public var trustProxy: Bool = false
+    /// Seconds a new connection has to send its first request head whole, else 408 and closed.
+    public var headerTimeoutSeconds: Int = 10
+    /// Seconds a keep-alive connection may sit between requests before it is closed.
+    public var idleTimeoutSeconds: Int = 60
+    /// Largest request head (request line and headers), in bytes; larger gets 431.
+    public var maxHeaderBytes: Int = 32 * 1024
+    /// Open connections from one client address (0: no limit; not applied behind a trusted proxy).
+    public var maxConnectionsPerAddress: Int = 512
+    /// Slowest an upload may arrive, in bytes per second, measured over 10-second windows.
+    public var uploadMinBytesPerSecond: Int = 1024
+    /// Longest a whole upload may take, in seconds.
+    public var uploadDeadlineSeconds: Int = 300
+    /// Voice notes decoded for analysis at once; more wait in the queue.
+    public var voiceAnalyses: Int = 2
+    /// Voice notes that may wait for analysis; beyond that uploads get 503 with Retry-After.
+    public var voiceQueue: Int = 8
+    /// Voice uploads one consumer may have in progress at once.
+    public var uploadsPerConsumer: Int = 2
+    /// Voice uploads one client address may have in progress at once (anonymous sessions share it).
+    public var uploadsPerAddress: Int = 4
+    /// Frames per second one real-time connection may send (twice that at once).
+    public var realtimeFramesPerSecond: Int = 20
+    /// Seconds a write to a real-time connection may wait (a client that stopped reading) before the socket is closed.
+    public var realtimeWriteTimeoutSeconds: Int = 10
+    /// Origins besides the server's own whose pages may use an agent's session cookie (and open its WebSocket).
+    public var allowedOrigins: [String] = []
+    /// A bearer token for `/metrics`; without one, metrics answer only on the loopback address.
+    public var metricsToken: String?
+    /// Media files with no row refer to them are removed once they are this old (seconds).
+    public var orphanMediaAgeSeconds: Int = 3600
     /// Debian's clamav-daemon socket, used by `auto`.
     public static let debianClamdSocket = "/var/run/clamav/clamd.ctl"
 
@@ -233,6 +263,52 @@ public struct ParleyConfiguration: Sendable {
         Setting(flag: "trust-proxy", environment: "PARLEY_TRUST_PROXY", help: "take client addresses from X-Forwarded-For (default false)") { c, v, name throws(ConfigurationError) in
             c.trustProxy = try parseBool(v, name)
         },
+        Setting(flag: "header-timeout", environment: "PARLEY_HEADER_TIMEOUT", help: "seconds a new connection has to send its first request head (default 10)") { c, v, name throws(ConfigurationError) in
+            c.headerTimeoutSeconds = try parseInt(v, name, range: 1...300, what: "a number of seconds")
+        },
+        Setting(flag: "idle-timeout", environment: "PARLEY_IDLE_TIMEOUT", help: "seconds a keep-alive connection may sit idle (default 60)") { c, v, name throws(ConfigurationError) in
+            c.idleTimeoutSeconds = try parseInt(v, name, range: 1...3600, what: "a number of seconds")
+        },
+        Setting(flag: "max-header-bytes", environment: "PARLEY_MAX_HEADER_BYTES", help: "largest request head in bytes (default 32768)") { c, v, name throws(ConfigurationError) in
+            c.maxHeaderBytes = try parseInt(v, name, range: 1024...1_048_576, what: "a byte count")
+        },
+        Setting(flag: "max-connections-per-address", environment: "PARLEY_MAX_CONNECTIONS_PER_ADDRESS", help: "open connections per client address, 0 for no limit (default 512)") { c, v, name throws(ConfigurationError) in
+            c.maxConnectionsPerAddress = try parseInt(v, name, range: 0...1_000_000, what: "a count")
+        },
+        Setting(flag: "upload-min-rate", environment: "PARLEY_UPLOAD_MIN_RATE", help: "slowest upload in bytes per second over 10 s windows (default 1024)") { c, v, name throws(ConfigurationError) in
+            c.uploadMinBytesPerSecond = try parseInt(v, name, range: 0...100_000_000, what: "a byte rate")
+        },
+        Setting(flag: "upload-deadline", environment: "PARLEY_UPLOAD_DEADLINE", help: "seconds a whole upload may take (default 300)") { c, v, name throws(ConfigurationError) in
+            c.uploadDeadlineSeconds = try parseInt(v, name, range: 1...3600, what: "a number of seconds")
+        },
+        Setting(flag: "voice-analyses", environment: "PARLEY_VOICE_ANALYSES", help: "voice notes decoded for analysis at once (default 2)") { c, v, name throws(ConfigurationError) in
+            c.voiceAnalyses = try parseInt(v, name, range: 1...64, what: "a count")
+        },
+        Setting(flag: "voice-queue", environment: "PARLEY_VOICE_QUEUE", help: "voice notes that may wait for analysis before 503 (default 8)") { c, v, name throws(ConfigurationError) in
+            c.voiceQueue = try parseInt(v, name, range: 0...10_000, what: "a count")
+        },
+        Setting(flag: "uploads-per-consumer", environment: "PARLEY_UPLOADS_PER_CONSUMER", help: "voice uploads in progress per consumer (default 2)") { c, v, name throws(ConfigurationError) in
+            c.uploadsPerConsumer = try parseInt(v, name, range: 1...1000, what: "a count")
+        },
+        Setting(flag: "uploads-per-address", environment: "PARLEY_UPLOADS_PER_ADDRESS", help: "voice uploads in progress per client address (default 4)") { c, v, name throws(ConfigurationError) in
+            c.uploadsPerAddress = try parseInt(v, name, range: 1...100_000, what: "a count")
+        },
+        Setting(flag: "realtime-frame-rate", environment: "PARLEY_REALTIME_FRAME_RATE", help: "frames per second one WebSocket may send (default 20)") { c, v, name throws(ConfigurationError) in
+            c.realtimeFramesPerSecond = try parseInt(v, name, range: 1...100_000, what: "a frame rate")
+        },
+        Setting(flag: "realtime-write-timeout", environment: "PARLEY_REALTIME_WRITE_TIMEOUT", help: "seconds a WebSocket write may wait before the socket is closed (default 10)") { c, v, name throws(ConfigurationError) in
+            c.realtimeWriteTimeoutSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
+        },
+        Setting(flag: "allowed-origins", environment: "PARLEY_ALLOWED_ORIGINS", help: "comma-separated origins allowed to use the session cookie besides the server's own") { c, v, name throws(ConfigurationError) in
+            c.allowedOrigins = try parseOrigins(v, name)
+        },
+        Setting(flag: "metrics-token", environment: "PARLEY_METRICS_TOKEN", help: "bearer token for /metrics (default: loopback only)") { c, v, name throws(ConfigurationError) in
+            guard v.utf8.count >= 16 else { throw ConfigurationError(setting: name, message: "must be at least 16 characters") }
+            c.metricsToken = v
+        },
+        Setting(flag: "orphan-media-age", environment: "PARLEY_ORPHAN_MEDIA_AGE", help: "seconds before a media file no row refers to is removed (default 3600)") { c, v, name throws(ConfigurationError) in
+            c.orphanMediaAgeSeconds = try parseInt(v, name, range: 60...31_536_000, what: "a number of seconds")
+        },
         Setting(flag: "clamd", environment: "PARLEY_CLAMD", help: "malware scanner: auto, off, tcp://HOST:PORT or unix:///PATH (default auto)") { c, v, _ in
             c.clamd = v
         },
@@ -255,6 +331,18 @@ public struct ParleyConfiguration: Sendable {
             }
         }
         return urls
+    }
+
+    private static func parseOrigins(_ value: String, _ name: String) throws(ConfigurationError) -> [String] {
+        let origins = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        for origin in origins {
+            guard let url = URL(string: origin), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil,
+                url.path.isEmpty, url.query == nil
+            else {
+                throw ConfigurationError(setting: name, message: "'\(origin)' is not an origin like https://app.example.com")
+            }
+        }
+        return origins.map { $0.lowercased() }
     }
 
     private static func parseInt(_ value: String, _ name: String, range: ClosedRange<Int>, what: String) throws(ConfigurationError) -> Int {

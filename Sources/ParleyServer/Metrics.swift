@@ -16,6 +16,12 @@ public final class ParleyMetrics: Sendable {
     let scansUnavailable: Counter
     let rateLimited: Counter
     let uploadsAbandoned: Counter
+    let realtimeWriteTimeouts: Counter
+    let realtimeFloodCloses: Counter
+    let realtimeFramesRefused: Counter
+    let voiceBusy: Counter
+    let orphanMediaRemoved: Counter
+    private let refusedConnections: [String: Counter]
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
@@ -40,7 +46,33 @@ public final class ParleyMetrics: Sendable {
         rateLimited = registry.makeCounter(descriptor: name("rate_limited", "total", "Requests and frames refused with 429."))
         uploadsAbandoned = registry.makeCounter(
             descriptor: name("uploads_abandoned", "total", "Voice uploads that ended before their last byte (client gone or stalled); counted once the partial file is removed."))
+        realtimeWriteTimeouts = registry.makeCounter(
+            descriptor: name("realtime_write_timeouts", "total", "Real-time connections closed because their client stopped reading."))
+        realtimeFloodCloses = registry.makeCounter(
+            descriptor: name("realtime_flood_closes", "total", "Real-time connections closed with 4008 for sending frames past their limit."))
+        realtimeFramesRefused = registry.makeCounter(
+            descriptor: name("realtime_frames_refused", "total", "Client frames refused or dropped by the per-connection frame limit."))
+        voiceBusy = registry.makeCounter(
+            descriptor: name("voice_busy", "total", "Voice uploads refused with 503 because every analysis slot and queue place was taken."))
+        orphanMediaRemoved = registry.makeCounter(
+            descriptor: name("orphan_media_removed", "total", "Media files removed because no row refers to them (left by a crash)."))
+        let refused = name("connections_refused", "total", "Connections closed before their first request, by reason.")
+        var byReason: [String: Counter] = [:]
+        for reason in ConnectionRefusal.allCases {
+            byReason[reason.rawValue] = registry.makeCounter(descriptor: refused, labels: [("reason", reason.rawValue)])
+        }
+        refusedConnections = byReason
     }
+
+    /// Why the connection guard closed a connection before its first request.
+    enum ConnectionRefusal: String, CaseIterable {
+        case tooManyConnections = "too_many_connections"
+        case requestTimeout = "request_timeout"
+        case headersTooLarge = "headers_too_large"
+        case badRequest = "bad_request"
+    }
+
+    func connectionsRefused(_ reason: ConnectionRefusal) -> Counter { refusedConnections[reason.rawValue]! }
 
     /// The text exposition of every metric.
     public func render() -> String {

@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import NIOCore
 import HummingbirdWSCompression
 import HummingbirdWebSocket
 import Logging
@@ -24,6 +26,8 @@ public struct ParleyServices: Sendable {
     public let calls: CallService
     public let scanning: MalwareScanning
     public let limits: RateLimits
+    /// Open connections per client address (the connection guard's count).
+    public let connections: ConnectionCounter
 
     /// Opens the database, applies migrations and wires the services together.
     public static func make(
@@ -45,7 +49,9 @@ public struct ParleyServices: Sendable {
         if removed > 0 {
             logger.notice("removed partial media writes left by a crash", metadata: ["count": "\(removed)"])
         }
-        let hub = RealtimeHub(bus: bus, queueLimit: configuration.realtimeQueueLimit, metrics: metrics, logger: logger)
+        let hub = RealtimeHub(
+            bus: bus, queueLimit: configuration.realtimeQueueLimit, writeTimeout: .seconds(configuration.realtimeWriteTimeoutSeconds),
+            metrics: metrics, logger: logger)
         let conversations = ConversationService(store: store, bus: bus, metrics: metrics, logger: logger)
         let ffmpeg = ProcessRunner.locate(configuration.ffmpeg).map(ProcessRunner.init(executable:))
         if ffmpeg == nil {
@@ -76,7 +82,7 @@ public struct ParleyServices: Sendable {
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics),
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
             calls: CallService(store: store, hub: hub, conversations: conversations, configuration: configuration, logger: logger),
-            scanning: scanning, limits: RateLimits(configuration))
+            scanning: scanning, limits: RateLimits(configuration), connections: ConnectionCounter())
     }
 
     public func close() async {
@@ -113,7 +119,7 @@ public func buildWebSocketRouter(_ services: ParleyServices) -> Router<ParleyReq
     router.add(middleware: AuthMiddleware(identity: services.identity))
     RealtimeController(
         conversations: services.conversations, calls: services.calls, hub: services.hub, configuration: services.configuration,
-        limits: services.limits)
+        limits: services.limits, metrics: services.metrics)
         .addRoutes(to: router)
     return router
 }
@@ -123,24 +129,36 @@ public func buildApplication(
     _ services: ParleyServices, logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let configuration = services.configuration
+    let webSocketResponder = buildWebSocketRouter(services).buildResponder()
+    let connectionGuard = ConnectionGuardSettings(
+        headerTimeout: .seconds(Int64(configuration.headerTimeoutSeconds)), maxHeadBytes: configuration.maxHeaderBytes,
+        // Behind a proxy every connection comes from the proxy: the proxy limits clients.
+        maxPerAddress: configuration.trustProxy ? 0 : configuration.maxConnectionsPerAddress)
+    let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
+        http1: .init(idleTimeout: TimeAmount.seconds(Int64(configuration.idleTimeoutSeconds))),
+        ws: .init(
+            maxFrameSize: configuration.maxRealtimeFrameBytes,
+            // Small windows (1 KB) and memory level 2: each compressed connection keeps about
+            // 10 KB of zlib state instead of ~90 KB at zlib's defaults, and Parley's frames
+            // (a few hundred bytes, repeating keys) compress nearly as well. Frames from
+            // 64 bytes are compressed: with the shared window even small ones shrink.
+            extensions: [
+                SizeLimitedDeflateBuilder.factory(
+                    .perMessageDeflate(
+                        clientMaxWindow: 10, serverMaxWindow: 10, memoryLevel: 2,
+                        maxDecompressedFrameSize: configuration.maxRealtimeFrameBytes, minFrameSizeToCompress: 64))
+            ],
+            autoPing: .enabled(timePeriod: .seconds(RealtimeController.heartbeatSeconds))))
+    let counter = services.connections
+    let metrics = services.metrics
+    let server = HTTPServerBuilder { responder in
+        GuardedChildChannel(
+            inner: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: channelConfiguration),
+            settings: connectionGuard, counter: counter, metrics: metrics)
+    }
     let app = Application(
         router: buildRouter(services),
-        server: .http1WebSocketUpgrade(
-            webSocketRouter: buildWebSocketRouter(services),
-            configuration: .init(
-                http1: .init(idleTimeout: .seconds(75)),
-                ws: .init(
-                    maxFrameSize: configuration.maxRealtimeFrameBytes,
-                    // Small windows (1 KB) and memory level 2: each compressed connection keeps about
-                    // 10 KB of zlib state instead of ~90 KB at zlib's defaults, and Parley's frames
-                    // (a few hundred bytes, repeating keys) compress nearly as well. Frames from
-                    // 64 bytes are compressed: with the shared window even small ones shrink.
-                    extensions: [
-                        .perMessageDeflate(
-                            clientMaxWindow: 10, serverMaxWindow: 10, memoryLevel: 2,
-                            maxDecompressedFrameSize: configuration.maxRealtimeFrameBytes, minFrameSizeToCompress: 64)
-                    ],
-                    autoPing: .enabled(timePeriod: .seconds(RealtimeController.heartbeatSeconds))))),
+        server: server,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Parley"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
         logger: logger)

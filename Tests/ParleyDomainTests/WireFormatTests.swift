@@ -13,6 +13,8 @@ struct WireFormatTests {
             .send(id: "1", SendMessageRequest(clientMessageId: "c1", text: "hi", conversationId: "cnv_x", channel: .web)),
             .receipt(id: "2", conversationId: "cnv_x", ReceiptRequest(upToSeq: 4, state: .read)),
             .typing(conversationId: "cnv_x", isTyping: true),
+            .view(conversationId: "cnv_x"),
+            .view(conversationId: nil),
             .resume(id: "3", cursors: ["cnv_x": 12]),
         ]
         for frame in frames {

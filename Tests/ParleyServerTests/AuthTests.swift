@@ -13,6 +13,14 @@ struct BrandClaims: JWTPayload {
     func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
 
+struct TimedBrandClaims: JWTPayload {
+    var sub: SubjectClaim
+    var exp: ExpirationClaim
+    var nbf: NotBeforeClaim?
+    var iat: IssuedAtClaim?
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
 @Suite("Authentication and identities")
 struct AuthTests {
     @Test("agents sign in with email and password; the browser gets an HttpOnly cookie")
@@ -195,6 +203,48 @@ struct AuthTests {
             #expect(try pem.error.code == "invalid_key")
             let again = try await server.post("/v1/apps/\(acme.app.id)/keys", token: acme.adminToken, json: AddAppKeyRequest(kid: "hs-1", algorithm: "HS256", key: secret))
             #expect(again.status == .conflict)
+        }
+    }
+
+    @Test("identity tokens: nbf and iat are checked with a minute of leeway; an unknown kid is refused, never tried with another key")
+    func tokenTimesAndKeyIds() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let secret = String(repeating: "k3y-", count: 10)
+            for kid in ["hs-1", "hs-2"] {
+                let added = try await server.post(
+                    "/v1/apps/\(acme.app.id)/keys", token: acme.adminToken, json: AddAppKeyRequest(kid: kid, algorithm: "HS256", key: secret + kid))
+                #expect(added.status == .created)
+            }
+            let session = { (token: String) in
+                try await server.post("/v1/consumer/session", json: ConsumerSessionRequest(appId: acme.app.id, identityToken: token))
+            }
+            let signer = JWTKeyCollection()
+            await signer.add(hmac: HMACKey(from: secret + "hs-1"), digestAlgorithm: .sha256, kid: "hs-1")
+            await signer.add(hmac: HMACKey(from: secret + "hs-1"), digestAlgorithm: .sha256, kid: "hs-9")
+            let now = Date()
+            let claims = { (nbf: TimeInterval?, iat: TimeInterval?) in
+                TimedBrandClaims(
+                    sub: .init(value: "user-7"), exp: .init(value: now.addingTimeInterval(600)),
+                    nbf: nbf.map { .init(value: now.addingTimeInterval($0)) }, iat: iat.map { .init(value: now.addingTimeInterval($0)) })
+            }
+            // Within the leeway: a backend clock 30 s ahead is fine.
+            #expect(try await session(try await signer.sign(claims(30, 30), kid: "hs-1")).status == .created)
+            #expect(try await session(try await signer.sign(claims(-3600, -3600), kid: "hs-1")).status == .created)
+            let refused: [(String, String)] = [
+                (try await signer.sign(claims(600, nil), kid: "hs-1"), "not valid yet"),
+                (try await signer.sign(claims(nil, 600), kid: "hs-1"), "not valid yet"),
+                // Signed with hs-1's secret but naming a key the app does not have: JWTKit alone would
+                // fall back to the app's first key and accept it.
+                (try await signer.sign(claims(nil, nil), kid: "hs-9"), "key id (kid) is not registered"),
+                (try await signer.sign(claims(nil, nil)), "no key id"),
+            ]
+            for (token, reason) in refused {
+                let reply = try await session(token)
+                #expect(reply.status == .unauthorized, "\(reason)")
+                #expect(try reply.error.code == "invalid_identity_token")
+                #expect(try reply.error.message.contains(reason), "\(try reply.error.message)")
+            }
         }
     }
 

@@ -5,16 +5,27 @@ import ParleyStore
 
 /// The claims Parley reads from a brand-signed consumer JWT.
 ///
-/// Required: `sub` (the brand's user id) and `exp`. Optional: `name` (shown to agents) and `aud`;
-/// when `aud` is present it must name the app id, so a token minted for one app cannot sign in to another.
+/// Required: `sub` (the brand's user id) and `exp`. Optional: `name` (shown to agents), `aud`
+/// (when present it must name the app id, so a token minted for one app cannot sign in to another),
+/// `nbf` (not valid before) and `iat` (issued at, which cannot lie in the future). `nbf` and `iat`
+/// allow `leeway` for clocks that differ between the brand's backend and Parley.
 struct ConsumerIdentityClaims: JWTPayload {
+    static let leeway: TimeInterval = 60
+
     var sub: SubjectClaim
     var exp: ExpirationClaim
     var aud: AudienceClaim?
+    var nbf: NotBeforeClaim?
+    var iat: IssuedAtClaim?
     var name: String?
 
     func verify(using algorithm: some JWTAlgorithm) async throws {
-        try exp.verifyNotExpired()
+        let now = Date()
+        try exp.verifyNotExpired(currentDate: now)
+        try nbf?.verifyNotBefore(currentDate: now.addingTimeInterval(Self.leeway))
+        if let iat, iat.value > now.addingTimeInterval(Self.leeway) {
+            throw JWTError.claimVerificationFailure(failedClaim: iat, reason: "issued in the future")
+        }
     }
 }
 
@@ -45,10 +56,24 @@ enum ConsumerIdentityVerifier {
         if token.utf8.count > maxTokenBytes {
             throw ParleyError(.unauthorized, code: "invalid_identity_token", message: "The identity token is too long.", field: "identityToken")
         }
+        // JWTKit falls back to its first key when a token names a key id it does not know; a token
+        // must name one of this app's keys, or (only when the app has a single key) none.
+        let header = header(of: token)
+        let kid = header?.kid
+        if let kid, !records.contains(where: { $0.kid == kid }) {
+            throw ParleyError(
+                .unauthorized, code: "invalid_identity_token",
+                message: "The identity token was refused: \(describe(.unknownKID(JWKIdentifier(string: kid)))).", field: "identityToken")
+        }
+        if let header, header.kid == nil, records.count > 1 {
+            throw ParleyError(
+                .unauthorized, code: "invalid_identity_token",
+                message: "The identity token was refused: it has no key id (kid), and this app has several keys.", field: "identityToken")
+        }
         let claims: ConsumerIdentityClaims
         do {
             let keys = JWTKeyCollection()
-            for record in records {
+            for record in records where kid == nil || record.kid == kid {
                 try await add(to: keys, algorithm: record.algorithm, key: record.keyMaterial, kid: record.kid)
             }
             claims = try await keys.verify(token, as: ConsumerIdentityClaims.self)
@@ -73,6 +98,17 @@ enum ConsumerIdentityVerifier {
         return claims
     }
 
+    struct Header: Decodable { var kid: String? }
+
+    /// A compact JWT's header, if it decodes (else JWTKit says how the token is malformed).
+    static func header(of token: String) -> Header? {
+        guard let segment = token.split(separator: ".", omittingEmptySubsequences: false).first else { return nil }
+        var base64 = segment.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64) else { return nil }
+        return try? JSONDecoder().decode(Header.self, from: data)
+    }
+
     private static func add(to keys: JWTKeyCollection, algorithm: String, key: String, kid: String) async throws {
         let kid = JWKIdentifier(string: kid)
         switch algorithm {
@@ -94,7 +130,7 @@ enum ConsumerIdentityVerifier {
 
     private static func describe(_ error: JWTError) -> String {
         switch error.errorType {
-        case .claimVerificationFailure: "it has expired or a claim is invalid"
+        case .claimVerificationFailure: "it has expired, is not valid yet, or a claim is invalid"
         case .signatureVerificationFailed: "the signature does not match any key of this app"
         case .unknownKID: "its key id (kid) is not registered on this app"
         case .missingKIDHeader: "it has no key id (kid)"

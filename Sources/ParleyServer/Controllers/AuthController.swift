@@ -22,7 +22,7 @@ struct AuthController {
         // Limited before the password is checked: guessing costs the guesser time, not the server bcrypt.
         try limits.loginsPerIP.check(context.clientIP(request, trustProxy: configuration.trustProxy), "sign-in attempts")
         let body = try await request.decodeJSON(LoginRequest.self, limit: configuration.maxJSONBodyBytes)
-        try limits.loginsPerEmail.check(body.email.lowercased(), "sign-in attempts for this account")
+        try limits.loginsPerEmail.check(IdentityRules.canonicalEmail(body.email), "sign-in attempts for this account")
         let (session, agent) = try await identity.login(email: body.email, password: body.password)
         let cookie = Cookie(
             name: SessionTokens.cookieName, value: session.token, expires: session.expiresAt, path: "/",

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import Hummingbird
 import HummingbirdWebSocket
 import ParleyAPI
@@ -16,13 +17,19 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
     public var sessionExpiresAt: Date?
     /// Set by `AuthMiddleware` when a token came with the request but is not valid.
     public var authFailure: ParleyError?
+    /// Set by `AuthMiddleware`: the token came from the session cookie, which a browser sends on its
+    /// own (so the request's `Origin` is checked), not from a header a page had to set.
+    public var authenticatedByCookie = false
     /// The peer's IP address (the proxy's, behind one; see `clientIP`).
     public let peerIP: String?
+    /// The connection, so that a real-time connection whose client stops reading can be closed.
+    public let channel: any NIOCore.Channel
 
     public init(source: Source) {
         self.coreContext = .init(source: source)
         self.webSocket = .init()
         self.peerIP = source.channel.remoteAddress?.ipAddress
+        self.channel = source.channel
     }
 
     /// The client's IP address for rate limits: the peer, or behind a trusted proxy the last address

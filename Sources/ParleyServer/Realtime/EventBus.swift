@@ -6,6 +6,9 @@ public struct RealtimeEvent: Sendable {
     public enum Audience: Sendable, Hashable {
         /// The brand's agents and the conversation's consumer (every device of theirs).
         case conversation(brandId: String, consumerId: String)
+        /// Those taking part in one conversation: its consumer (every device), its assignee (every
+        /// device) and the agents who have it open. Typing and receipts go here, not to the whole brand.
+        case participants(brandId: String, consumerId: String, conversationId: String, assigneeId: String?)
         /// The brand's agents only.
         case agents(brandId: String)
         /// One connection (the other side of a call).

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import ParleyAPI
 import ParleyDomain
 import Synchronization
@@ -23,37 +24,74 @@ public final class Outbox: Sendable {
     let stream: AsyncStream<String>
     private let continuation: AsyncStream<String>.Continuation
     private let closeReason = Mutex<CloseReason?>(nil)
+    /// The socket, for closing it without a close frame when a write never completes.
+    let channel: (any NIOCore.Channel)?
+    /// When the write in progress started (nanoseconds of uptime), 0 when none is.
+    private let writeStarted = Atomic<UInt64>(0)
 
-    init(connectionId: String, principal: Principal, sessionTokenHash: String?, expiresAt: Date? = nil, limit: Int) {
+    init(
+        connectionId: String, principal: Principal, sessionTokenHash: String?, expiresAt: Date? = nil, limit: Int,
+        channel: (any NIOCore.Channel)? = nil
+    ) {
         self.expiresAt = expiresAt
         self.connectionId = connectionId
         self.principal = principal
         self.sessionTokenHash = sessionTokenHash
+        self.channel = channel
         (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(limit))
     }
 
-    /// Queues a frame. Returns false when the connection is closing or just overflowed.
+    public enum SendResult: Sendable, Equatable {
+        case queued
+        /// This frame overflowed the queue: the connection is now closing with `resume`.
+        case overflowed
+        /// The connection was already closing; the frame was dropped.
+        case closed
+    }
+
+    /// Queues a frame.
     @discardableResult
-    public func send(_ frame: String) -> Bool {
+    public func send(_ frame: String) -> SendResult {
         switch continuation.yield(frame) {
         case .enqueued:
-            return true
+            return .queued
         case .dropped:
-            close(code: RealtimeCloseCode.resume, text: "too slow: reconnect and resume")
-            return false
+            return close(code: RealtimeCloseCode.resume, text: "too slow: reconnect and resume") ? .overflowed : .closed
         case .terminated:
-            return false
+            return .closed
         @unknown default:
-            return false
+            return .closed
         }
     }
 
     /// Ends the connection: frames still queued are dropped and the socket is closed with `code`.
-    public func close(code: UInt16, text: String) {
-        closeReason.withLock { reason in
-            if reason == nil { reason = CloseReason(code: code, text: text) }
+    /// Returns true for the call that closed it (later calls change nothing).
+    @discardableResult
+    public func close(code: UInt16, text: String) -> Bool {
+        let first = closeReason.withLock { reason in
+            guard reason == nil else { return false }
+            reason = CloseReason(code: code, text: text)
+            return true
         }
         continuation.finish()
+        return first
+    }
+
+    /// The writer marks each socket write, so that a write the client never lets finish is noticed.
+    func writeBegins(at now: UInt64 = DispatchTime.now().uptimeNanoseconds) { writeStarted.store(max(now, 1), ordering: .relaxed) }
+    func writeEnds() { writeStarted.store(0, ordering: .relaxed) }
+
+    /// How long the write in progress has been waiting, if one is.
+    func writeWaiting(now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Duration? {
+        let started = writeStarted.load(ordering: .relaxed)
+        guard started != 0, now > started else { return nil }
+        return .nanoseconds(Int64(now - started))
+    }
+
+    /// Closes the socket at once, without a close frame (its peer is not reading anything).
+    func abort() {
+        close(code: RealtimeCloseCode.resume, text: "write timed out")
+        channel?.close(mode: .all, promise: nil)
     }
 
     /// Ends the queue without a close code (the client went away).

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import NIOCore
 import NIOWebSocket
 import ParleyAPI
 import ParleyDomain
@@ -20,6 +21,7 @@ struct RealtimeController {
     let hub: RealtimeHub
     let configuration: ParleyConfiguration
     let limits: RateLimits
+    let metrics: ParleyMetrics
 
     func addRoutes(to router: Router<ParleyRequestContext>) {
         router.ws(RouterPath(stringLiteral: Self.path)) { _, context in
@@ -32,16 +34,17 @@ struct RealtimeController {
             let ip = configuration.trustProxy ? nil : session.peerIP
             await serve(
                 principal: principal, sessionTokenHash: session.sessionTokenHash, expiresAt: session.sessionExpiresAt,
-                ip: ip, inbound: inbound, outbound: outbound, logger: context.logger)
+                ip: ip, channel: session.channel, inbound: inbound, outbound: outbound, logger: context.logger)
         }
     }
 
     func serve(
-        principal: Principal, sessionTokenHash: String?, expiresAt: Date?, ip: String? = nil, inbound: WebSocketInboundStream,
-        outbound: WebSocketOutboundWriter, logger: Logger
+        principal: Principal, sessionTokenHash: String?, expiresAt: Date?, ip: String? = nil, channel: (any NIOCore.Channel)? = nil,
+        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger
     ) async {
-        let outbox = hub.register(principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt)
+        let outbox = hub.register(principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt, channel: channel)
         defer { hub.unregister(outbox) }
+        let typingGate = TypingGate()
         send(
             .hello(
                 connectionId: outbox.connectionId, participant: principal.participant, brandId: principal.brandId,
@@ -54,11 +57,39 @@ struct RealtimeController {
 
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
+                var limiter = FrameLimiter(perSecond: configuration.realtimeFramesPerSecond)
+                var assembler = MessageAssembler(maxSize: configuration.maxRealtimeFrameBytes)
                 do {
-                    for try await message in inbound.messages(maxSize: configuration.maxRealtimeFrameBytes) {
+                    for try await frame in inbound {
+                        let message: WebSocketMessage
+                        do {
+                            guard let complete = try assembler.add(frame) else { continue }
+                            message = complete
+                        } catch MessageAssembler.Failure.tooLarge {
+                            outbox.close(code: 1009, text: "message too large")
+                            return
+                        } catch {
+                            outbox.close(code: 1002, text: "protocol error")
+                            return
+                        }
+                        // The limit comes before any decoding: a flood costs the server as little as possible.
+                        switch limiter.take() {
+                        case .allow:
+                            break
+                        case .refuse:
+                            metrics.realtimeFramesRefused.increment()
+                            if case .text(let text) = message, let id = Self.frameId(in: text) {
+                                send(.error(id: id, .init(code: "rate_limited", message: "Too many frames; slow down.", retryAfter: 1)), to: outbox)
+                            }
+                            continue
+                        case .close:
+                            metrics.realtimeFloodCloses.increment()
+                            outbox.close(code: RealtimeCloseCode.tooManyFrames, text: "too many frames: slow down")
+                            return
+                        }
                         switch message {
                         case .text(let text):
-                            await handle(text, principal: principal, ip: ip, outbox: outbox)
+                            await handle(text, principal: principal, ip: ip, outbox: outbox, typingGate: typingGate)
                         case .binary:
                             send(.error(id: nil, .init(code: "unsupported_frame", message: "Send JSON frames as text.")), to: outbox)
                         }
@@ -71,14 +102,21 @@ struct RealtimeController {
             // This task writes: it drains the outbox until the client leaves or the connection is closed.
             for await frame in outbox.stream {
                 if outbox.pendingClose != nil { break }
+                // A write waits while the client's receive buffer is full; the hub closes the socket
+                // of a write that waits past the write timeout (a client that stopped reading).
+                outbox.writeBegins()
                 do {
                     try await outbound.write(.text(frame))
                 } catch {
+                    outbox.writeEnds()
                     break
                 }
+                outbox.writeEnds()
             }
-            if let reason = outbox.pendingClose {
-                try? await outbound.close(.unknown(reason.code), reason: reason.text)
+            if let reason = outbox.pendingClose, outbox.channel?.isActive ?? true {
+                outbox.writeBegins()
+                try? await outbound.close(Self.closeCode(reason.code), reason: reason.text)
+                outbox.writeEnds()
             }
             group.cancelAll()
         }
@@ -86,7 +124,11 @@ struct RealtimeController {
         await calls.connectionClosed(outbox.connectionId)
     }
 
-    private func handle(_ text: String, principal: Principal, ip: String?, outbox: Outbox) async {
+    static func closeCode(_ code: UInt16) -> WebSocketErrorCode {
+        code == 1009 ? .messageTooLarge : .unknown(code)
+    }
+
+    private func handle(_ text: String, principal: Principal, ip: String?, outbox: Outbox, typingGate: TypingGate) async {
         let frame: ClientFrame
         do {
             frame = try ParleyCoders.decoder.decode(ClientFrame.self, from: Data(text.utf8))
@@ -121,7 +163,19 @@ struct RealtimeController {
                 let event = try await conversations.receipt(principal, conversationId: conversationId, receipt, fromConnection: outbox.connectionId)
                 send(.ack(id: id, message: nil, conversation: nil, event: event), to: outbox)
             case .typing(let conversationId, let isTyping):
-                try await conversations.typing(principal, conversationId: conversationId, isTyping: isTyping, fromConnection: outbox.connectionId)
+                // At most one change per second per conversation goes out; a change held back is sent
+                // when its second is over, so an indicator never sticks.
+                let conversations = self.conversations
+                let connectionId = outbox.connectionId
+                try await typingGate.offer(conversationId: conversationId, isTyping: isTyping) { isTyping in
+                    try await conversations.typing(principal, conversationId: conversationId, isTyping: isTyping, fromConnection: connectionId)
+                }
+            case .view(let conversationId):
+                guard case .agent = principal else { break }
+                if let conversationId {
+                    _ = try await conversations.conversation(principal, id: conversationId)
+                }
+                hub.view(connectionId: outbox.connectionId, conversationId: conversationId)
             case .resume(let id, let cursors):
                 replyId = id
                 try await resume(id: id, cursors: cursors, principal: principal, outbox: outbox)

@@ -1,40 +1,53 @@
 import Foundation
 import Logging
+import NIOCore
 import ParleyAPI
 import ParleyDomain
 import ServiceLifecycle
 import Synchronization
 
 /// Knows every open real-time connection of this node and hands each event to the ones allowed to
-/// see it. A `Service`: on shutdown it closes every connection with the resume code.
+/// see it. A `Service`: it sweeps expired sessions and stuck writers, and on shutdown it closes every
+/// connection with the resume code.
 public final class RealtimeHub: Service {
     private struct State {
         var connections: [String: Outbox] = [:]
         var agentsByBrand: [String: Set<String>] = [:]
         var byConsumer: [String: Set<String>] = [:]
+        var byAgent: [String: Set<String>] = [:]
+        /// Agent connections that have a conversation open, by conversation, and the other way round.
+        var viewers: [String: Set<String>] = [:]
+        var viewing: [String: String] = [:]
     }
 
     private let state = Mutex(State())
     private let queueLimit: Int
+    /// Longest one socket write may wait (a client that stopped reading) before the socket is closed.
+    private let writeTimeout: Duration
     private let logger: Logger
     private let metrics: ParleyMetrics
 
-    public init(bus: any EventBus, queueLimit: Int, metrics: ParleyMetrics, logger: Logger) {
+    public init(bus: any EventBus, queueLimit: Int, writeTimeout: Duration = .seconds(10), metrics: ParleyMetrics, logger: Logger) {
         self.queueLimit = queueLimit
+        self.writeTimeout = writeTimeout
         self.logger = logger
         self.metrics = metrics
         bus.subscribe { [weak self] event in self?.deliver(event) }
     }
 
     /// Adds a connection; events for its principal start arriving in its outbox at once.
-    public func register(_ principal: Principal, sessionTokenHash: String? = nil, expiresAt: Date? = nil) -> Outbox {
+    public func register(
+        _ principal: Principal, sessionTokenHash: String? = nil, expiresAt: Date? = nil, channel: (any NIOCore.Channel)? = nil
+    ) -> Outbox {
         let outbox = Outbox(
             connectionId: Identifier.make(.connection), principal: principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt,
-            limit: queueLimit)
+            limit: queueLimit, channel: channel)
         state.withLock { state in
             state.connections[outbox.connectionId] = outbox
             switch principal {
-            case .agent(let agent): state.agentsByBrand[agent.brandId, default: []].insert(outbox.connectionId)
+            case .agent(let agent):
+                state.agentsByBrand[agent.brandId, default: []].insert(outbox.connectionId)
+                state.byAgent[agent.agentId, default: []].insert(outbox.connectionId)
             case .consumer(let consumer): state.byConsumer[consumer.consumerId, default: []].insert(outbox.connectionId)
             }
         }
@@ -42,26 +55,59 @@ public final class RealtimeHub: Service {
         return outbox
     }
 
+    /// Removes a connection from every index; a second call for the same connection does nothing.
     public func unregister(_ outbox: Outbox) {
+        let id = outbox.connectionId
         let removed = state.withLock { state -> Bool in
-            guard state.connections.removeValue(forKey: outbox.connectionId) != nil else { return false }
+            guard state.connections.removeValue(forKey: id) != nil else { return false }
             switch outbox.principal {
             case .agent(let agent):
-                state.agentsByBrand[agent.brandId]?.remove(outbox.connectionId)
-                if state.agentsByBrand[agent.brandId]?.isEmpty == true { state.agentsByBrand[agent.brandId] = nil }
+                Self.remove(id, from: &state.agentsByBrand, key: agent.brandId)
+                Self.remove(id, from: &state.byAgent, key: agent.agentId)
             case .consumer(let consumer):
-                state.byConsumer[consumer.consumerId]?.remove(outbox.connectionId)
-                if state.byConsumer[consumer.consumerId]?.isEmpty == true { state.byConsumer[consumer.consumerId] = nil }
+                Self.remove(id, from: &state.byConsumer, key: consumer.consumerId)
+            }
+            if let conversation = state.viewing.removeValue(forKey: id) {
+                Self.remove(id, from: &state.viewers, key: conversation)
             }
             return true
         }
         if removed { metrics.realtimeConnections.decrement() }
     }
 
+    private static func remove(_ id: String, from index: inout [String: Set<String>], key: String) {
+        index[key]?.remove(id)
+        if index[key]?.isEmpty == true { index[key] = nil }
+    }
+
+    /// An agent connection opened a conversation (or closed it, with nil).
+    func view(connectionId: String, conversationId: String?) {
+        state.withLock { state in
+            guard state.connections[connectionId] != nil else { return }
+            if let previous = state.viewing.removeValue(forKey: connectionId) {
+                Self.remove(connectionId, from: &state.viewers, key: previous)
+            }
+            if let conversationId {
+                state.viewing[connectionId] = conversationId
+                state.viewers[conversationId, default: []].insert(connectionId)
+            }
+        }
+    }
+
     /// Closes every connection opened with one session, e.g. after its logout.
     public func disconnect(sessionTokenHash: String, code: UInt16, reason: String) {
         let targets = state.withLock { state in
             state.connections.values.filter { $0.sessionTokenHash == sessionTokenHash }
+        }
+        for outbox in targets { outbox.close(code: code, text: reason) }
+    }
+
+    /// Closes every connection of one agent, except those opened with `keeping` (the session that
+    /// changed its own password stays signed in).
+    public func disconnect(agentId: String, keeping sessionTokenHash: String? = nil, code: UInt16, reason: String) {
+        let targets = state.withLock { state in
+            (state.byAgent[agentId] ?? []).compactMap { state.connections[$0] }
+                .filter { sessionTokenHash == nil || $0.sessionTokenHash != sessionTokenHash }
         }
         for outbox in targets { outbox.close(code: code, text: reason) }
     }
@@ -80,6 +126,11 @@ public final class RealtimeHub: Service {
             case .conversation(let brandId, let consumerId):
                 if let agents = state.agentsByBrand[brandId] { ids.append(contentsOf: agents) }
                 if let consumers = state.byConsumer[consumerId] { ids.append(contentsOf: consumers) }
+            case .participants(_, let consumerId, let conversationId, let assigneeId):
+                var agents = state.viewers[conversationId] ?? []
+                if let assigneeId, let devices = state.byAgent[assigneeId] { agents.formUnion(devices) }
+                ids.append(contentsOf: agents)
+                if let consumers = state.byConsumer[consumerId] { ids.append(contentsOf: consumers) }
             case .agents(let brandId):
                 if let agents = state.agentsByBrand[brandId] { ids.append(contentsOf: agents) }
             case .connection(let id):
@@ -87,11 +138,11 @@ public final class RealtimeHub: Service {
             }
             return ids.compactMap { id in id == event.excludingConnection ? nil : state.connections[id] }
         }
-        for outbox in targets where !outbox.send(event.frame) {
-            if outbox.pendingClose?.code == RealtimeCloseCode.resume {
-                metrics.realtimeOverflows.increment()
-                logger.notice("closed a slow real-time connection", metadata: ["connection": "\(outbox.connectionId)"])
-            }
+        for outbox in targets where outbox.send(event.frame) == .overflowed {
+            // Once per connection: it leaves the hub now, so later events do not find it again.
+            unregister(outbox)
+            metrics.realtimeOverflows.increment()
+            logger.notice("closed a slow real-time connection", metadata: ["connection": "\(outbox.connectionId)"])
         }
     }
 
@@ -104,12 +155,27 @@ public final class RealtimeHub: Service {
         for outbox in expired { outbox.close(code: RealtimeCloseCode.unauthorized, text: "session expired") }
     }
 
+    /// Closes the sockets of connections whose current write has waited longer than the write
+    /// timeout: their client stopped reading, and a close frame would wait behind the same full buffer.
+    func closeStuckWriters(now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
+        let stuck = state.withLock { state in
+            state.connections.values.filter { ($0.writeWaiting(now: now) ?? .zero) > writeTimeout }
+        }
+        for outbox in stuck {
+            unregister(outbox)
+            outbox.abort()
+            metrics.realtimeWriteTimeouts.increment()
+            logger.notice("closed a real-time connection that stopped reading", metadata: ["connection": "\(outbox.connectionId)"])
+        }
+    }
+
     public func run() async throws {
-        // Delivery happens on the publishers' tasks; this service sweeps expired sessions until shutdown.
+        // Delivery happens on the publishers' tasks; this service sweeps until shutdown.
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try await Task.sleep(for: .milliseconds(500))
                 self.closeExpired()
+                self.closeStuckWriters()
             }
         }
         let all = state.withLock { Array($0.connections.values) }

@@ -244,9 +244,7 @@ public struct ConversationService: Sendable {
         }
         guard let (event, conversation) = result else { return nil }
         metrics.receipts.increment()
-        await publish(
-            .event(event), to: .conversation(brandId: conversation.brandId, consumerId: conversation.consumerId),
-            excluding: connectionId)
+        await publish(.event(event), to: Self.participants(of: conversation), excluding: connectionId)
         return event
     }
 
@@ -257,7 +255,15 @@ public struct ConversationService: Sendable {
         }
         await publish(
             .typing(conversationId: conversation.id, participant: principal.participant, isTyping: isTyping),
-            to: .conversation(brandId: conversation.brandId, consumerId: conversation.consumerId), excluding: connectionId)
+            to: Self.participants(of: conversation), excluding: connectionId)
+    }
+
+    /// The consumer, the assignee and the agents who have the conversation open: who typing and
+    /// receipts are for. The rest of the brand's agents learn of receipts when they open it.
+    static func participants(of conversation: ConversationDTO) -> RealtimeEvent.Audience {
+        .participants(
+            brandId: conversation.brandId, consumerId: conversation.consumerId, conversationId: conversation.id,
+            assigneeId: conversation.assigneeId)
     }
 
     // MARK: Conversation management (agents)

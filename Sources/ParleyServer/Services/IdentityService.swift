@@ -28,7 +28,7 @@ public struct IdentityService: Sendable {
     public func login(email rawEmail: String, password: String) async throws -> (IssuedSession, AgentDTO) {
         let email = try IdentityRules.normalizeEmail(rawEmail)
         let record = try await store.read { repo in try await repo.agent(email: email) }
-        let matches = try await hasher.verify(password, hash: record?.passwordHash ?? PasswordHasher.decoy)
+        let matches = try await hasher.verify(password, hash: record?.passwordHash ?? hasher.decoy)
         guard let record, matches else {
             metrics.failedLogins.increment()
             throw ParleyError(.unauthorized, code: "invalid_credentials", message: "The email or the password is wrong.")

@@ -1,0 +1,204 @@
+import Foundation
+import HummingbirdWSCompression
+import HummingbirdWebSocket
+import NIOCore
+import NIOWebSocket
+import Synchronization
+
+/// The per-connection budget of client frames: a token bucket of `perSecond` frames, `2 × perSecond`
+/// at once. A frame over budget is refused; a client that goes on sending a whole burst's worth of
+/// refused frames is closed with 4008. Owned by one connection's reader task.
+struct FrameLimiter {
+    enum Decision: Equatable { case allow, refuse, close }
+
+    let perSecond: Double
+    let burst: Double
+    private var tokens: Double
+    private var updated: ContinuousClock.Instant
+    private var refusedSinceAllowed = 0
+
+    init(perSecond: Int, now: ContinuousClock.Instant = .now) {
+        self.perSecond = Double(max(1, perSecond))
+        self.burst = 2 * Double(max(1, perSecond))
+        self.tokens = burst
+        self.updated = now
+    }
+
+    mutating func take(now: ContinuousClock.Instant = .now) -> Decision {
+        let elapsed = now - updated
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        tokens = min(burst, tokens + seconds * perSecond)
+        updated = now
+        if tokens >= 1 {
+            tokens -= 1
+            refusedSinceAllowed = 0
+            return .allow
+        }
+        refusedSinceAllowed += 1
+        return Double(refusedSinceAllowed) >= burst ? .close : .refuse
+    }
+}
+
+/// Coalesces one connection's typing indicators: at most one change per second per conversation is
+/// forwarded. A change that arrives sooner is held and forwarded when its second is over (if it is
+/// still a change then), so a "stopped typing" is never lost and an indicator never sticks.
+final class TypingGate: Sendable {
+    static let interval: Duration = .seconds(1)
+    /// Conversations remembered per connection; the oldest is forgotten past this.
+    static let maxConversations = 32
+
+    private struct Entry {
+        var lastForwardAt: ContinuousClock.Instant
+        var lastForwarded: Bool
+        var pending: Bool?
+        var flushScheduled: Bool
+    }
+
+    private let entries = Mutex<[String: Entry]>([:])
+
+    enum Decision: Equatable { case forwardNow, hold(after: Duration), drop }
+
+    /// What to do with a typing change (pure bookkeeping; the caller forwards).
+    func decide(conversationId: String, isTyping: Bool, now: ContinuousClock.Instant = .now) -> Decision {
+        entries.withLock { entries in
+            guard var entry = entries[conversationId] else {
+                if entries.count >= Self.maxConversations,
+                    let oldest = entries.min(by: { $0.value.lastForwardAt < $1.value.lastForwardAt })?.key
+                {
+                    entries[oldest] = nil
+                }
+                entries[conversationId] = Entry(lastForwardAt: now, lastForwarded: isTyping, pending: nil, flushScheduled: false)
+                return .forwardNow
+            }
+            let since = now - entry.lastForwardAt
+            if since >= Self.interval, !entry.flushScheduled {
+                entry.lastForwardAt = now
+                entry.lastForwarded = isTyping
+                entry.pending = nil
+                entries[conversationId] = entry
+                return .forwardNow
+            }
+            entry.pending = isTyping == entry.lastForwarded ? nil : isTyping
+            let decision: Decision
+            if entry.pending != nil, !entry.flushScheduled {
+                entry.flushScheduled = true
+                decision = .hold(after: Self.interval - since)
+            } else {
+                decision = .drop
+            }
+            entries[conversationId] = entry
+            return decision
+        }
+    }
+
+    /// The held change to forward now, if it is still a change.
+    func flush(conversationId: String, now: ContinuousClock.Instant = .now) -> Bool? {
+        entries.withLock { entries in
+            guard var entry = entries[conversationId] else { return nil }
+            entry.flushScheduled = false
+            defer { entries[conversationId] = entry }
+            guard let pending = entry.pending, pending != entry.lastForwarded else { return nil }
+            entry.pending = nil
+            entry.lastForwarded = pending
+            entry.lastForwardAt = now
+            return pending
+        }
+    }
+
+    /// Forwards now, later or never, as `decide` says; `forward` runs at most once per second per conversation.
+    func offer(conversationId: String, isTyping: Bool, forward: @escaping @Sendable (Bool) async throws -> Void) async throws {
+        switch decide(conversationId: conversationId, isTyping: isTyping) {
+        case .forwardNow:
+            try await forward(isTyping)
+        case .hold(let delay):
+            Task {
+                try? await Task.sleep(for: delay)
+                if let change = self.flush(conversationId: conversationId) {
+                    try? await forward(change)
+                }
+            }
+        case .drop:
+            break
+        }
+    }
+}
+
+/// Assembles WebSocket messages from frames, refusing any message (whole or fragmented) larger
+/// than `maxSize`. WSCore's own `messages(maxSize:)` ends such a connection with a normal close
+/// (1000) when the message was fragmented; this one reports it, so the caller closes with 1009.
+struct MessageAssembler {
+    enum Failure: Error, Equatable { case tooLarge, protocolError }
+
+    let maxSize: Int
+    private var opcode: WebSocketDataFrame.Opcode?
+    private var buffer = ByteBuffer()
+
+    init(maxSize: Int) { self.maxSize = maxSize }
+
+    /// The message a frame completes, or nil while fragments are still coming.
+    mutating func add(_ frame: WebSocketDataFrame) throws(Failure) -> WebSocketMessage? {
+        switch frame.opcode {
+        case .text, .binary:
+            guard opcode == nil else { throw .protocolError }
+            opcode = frame.opcode
+            buffer.clear()
+        case .continuation:
+            guard opcode != nil else { throw .protocolError }
+        }
+        guard buffer.readableBytes + frame.data.readableBytes <= maxSize else { throw .tooLarge }
+        var data = frame.data
+        buffer.writeBuffer(&data)
+        guard frame.fin, let kind = opcode else { return nil }
+        opcode = nil
+        switch kind {
+        case .binary: return .binary(buffer)
+        default:
+            guard let text = String(validating: buffer.readableBytesView, as: UTF8.self) else { throw .protocolError }
+            return .text(text)
+        }
+    }
+}
+
+/// permessage-deflate whose inflate limit closes with 1009 (message too big), as RFC 6455 says,
+/// instead of the 1011 (server error) that the overflow of the inflate buffer becomes in WSCore.
+/// Negotiation and compression are the wrapped extension's; only the received-frame error changes.
+struct SizeLimitedDeflateBuilder: WebSocketExtensionBuilder {
+    static var name: String { "permessage-deflate" }
+    let inner: any WebSocketExtensionBuilder
+
+    static func factory(_ deflate: WebSocketExtensionFactory) -> WebSocketExtensionFactory {
+        WebSocketExtensionFactory { SizeLimitedDeflateBuilder(inner: deflate.build()) }
+    }
+
+    func clientRequestHeader() -> String { inner.clientRequestHeader() }
+    func serverReponseHeader(to request: WebSocketExtensionHTTPParameters) -> String? { inner.serverReponseHeader(to: request) }
+    func serverExtension(from request: WebSocketExtensionHTTPParameters) throws -> (any WebSocketExtension)? {
+        try inner.serverExtension(from: request).map(SizeLimitedExtension.init)
+    }
+    func clientExtension(from request: WebSocketExtensionHTTPParameters) throws -> (any WebSocketExtension)? {
+        try inner.clientExtension(from: request).map(SizeLimitedExtension.init)
+    }
+}
+
+struct SizeLimitedExtension: WebSocketExtension {
+    let inner: any WebSocketExtension
+    var name: String { inner.name }
+    var reservedBits: WebSocketFrame.ReservedBits { inner.reservedBits }
+
+    func processReceivedFrame(_ frame: WebSocketFrame, context: WebSocketExtensionContext) async throws -> WebSocketFrame {
+        do {
+            return try await inner.processReceivedFrame(frame, context: context)
+        } catch {
+            // CompressNIO's `bufferOverflow`: the frame inflates past the limit. (The module is not
+            // one of our dependencies, so the error is recognised by name.)
+            if "\(error)".contains("bufferOverflow") { throw NIOWebSocketError.invalidFrameLength }
+            throw error
+        }
+    }
+
+    func processFrameToSend(_ frame: WebSocketFrame, context: WebSocketExtensionContext) async throws -> WebSocketFrame {
+        try await inner.processFrameToSend(frame, context: context)
+    }
+
+    func shutdown() async { await inner.shutdown() }
+}
