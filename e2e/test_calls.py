@@ -282,9 +282,12 @@ def test_call_buttons_follow_permissions_and_channel(call_server, browser, shoot
     headers = {"Authorization": f"Bearer {session['token']}"}
     assert admin.request.post(f"{call_server.url}/v1/consumer/messages", headers=headers,
                               data={"clientMessageId": "w1", "text": "Hello from the web"}).ok
-    sms = admin.request.post(f"{call_server.url}/v1/consumer/session", data={"appId": call_server.app_id, "displayName": "Sms Sam"}).json()
+    # The channel comes from the app a consumer signed in with, never from the request: an SMS app.
+    sms_app = admin.request.post(f"{call_server.url}/v1/apps", data={"name": "Text line", "channel": "sms"})
+    assert sms_app.status == 201, sms_app.text()
+    sms = admin.request.post(f"{call_server.url}/v1/consumer/session", data={"appId": sms_app.json()["id"], "displayName": "Sms Sam"}).json()
     assert admin.request.post(f"{call_server.url}/v1/consumer/messages", headers={"Authorization": f"Bearer {sms['token']}"},
-                              data={"clientMessageId": "s1", "text": "Hello by text", "channel": "sms"}).ok
+                              data={"clientMessageId": "s1", "text": "Hello by text"}).ok
     admin.close()
 
     def open_as(email, name):

@@ -49,6 +49,7 @@ export class Realtime extends EventTarget {
       this.connectionId = frame.connectionId;
       this.attempt = 0;
       this.status("online");
+      if (this.viewing) this.socket.send(JSON.stringify({ type: "view", conversationId: this.viewing }));
       if (Object.keys(this.cursors).length) this.request({ type: "resume", cursors: { ...this.cursors } }).catch(() => {});
     }
     if ((frame.type === "ack" || frame.type === "error") && frame.id && this.pending.has(frame.id)) {
@@ -74,6 +75,14 @@ export class Realtime extends EventTarget {
       this.pending.set(id, { resolve, reject });
       this.socket.send(JSON.stringify({ ...frame, id }));
     });
+  }
+
+  /** Tells the server which conversation this agent has open: its typing and receipts come here. */
+  view(conversationId) {
+    this.viewing = conversationId;
+    if (this.socket?.readyState === WebSocket.OPEN) {
+      this.socket.send(JSON.stringify({ type: "view", conversationId: conversationId ?? null }));
+    }
   }
 
   typing(conversationId, isTyping) {

@@ -159,6 +159,7 @@ for (const tab of document.querySelectorAll(".filters button")) {
 async function open(id) {
   const conversation = state.conversations.get(id) ?? (await api.get(`/v1/conversations/${id}`));
   state.current = conversation;
+  realtime.view(id);
   state.unread.delete(id);
   $(".workspace").classList.add("open");
   $(".placeholder").hidden = true;
@@ -183,6 +184,7 @@ async function open(id) {
 $(".back").addEventListener("click", () => {
   $(".workspace").classList.remove("open");
   state.current = null;
+  realtime.view(null);
   renderList();
 });
 

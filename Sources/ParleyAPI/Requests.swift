@@ -133,11 +133,26 @@ public struct UpdateAgentRequest: Codable, Sendable {
     public var role: AgentRole?
     public var permissions: [AgentPermission]?
     public var password: String?
-    public init(name: String? = nil, role: AgentRole? = nil, permissions: [AgentPermission]? = nil, password: String? = nil) {
+    /// true: the agent is signed out everywhere and cannot sign in; false: they can again.
+    public var disabled: Bool?
+    public init(
+        name: String? = nil, role: AgentRole? = nil, permissions: [AgentPermission]? = nil, password: String? = nil, disabled: Bool? = nil
+    ) {
+        self.disabled = disabled
         self.name = name
         self.role = role
         self.permissions = permissions
         self.password = password
+    }
+}
+
+/// An agent changes their own password; every other session of theirs ends.
+public struct ChangePasswordRequest: Codable, Sendable {
+    public var currentPassword: String
+    public var newPassword: String
+    public init(currentPassword: String, newPassword: String) {
+        self.currentPassword = currentPassword
+        self.newPassword = newPassword
     }
 }
 

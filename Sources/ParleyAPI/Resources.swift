@@ -53,11 +53,14 @@ public struct AgentDTO: Codable, Sendable, Hashable {
     public var role: AgentRole
     public var permissions: [AgentPermission]
     public var createdAt: Date
+    /// A disabled agent cannot sign in and has no session; an admin can enable them again.
+    public var disabled: Bool
 
     public init(
         id: String, brandId: String, email: String, name: String, role: AgentRole,
-        permissions: [AgentPermission], createdAt: Date
+        permissions: [AgentPermission], createdAt: Date, disabled: Bool = false
     ) {
+        self.disabled = disabled
         self.id = id
         self.brandId = brandId
         self.email = email

@@ -50,12 +50,14 @@ public enum VoiceRules {
     }
 
     /// Refuses a note longer than the brand allows, naming the limit.
-    public static func validateDuration(milliseconds: Int, maxSeconds: Int) throws(ParleyError) {
+    /// `atLeast`: decoding stopped at a limit, so the note is at least `milliseconds` long.
+    public static func validateDuration(milliseconds: Int, maxSeconds: Int, atLeast: Bool = false) throws(ParleyError) {
         // Half a second of grace: recorders stop a little after the timer.
         if milliseconds > maxSeconds * 1000 + 500 {
+            let length = atLeast ? "longer than \(clock(milliseconds: maxSeconds * 1000))" : "\(clock(milliseconds: milliseconds)) long"
             throw ParleyError(
                 .unprocessable, code: "voice_too_long",
-                message: "The voice message is \(clock(milliseconds: milliseconds)) long; this brand accepts at most \(clock(milliseconds: maxSeconds * 1000)).")
+                message: "The voice message is \(length); this brand accepts at most \(clock(milliseconds: maxSeconds * 1000)).")
         }
     }
 }

@@ -43,7 +43,18 @@ public struct ProcessRunner: Sendable {
         return nil
     }
 
+    /// The queue of the kill timers: a private serial queue, which gets a thread of its own even when
+    /// every thread of the global pool is blocked reading a child's pipes (many ffmpegs at once), so a
+    /// deadline is kept however busy the machine is.
+    private static let killers = DispatchQueue(label: "parley.process-deadlines")
+
     public func run(_ arguments: [String], timeout: Duration) async throws -> Outcome {
+        try await run(arguments, timeout: timeout, stdout: nil)
+    }
+
+    /// Runs the program; with `stdout`, its standard output is handed over in chunks as it arrives
+    /// (and not kept), so that a large output never sits in memory whole.
+    public func run(_ arguments: [String], timeout: Duration, stdout consume: (@Sendable (Data) -> Void)?) async throws -> Outcome {
         let executable = self.executable
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         return try await withCheckedThrowingContinuation { continuation in
@@ -68,16 +79,20 @@ public struct ProcessRunner: Sendable {
                     timedOut.set()
                     kill(pid, SIGKILL)
                 }
-                DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: killer)
+                Self.killers.asyncAfter(deadline: .now() + seconds, execute: killer)
                 // Read both pipes at once so that neither can fill up and stall the child.
                 let errorOutput = DataBox()
                 let readers = DispatchGroup()
                 readers.enter()
                 DispatchQueue.global().async {
-                    errorOutput.set(stderr.fileHandleForReading.readDataToEndOfFile())
+                    errorOutput.set(stderr.fileHandleForReading.readDataToEndOfFile().suffix(4000))
                     readers.leave()
                 }
-                let output = stdout.fileHandleForReading.readDataToEndOfFile()
+                var output = Data()
+                let reader = stdout.fileHandleForReading
+                while let chunk = try? reader.read(upToCount: 64 * 1024), !chunk.isEmpty {
+                    if let consume { consume(chunk) } else { output.append(chunk) }
+                }
                 readers.wait()
                 process.waitUntilExit()
                 killer.cancel()

@@ -28,6 +28,7 @@ public struct ParleyServices: Sendable {
     public let limits: RateLimits
     /// Open connections per client address (the connection guard's count).
     public let connections: ConnectionCounter
+    public let janitor: MediaJanitor
 
     /// Opens the database, applies migrations and wires the services together.
     public static func make(
@@ -75,14 +76,22 @@ public struct ParleyServices: Sendable {
         let voice = VoiceService(
             store: store, blobs: blobs, conversations: conversations, processor: processor, scanning: scanning,
             analyzer: ffmpeg.map { AudioAnalyzer(ffmpeg: $0, timeout: .seconds(min(30, configuration.ffmpegTimeoutSeconds))) },
-            maxUploadBytes: configuration.maxVoiceBytes, idleTimeout: .seconds(configuration.uploadIdleTimeoutSeconds), metrics: metrics,
-            logger: logger)
+            maxUploadBytes: configuration.maxVoiceBytes,
+            pace: .init(
+                idle: .seconds(configuration.uploadIdleTimeoutSeconds), minBytesPerSecond: configuration.uploadMinBytesPerSecond,
+                deadline: .seconds(configuration.uploadDeadlineSeconds)),
+            analyses: WorkSlots(limit: configuration.voiceAnalyses, queueLimit: configuration.voiceQueue),
+            uploads: UploadGate(perConsumer: configuration.uploadsPerConsumer, perAddress: configuration.uploadsPerAddress),
+            metrics: metrics, logger: logger)
         return ParleyServices(
             configuration: configuration, store: store, bus: bus, hub: hub, metrics: metrics,
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics),
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
             calls: CallService(store: store, hub: hub, conversations: conversations, configuration: configuration, logger: logger),
-            scanning: scanning, limits: RateLimits(configuration), connections: ConnectionCounter())
+            scanning: scanning, limits: RateLimits(configuration), connections: ConnectionCounter(),
+            janitor: MediaJanitor(
+                store: store, blobs: blobs, minimumAge: TimeInterval(configuration.orphanMediaAgeSeconds), interval: .seconds(15 * 60),
+                metrics: metrics, logger: logger))
     }
 
     public func close() async {
@@ -95,15 +104,15 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     let router = Router(context: ParleyRequestContext.self)
     router.add(middleware: SecurityHeadersMiddleware())
     router.add(middleware: ErrorMiddleware())
-    router.add(middleware: AuthMiddleware(identity: services.identity))
+    router.add(middleware: AuthMiddleware(identity: services.identity, allowedOrigins: services.configuration.allowedOrigins))
     router.add(middleware: FileMiddleware(services.configuration.publicDirectory, searchForIndexHtml: true))
     AuthController(identity: services.identity, hub: services.hub, configuration: services.configuration, limits: services.limits)
         .addRoutes(to: router)
     ConversationController(
         conversations: services.conversations, identity: services.identity, configuration: services.configuration, limits: services.limits)
         .addRoutes(to: router)
-    AdminController(identity: services.identity, configuration: services.configuration).addRoutes(to: router)
-    SystemController(store: services.store, metrics: services.metrics).addRoutes(to: router)
+    AdminController(identity: services.identity, hub: services.hub, configuration: services.configuration).addRoutes(to: router)
+    SystemController(store: services.store, metrics: services.metrics, configuration: services.configuration).addRoutes(to: router)
     VoiceController(
         voice: services.voice, identity: services.identity, blobs: services.blobs, configuration: services.configuration,
         limits: services.limits
@@ -116,7 +125,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
 public func buildWebSocketRouter(_ services: ParleyServices) -> Router<ParleyRequestContext> {
     let router = Router(context: ParleyRequestContext.self)
     router.add(middleware: ErrorMiddleware())
-    router.add(middleware: AuthMiddleware(identity: services.identity))
+    router.add(middleware: AuthMiddleware(identity: services.identity, allowedOrigins: services.configuration.allowedOrigins))
     RealtimeController(
         conversations: services.conversations, calls: services.calls, hub: services.hub, configuration: services.configuration,
         limits: services.limits, metrics: services.metrics)
@@ -173,5 +182,5 @@ public func makeServiceGroup(
     logger: Logger
 ) -> ServiceGroup {
     ServiceGroup(
-        configuration: .init(services: [services.voiceProcessor, services.scanning, app, services.hub, services.calls], gracefulShutdownSignals: gracefulShutdownSignals, logger: logger))
+        configuration: .init(services: [services.janitor, services.voiceProcessor, services.scanning, app, services.hub, services.calls], gracefulShutdownSignals: gracefulShutdownSignals, logger: logger))
 }

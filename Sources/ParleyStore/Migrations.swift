@@ -212,6 +212,13 @@ public enum Migrations {
                 "ALTER TABLE brand_settings ADD COLUMN scan_failure_policy TEXT NOT NULL DEFAULT 'closed'",
                 "ALTER TABLE brand_settings ADD COLUMN card_masking TEXT NOT NULL DEFAULT 'off'",
             ]),
+        Migration(
+            version: 6, name: "locking agents out",
+            statements: [
+                "ALTER TABLE agents ADD COLUMN disabled_at BIGINT",
+                "ALTER TABLE agents ADD COLUMN deleted_at BIGINT",
+                "CREATE INDEX sessions_by_subject ON sessions (subject_id)",
+            ]),
     ]
 
     /// Applies every migration not yet recorded in `schema_migrations`, each in its own transaction,

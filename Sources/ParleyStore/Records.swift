@@ -6,10 +6,20 @@ import ParleyDomain
 public struct AgentRecord: Sendable, Hashable {
     public var agent: AgentDTO
     public var passwordHash: String
-    public init(agent: AgentDTO, passwordHash: String) {
+    /// When an admin disabled the agent; nil while they may sign in.
+    public var disabledAt: Date?
+    /// When an admin deleted the agent. The row stays (their messages name them); they cannot sign
+    /// in, are not listed, and their email is free for a new agent.
+    public var deletedAt: Date?
+    public init(agent: AgentDTO, passwordHash: String, disabledAt: Date? = nil, deletedAt: Date? = nil) {
         self.agent = agent
         self.passwordHash = passwordHash
+        self.disabledAt = disabledAt
+        self.deletedAt = deletedAt
     }
+
+    /// Whether the agent may sign in and use sessions.
+    public var isActive: Bool { disabledAt == nil && deletedAt == nil }
 }
 
 /// A sign-in session. Only a hash of the token is stored: a stolen database grants no sessions.

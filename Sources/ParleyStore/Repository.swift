@@ -38,6 +38,8 @@ public protocol Repository: Sendable {
     func insertSession(_ session: SessionRecord) async throws
     func session(tokenHash: String) async throws -> SessionRecord?
     func revokeSession(tokenHash: String, at: Date) async throws
+    /// Revokes every session of one subject except the one with `tokenHash` (nil: all of them).
+    func revokeSessions(subjectId: String, except tokenHash: String?, at: Date) async throws
 
     // MARK: Conversations
     func insertConversation(_ conversation: ConversationDTO) async throws

@@ -126,8 +126,9 @@ public struct SQLRepository: Repository {
         let a = record.agent
         try await db.raw(
             """
-            UPDATE agents SET name = \(bind: a.name), password_hash = \(bind: record.passwordHash), role = \(bind: a.role.rawValue),
-                permissions = \(bind: Self.encode(a.permissions))
+            UPDATE agents SET name = \(bind: a.name), email = \(bind: a.email), password_hash = \(bind: record.passwordHash),
+                role = \(bind: a.role.rawValue), permissions = \(bind: Self.encode(a.permissions)),
+                disabled_at = \(bind: record.disabledAt.map(Clock.millis)), deleted_at = \(bind: record.deletedAt.map(Clock.millis))
             WHERE id = \(bind: a.id) AND brand_id = \(bind: a.brandId)
             """
         ).run()
@@ -142,7 +143,7 @@ public struct SQLRepository: Repository {
     }
 
     public func agents(brandId: String) async throws -> [AgentDTO] {
-        try await db.raw("SELECT * FROM agents WHERE brand_id = \(bind: brandId) ORDER BY name, id").all().map { try Self.agentRecord(from: $0).agent }
+        try await db.raw("SELECT * FROM agents WHERE brand_id = \(bind: brandId) AND deleted_at IS NULL ORDER BY name, id").all().map { try Self.agentRecord(from: $0).agent }
     }
 
     // MARK: Consumers
@@ -198,6 +199,15 @@ public struct SQLRepository: Repository {
             createdAt: Clock.date(try row.decode(column: "created_at", as: Int64.self)),
             expiresAt: Clock.date(try row.decode(column: "expires_at", as: Int64.self)),
             revokedAt: try row.decode(column: "revoked_at", as: Int64?.self).map(Clock.date))
+    }
+
+    public func revokeSessions(subjectId: String, except tokenHash: String?, at: Date) async throws {
+        try await db.raw(
+            """
+            UPDATE sessions SET revoked_at = \(bind: Clock.millis(at))
+            WHERE subject_id = \(bind: subjectId) AND revoked_at IS NULL AND token_hash <> \(bind: tokenHash ?? "")
+            """
+        ).run()
     }
 
     public func revokeSession(tokenHash: String, at: Date) async throws {
@@ -525,8 +535,11 @@ extension SQLRepository {
                 name: try row.decode(column: "name", as: String.self),
                 role: try decodeEnum(row, "role", as: AgentRole.self),
                 permissions: permissions,
-                createdAt: Clock.date(try row.decode(column: "created_at", as: Int64.self))),
-            passwordHash: try row.decode(column: "password_hash", as: String.self))
+                createdAt: Clock.date(try row.decode(column: "created_at", as: Int64.self)),
+                disabled: try row.decodeNil(column: "disabled_at") == false),
+            passwordHash: try row.decode(column: "password_hash", as: String.self),
+            disabledAt: try row.decode(column: "disabled_at", as: Int64?.self).map(Clock.date),
+            deletedAt: try row.decode(column: "deleted_at", as: Int64?.self).map(Clock.date))
     }
 
     static func consumer(from row: any SQLRow) throws -> ConsumerDTO {

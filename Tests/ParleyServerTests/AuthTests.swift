@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import JWTKit
 import ParleyAPI
+import ParleyDomain
 import ParleyServer
 import Testing
 
@@ -243,8 +244,54 @@ struct AuthTests {
                 let reply = try await session(token)
                 #expect(reply.status == .unauthorized, "\(reason)")
                 #expect(try reply.error.code == "invalid_identity_token")
-                #expect(try reply.error.message.contains(reason), "\(try reply.error.message)")
+                let message = try reply.error.message
+                #expect(message.contains(reason), "\(message)")
             }
+        }
+    }
+
+    @Test("one form of an email for sign-in and its limit: spaces, case and Unicode forms share one account bucket")
+    func emailBucket() async throws {
+        try await TestServer.run(configure: { $0.rateLogins = 1000 }) { server in
+            let acme = try await BrandScenario.make(server)
+            // The per-account bucket holds half of 1000 per 5 minutes: empty it with spellings of one email.
+            let email = acme.admin.email
+            let spellings = [" \(email)", email.uppercased(), "\(email)\n", "\t\(email) ", email]
+            var refused: TestServer.Reply?
+            for attempt in 0..<520 {
+                let reply = try await server.post(
+                    "/v1/auth/login", json: LoginRequest(email: spellings[attempt % spellings.count], password: "wrong password!"))
+                if reply.status == .tooManyRequests { refused = reply; break }
+                #expect(reply.status == .unauthorized)
+            }
+            let limited = try #require(refused, "the account's bucket never ran out")
+            #expect(try limited.error.message.contains("for this account"))
+            #expect(IdentityRules.canonicalEmail(" Ana@Example.COM\n") == "ana@example.com")
+            // "é" composed and decomposed are one address.
+            #expect(IdentityRules.canonicalEmail("jos\u{E9}@x.com") == IdentityRules.canonicalEmail("jose\u{301}@x.com"))
+        }
+    }
+
+    @Test("a failed sign-in takes as long for an unknown email as for a known one (ratio of medians)")
+    func signInTiming() async throws {
+        // A real cost, so that bcrypt dominates the time (the decoy used to be cost 4 whatever the setting).
+        try await TestServer.run(configure: { $0.bcryptCost = 10 }) { server in
+            let acme = try await BrandScenario.make(server)
+            func median(_ email: String) async throws -> Double {
+                var times: [Double] = []
+                for _ in 0..<7 {
+                    let start = ContinuousClock.now
+                    let reply = try await server.post("/v1/auth/login", json: LoginRequest(email: email, password: "not the password"))
+                    #expect(reply.status == .unauthorized)
+                    let elapsed = ContinuousClock.now - start
+                    times.append(Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds))
+                }
+                return times.sorted()[times.count / 2]
+            }
+            let known = try await median(acme.admin.email)
+            let unknown = try await median("nobody-\(UUID().uuidString.prefix(6))@acme.test")
+            let ratio = known / unknown
+            #expect(ratio > 0.5 && ratio < 2, "known \(known) s, unknown \(unknown) s")
         }
     }
 

@@ -40,10 +40,12 @@ struct CallTests {
         ) async throws -> Party {
             let acme = try await BrandScenario.make(server)
             let (agentToken, agent) = try await acme.agent(permissions: permissions)
-            let (consumerToken, consumer) = try await acme.consumer(name: "Ana")
+            var appId: String?
+            if let channel { appId = try await acme.app(channel: channel).id }
+            let (consumerToken, consumer) = try await acme.consumer(name: "Ana", appId: appId)
             let reply = try await server.post(
                 "/v1/consumer/messages", token: consumerToken,
-                json: SendMessageRequest(clientMessageId: UUID().uuidString, text: "Can you call me?", channel: channel))
+                json: SendMessageRequest(clientMessageId: UUID().uuidString, text: "Can you call me?"))
             let sent = try reply.decode(SendMessageResponse.self)
             return Party(
                 acme: acme, agentToken: agentToken, agent: agent,

@@ -85,6 +85,38 @@ struct MessagingTests {
         }
     }
 
+    @Test("the channel is the app's: a web visitor cannot open an Apple conversation or a second conversation")
+    func channelFromApp() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            let before = try await HTTPErrorTests.rowCounts(server)
+            // Apple allows 10,000 characters, the web 2,000: choosing the channel would lift the limit.
+            let apple = try await server.post(
+                "/v1/consumer/messages", token: token,
+                json: SendMessageRequest(clientMessageId: "c1", text: String(repeating: "x", count: 9000), channel: .apple))
+            #expect(apple.status == .unprocessableContent)
+            #expect(try apple.error.code == "channel_not_allowed")
+            #expect(try apple.error.field == "channel")
+            #expect(try await HTTPErrorTests.rowCounts(server) == before)
+            // Naming the app's own channel is fine; every first message without a conversation id
+            // lands in the consumer's one conversation for the app, whatever channel is named.
+            let first = try await server.post(
+                "/v1/consumer/messages", token: token, json: SendMessageRequest(clientMessageId: "c2", text: "hi", channel: .web))
+            let firstConversation = try first.decode(SendMessageResponse.self).conversation
+            #expect(firstConversation.channel == .web)
+            for (index, channel) in [Channel.sms, .whatsapp, .messenger, .inApp].enumerated() {
+                let other = try await server.post(
+                    "/v1/consumer/messages", token: token, json: SendMessageRequest(clientMessageId: "o\(index)", text: "hi", channel: channel))
+                #expect(try other.error.code == "channel_not_allowed")
+            }
+            let again = try await acme.send("again", as: token)
+            #expect(again.conversation.id == firstConversation.id)
+            let mine = try await server.get("/v1/consumer/conversations", token: token).decode(ListResponse<ConversationDTO>.self).items
+            #expect(mine.map(\.id) == [firstConversation.id])
+        }
+    }
+
     @Test("resolve, consumer writes again: reopened; agents cannot write to a resolved conversation")
     func lifecycle() async throws {
         try await TestServer.run { server in

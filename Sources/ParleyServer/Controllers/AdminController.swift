@@ -5,6 +5,7 @@ import ParleyDomain
 /// The brand's own administration: agents, apps and their identity keys.
 struct AdminController {
     let identity: IdentityService
+    let hub: RealtimeHub
     let configuration: ParleyConfiguration
 
     func addRoutes(to router: Router<ParleyRequestContext>) {
@@ -12,6 +13,7 @@ struct AdminController {
         router.get("/v1/agents", use: listAgents)
         router.post("/v1/agents", use: createAgent)
         router.patch("/v1/agents/{agentId}", use: updateAgent)
+        router.delete("/v1/agents/{agentId}", use: deleteAgent)
         router.get("/v1/apps", use: listApps)
         router.post("/v1/apps", use: createApp)
         router.get("/v1/apps/{appId}/keys", use: listKeys)
@@ -38,7 +40,20 @@ struct AdminController {
         try admin.require(.admin)
         let id = try context.id("agentId", .agent, what: "Agent")
         let body = try await request.decodeJSON(UpdateAgentRequest.self, limit: configuration.maxJSONBodyBytes)
-        return JSONResponse(.ok, try await identity.updateAgent(admin, id: id, body))
+        let change = try await identity.updateAgent(admin, id: id, body, sessionTokenHash: context.sessionTokenHash)
+        if change.endSessions {
+            // Their open real-time connections end with their sessions, at once.
+            hub.disconnect(agentId: id, keeping: change.keeping, code: RealtimeCloseCode.unauthorized, reason: "signed out by an admin")
+        }
+        return JSONResponse(.ok, change.agent)
+    }
+
+    @Sendable func deleteAgent(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let admin = try context.requireAgent()
+        let id = try context.id("agentId", .agent, what: "Agent")
+        try await identity.deleteAgent(admin, id: id)
+        hub.disconnect(agentId: id, code: RealtimeCloseCode.unauthorized, reason: "account removed")
+        return Response(status: .noContent)
     }
 
     @Sendable func listApps(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<AppDTO>> {

@@ -13,6 +13,8 @@ struct AuthController {
     func addRoutes(to router: Router<ParleyRequestContext>) {
         router.post("/v1/auth/login", use: login)
         router.post("/v1/auth/logout", use: logout)
+        router.post("/v1/auth/logout-all", use: logoutEverywhere)
+        router.post("/v1/me/password", use: changePassword)
         router.get("/v1/me", use: me)
         router.post("/v1/consumer/session", use: consumerSession)
         router.get("/v1/consumer/me", use: consumerMe)
@@ -43,6 +45,28 @@ struct AuthController {
             name: SessionTokens.cookieName, value: "", expires: Date(timeIntervalSince1970: 0), path: "/",
             secure: configuration.secureCookies, httpOnly: true, sameSite: .lax)
         return Response(status: .noContent, headers: [.setCookie: expired.description])
+    }
+
+    /// Signs the agent out of every device (this one too) and closes all their real-time connections.
+    @Sendable func logoutEverywhere(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let agent = try context.requireAgent()
+        try await identity.logoutEverywhere(agent)
+        hub.disconnect(agentId: agent.agentId, code: RealtimeCloseCode.unauthorized, reason: "signed out everywhere")
+        let expired = Cookie(
+            name: SessionTokens.cookieName, value: "", expires: Date(timeIntervalSince1970: 0), path: "/",
+            secure: configuration.secureCookies, httpOnly: true, sameSite: .lax)
+        return Response(status: .noContent, headers: [.setCookie: expired.description])
+    }
+
+    /// The agent's new password; every other session of theirs ends, this one goes on.
+    @Sendable func changePassword(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let agent = try context.requireAgent()
+        try limits.loginsPerEmail.check("password:" + agent.agentId, "password attempts")
+        let body = try await request.decodeJSON(ChangePasswordRequest.self, limit: configuration.maxJSONBodyBytes)
+        try await identity.changePassword(agent, body, sessionTokenHash: context.sessionTokenHash)
+        hub.disconnect(
+            agentId: agent.agentId, keeping: context.sessionTokenHash, code: RealtimeCloseCode.unauthorized, reason: "password changed")
+        return Response(status: .noContent)
     }
 
     @Sendable func me(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AgentDTO> {

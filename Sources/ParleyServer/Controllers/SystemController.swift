@@ -7,6 +7,7 @@ import ParleyStore
 struct SystemController {
     let store: Store
     let metrics: ParleyMetrics
+    let configuration: ParleyConfiguration
 
     struct Health: Codable, Sendable {
         var status: String
@@ -24,8 +25,24 @@ struct SystemController {
         return JSONResponse(.ok, Health(status: "ok", database: store.flavor.rawValue))
     }
 
+    /// The metrics count every brand's messages and failed sign-ins, so they are not public: they need
+    /// `PARLEY_METRICS_TOKEN` as a bearer token, or without a token, a request from the loopback
+    /// address that did not come through a proxy.
     @Sendable func prometheus(_ request: Request, context: ParleyRequestContext) async throws -> Response {
-        Response(
+        if let token = configuration.metricsToken {
+            let presented = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+            guard let presented, SessionTokens.constantTimeEqual(presented, token) else {
+                throw ParleyError(.unauthorized, code: "metrics_token_required", message: "Metrics need the metrics token as a bearer token.")
+            }
+        } else {
+            let loopback = context.peerIP.map { $0 == "127.0.0.1" || $0 == "::1" || $0.hasPrefix("::ffff:127.") } ?? false
+            guard loopback, !configuration.trustProxy else {
+                throw ParleyError(
+                    .forbidden, code: "metrics_forbidden",
+                    message: "Metrics are served to the loopback address only; set PARLEY_METRICS_TOKEN to read them from elsewhere.")
+            }
+        }
+        return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(string: metrics.render())))
     }

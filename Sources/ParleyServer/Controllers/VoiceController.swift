@@ -30,20 +30,23 @@ struct VoiceController {
         try limits.ipWrites.check(context.clientIP(request, trustProxy: configuration.trustProxy), "requests from this address")
         let conversationId = request.queryString("conversationId")
         if let conversationId, !Identifier.isWellFormed(conversationId, .conversation) { throw ParleyError.notFound("Conversation") }
-        return try await upload(.consumer(consumer), conversationId: conversationId, request)
+        return try await upload(.consumer(consumer), conversationId: conversationId, request, context: context)
     }
 
     @Sendable func agentUpload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
         let agent = try context.requireAgent()
         let conversationId = try context.id("conversationId", .conversation, what: "Conversation")
-        return try await upload(.agent(agent), conversationId: conversationId, request)
+        return try await upload(.agent(agent), conversationId: conversationId, request, context: context)
     }
 
-    private func upload(_ principal: Principal, conversationId: String?, _ request: Request) async throws -> JSONResponse<SendMessageResponse> {
+    private func upload(
+        _ principal: Principal, conversationId: String?, _ request: Request, context: ParleyRequestContext
+    ) async throws -> JSONResponse<SendMessageResponse> {
         guard let clientMessageId = request.queryString("clientMessageId") else { throw ParleyError.missingField("clientMessageId") }
         let contentLength = request.headers[.contentLength].flatMap { Int($0) }
         let response = try await voice.upload(
-            principal, clientMessageId: clientMessageId, conversationId: conversationId, contentLength: contentLength, body: request.body)
+            principal, clientMessageId: clientMessageId, conversationId: conversationId, contentLength: contentLength, body: request.body,
+            clientAddress: context.clientIP(request, trustProxy: configuration.trustProxy))
         return JSONResponse(response.created ? .created : .ok, response)
     }
 

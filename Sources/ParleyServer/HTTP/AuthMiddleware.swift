@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import ParleyDomain
 
@@ -7,13 +8,32 @@ import ParleyDomain
 /// for the WebSocket endpoint only, the `access_token` query parameter (browsers cannot set headers on
 /// a WebSocket). An invalid token is remembered, not thrown: routes that need a principal report it,
 /// public routes (sign-in) ignore it.
+///
+/// A cookie is sent by the browser on its own, whichever page makes the request, so a request
+/// authenticated by the cookie that changes something (any method but GET/HEAD/OPTIONS) or opens the
+/// real-time WebSocket must come from a page of this server (its `Origin` names the request's host)
+/// or of an origin in `PARLEY_ALLOWED_ORIGINS`; otherwise it is refused with 403 `origin_not_allowed`.
+/// Bearer tokens are not sent by browsers on their own, so they need no such check (the widget on a
+/// brand's site uses one).
 struct AuthMiddleware: RouterMiddleware {
     typealias Context = ParleyRequestContext
     let identity: IdentityService
+    let allowedOrigins: Set<String>
+
+    init(identity: IdentityService, allowedOrigins: [String] = []) {
+        self.identity = identity
+        self.allowedOrigins = Set(allowedOrigins)
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        if let token = Self.token(in: request) {
+        if let (token, viaCookie) = Self.token(in: request) {
+            if viaCookie, Self.needsOriginCheck(request), !originAllowed(request) {
+                throw ParleyError(
+                    .forbidden, code: "origin_not_allowed",
+                    message: "This request came from a page of another site; sign-in cookies only work on Parley's own pages.")
+            }
+            context.authenticatedByCookie = viaCookie
             do {
                 let session = try await identity.authenticate(token: token)
                 context.principal = session.principal
@@ -26,19 +46,38 @@ struct AuthMiddleware: RouterMiddleware {
         return try await next(request, context)
     }
 
-    static func token(in request: Request) -> String? {
+    /// The session token and whether it came from the cookie.
+    static func token(in request: Request) -> (String, Bool)? {
         if let authorization = request.headers[.authorization] {
             let parts = authorization.split(separator: " ", maxSplits: 1)
             if parts.count == 2, parts[0].lowercased() == "bearer" {
-                return String(parts[1]).trimmingCharacters(in: .whitespaces)
+                return (String(parts[1]).trimmingCharacters(in: .whitespaces), false)
             }
         }
-        if let cookie = request.cookies[SessionTokens.cookieName]?.value, !cookie.isEmpty {
-            return cookie
-        }
         if request.uri.path == RealtimeController.path, let token = request.uri.queryParameters["access_token"] {
-            return String(token)
+            return (String(token), false)
+        }
+        if let cookie = request.cookies[SessionTokens.cookieName]?.value, !cookie.isEmpty {
+            return (cookie, true)
         }
         return nil
+    }
+
+    static func needsOriginCheck(_ request: Request) -> Bool {
+        switch request.method {
+        case .get, .head, .options: request.uri.path == RealtimeController.path
+        default: true
+        }
+    }
+
+    /// No `Origin` (not a browser, or a same-origin GET) is allowed; `null` and foreign origins are not.
+    func originAllowed(_ request: Request) -> Bool {
+        guard let origin = request.headers[.origin]?.lowercased() else { return true }
+        if allowedOrigins.contains(origin) { return true }
+        guard let url = URL(string: origin), let host = url.host, let scheme = url.scheme else { return false }
+        let authority = url.port.map { "\(host):\($0)" } ?? host
+        guard let requestHost = request.head.authority?.lowercased() else { return false }
+        let defaultPort = scheme == "https" ? 443 : 80
+        return requestHost == authority || requestHost == "\(authority):\(defaultPort)" || "\(requestHost):\(defaultPort)" == authority
     }
 }

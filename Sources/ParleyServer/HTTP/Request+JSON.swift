@@ -8,7 +8,9 @@ extension Request {
     /// it can be wrong: too large (413), not JSON (415), malformed (400 `invalid_json`), a missing
     /// field (400 `missing_field`) or one of the wrong type (400 `invalid_field`).
     func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
-        if let contentType = headers[.contentType], !contentType.lowercased().hasPrefix("application/json") {
+        // A body without `application/json` is refused: an HTML form or a `no-cors` fetch from another
+        // site can send a body, but not with this type, so this also stops cross-site form posts.
+        guard let contentType = headers[.contentType], contentType.lowercased().hasPrefix("application/json") else {
             throw ParleyError(.unsupportedMediaType, code: "unsupported_media_type", message: "Send the body as application/json.")
         }
         let buffer: ByteBuffer

@@ -139,8 +139,8 @@ public final class RealtimeHub: Service {
             return ids.compactMap { id in id == event.excludingConnection ? nil : state.connections[id] }
         }
         for outbox in targets where outbox.send(event.frame) == .overflowed {
-            // Once per connection: it leaves the hub now, so later events do not find it again.
-            unregister(outbox)
+            // Once per connection (later events find it closing and are dropped quietly). It stays
+            // registered until its writer ends, so that the sweep can close a writer stuck on a full socket.
             metrics.realtimeOverflows.increment()
             logger.notice("closed a slow real-time connection", metadata: ["connection": "\(outbox.connectionId)"])
         }
@@ -162,10 +162,13 @@ public final class RealtimeHub: Service {
             state.connections.values.filter { ($0.writeWaiting(now: now) ?? .zero) > writeTimeout }
         }
         for outbox in stuck {
+            let alreadyClosing = outbox.pendingClose != nil  // an overflow, counted and logged then
             unregister(outbox)
             outbox.abort()
-            metrics.realtimeWriteTimeouts.increment()
-            logger.notice("closed a real-time connection that stopped reading", metadata: ["connection": "\(outbox.connectionId)"])
+            if !alreadyClosing {
+                metrics.realtimeWriteTimeouts.increment()
+                logger.notice("closed a real-time connection that stopped reading", metadata: ["connection": "\(outbox.connectionId)"])
+            }
         }
     }
 

@@ -133,7 +133,15 @@ public struct ConversationService: Sendable {
                 conversation = try await authorizedConversation(principal, id: id, in: repo, lock: true)
             } else {
                 guard let app = try await repo.app(id: consumer.appId) else { throw ParleyError.notFound("App") }
-                let channel = request.channel ?? app.channel
+                // The channel is the app's, never the client's choice: a web visitor cannot write as
+                // if from Apple Messages to get its longer messages.
+                if let requested = request.channel, requested != app.channel {
+                    throw ParleyError(
+                        .unprocessable, code: "channel_not_allowed",
+                        message: "This app's conversations are on the \(app.channel.rawValue) channel; a consumer cannot choose another.",
+                        field: "channel")
+                }
+                let channel = app.channel
                 if let latest = try await repo.latestConversation(
                     consumerId: consumer.consumerId, appId: app.id, channel: channel, lock: true)
                 {

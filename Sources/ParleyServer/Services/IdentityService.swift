@@ -29,9 +29,13 @@ public struct IdentityService: Sendable {
         let email = try IdentityRules.normalizeEmail(rawEmail)
         let record = try await store.read { repo in try await repo.agent(email: email) }
         let matches = try await hasher.verify(password, hash: record?.passwordHash ?? hasher.decoy)
-        guard let record, matches else {
+        guard let record, matches, record.deletedAt == nil else {
             metrics.failedLogins.increment()
             throw ParleyError(.unauthorized, code: "invalid_credentials", message: "The email or the password is wrong.")
+        }
+        // Said only to someone who knows the password.
+        if record.disabledAt != nil {
+            throw ParleyError(.forbidden, code: "agent_disabled", message: "This account is disabled. Ask an admin of your team to enable it.")
         }
         let session = try await issueSession(
             brandId: record.agent.brandId, subject: ParticipantRef(kind: .agent, id: record.agent.id), appId: nil,
@@ -74,8 +78,8 @@ public struct IdentityService: Sendable {
         }
         switch session.subjectKind {
         case .agent:
-            guard let agent else {
-                throw ParleyError(.unauthorized, code: "invalid_token", message: "The agent of this session no longer exists.")
+            guard let agent, agent.isActive else {
+                throw ParleyError(.unauthorized, code: "session_revoked", message: "This account was disabled or removed. Sign in again.")
             }
             let principal = Principal.agent(AgentPrincipal(
                 agentId: agent.agent.id, brandId: agent.agent.brandId, role: agent.agent.role,
@@ -197,16 +201,37 @@ public struct IdentityService: Sendable {
         return agent
     }
 
-    public func updateAgent(_ principal: AgentPrincipal, id: String, _ request: UpdateAgentRequest) async throws -> AgentDTO {
+    /// What ends an agent's sessions: a new password (every session but the one that set it, when the
+    /// agent set it), disabling and deleting (every session).
+    public struct AgentChange: Sendable {
+        public var agent: AgentDTO
+        /// Sessions to end: all of the agent's, except `keeping`.
+        public var endSessions: Bool
+        public var keeping: String?
+    }
+
+    public func updateAgent(_ principal: AgentPrincipal, id: String, _ request: UpdateAgentRequest, sessionTokenHash: String? = nil) async throws -> AgentChange {
         try principal.require(.admin)
         if id == principal.agentId, let role = request.role, role != principal.role {
             throw ParleyError(.conflict, code: "cannot_change_own_role", message: "Admins cannot change their own role; ask another admin.", field: "role")
         }
+        if id == principal.agentId, request.disabled == true {
+            throw ParleyError(.conflict, code: "cannot_disable_self", message: "Admins cannot disable themselves; ask another admin.", field: "disabled")
+        }
         let name = try request.name.map { name throws(ParleyError) in try IdentityRules.validateName(name) }
         if let password = request.password { try IdentityRules.validatePassword(password) }
         let newHash = try await request.password.asyncMap { try await hasher.hash($0) }
-        return try await store.write { repo in
-            guard var record = try await repo.agent(brandId: principal.brandId, id: id) else { throw ParleyError.notFound("Agent") }
+        let now = Clock.now()
+        let change = try await store.write { repo -> AgentChange in
+            guard var record = try await repo.agent(brandId: principal.brandId, id: id), record.deletedAt == nil else {
+                throw ParleyError.notFound("Agent")
+            }
+            var endSessions = newHash != nil
+            if let disabled = request.disabled {
+                if disabled, record.disabledAt == nil { endSessions = true }
+                record.disabledAt = disabled ? (record.disabledAt ?? now) : nil
+                record.agent.disabled = disabled
+            }
             if let name { record.agent.name = name }
             if let role = request.role { record.agent.role = role }
             if let permissions = request.permissions {
@@ -214,8 +239,54 @@ public struct IdentityService: Sendable {
             }
             if let newHash { record.passwordHash = newHash }
             try await repo.updateAgent(record)
-            return record.agent
+            // An admin who resets their own password stays signed in on this device.
+            let keeping = id == principal.agentId ? sessionTokenHash : nil
+            if endSessions { try await repo.revokeSessions(subjectId: id, except: keeping, at: now) }
+            return AgentChange(agent: record.agent, endSessions: endSessions, keeping: keeping)
         }
+        return change
+    }
+
+    /// Deletes an agent: signed out everywhere, unable to sign in, no longer listed; the row stays for
+    /// the history that names them, and the email is freed.
+    public func deleteAgent(_ principal: AgentPrincipal, id: String) async throws {
+        try principal.require(.admin)
+        if id == principal.agentId {
+            throw ParleyError(.conflict, code: "cannot_delete_self", message: "Admins cannot delete themselves; ask another admin.")
+        }
+        let now = Clock.now()
+        try await store.write { repo in
+            guard var record = try await repo.agent(brandId: principal.brandId, id: id), record.deletedAt == nil else {
+                throw ParleyError.notFound("Agent")
+            }
+            record.deletedAt = now
+            record.agent.email = "deleted+\(record.agent.id)@deleted.invalid"
+            try await repo.updateAgent(record)
+            try await repo.revokeSessions(subjectId: id, except: nil, at: now)
+        }
+    }
+
+    /// An agent changes their own password, proving the current one; every other session ends.
+    public func changePassword(_ principal: AgentPrincipal, _ request: ChangePasswordRequest, sessionTokenHash: String?) async throws {
+        try IdentityRules.validatePassword(request.newPassword)
+        guard let record = try await store.read({ repo in try await repo.agent(brandId: principal.brandId, id: principal.agentId) }),
+            try await hasher.verify(request.currentPassword, hash: record.passwordHash)
+        else {
+            throw ParleyError(.forbidden, code: "wrong_password", message: "The current password is wrong.", field: "currentPassword")
+        }
+        let hash = try await hasher.hash(request.newPassword)
+        let now = Clock.now()
+        try await store.write { repo in
+            guard var current = try await repo.agent(brandId: principal.brandId, id: principal.agentId) else { throw ParleyError.notFound("Agent") }
+            current.passwordHash = hash
+            try await repo.updateAgent(current)
+            try await repo.revokeSessions(subjectId: principal.agentId, except: sessionTokenHash, at: now)
+        }
+    }
+
+    /// Signs an agent out of every device, this one included.
+    public func logoutEverywhere(_ principal: AgentPrincipal) async throws {
+        try await store.write { repo in try await repo.revokeSessions(subjectId: principal.agentId, except: nil, at: Clock.now()) }
     }
 
     public func apps(_ principal: AgentPrincipal) async throws -> [AppDTO] {

@@ -17,10 +17,22 @@ public struct VoiceService: Sendable {
     let scanning: MalwareScanning
     let analyzer: AudioAnalyzer?
     let maxUploadBytes: Int
-    /// Longest an upload may go without sending bytes.
-    let idleTimeout: Duration
+    /// How slowly and for how long an upload may arrive.
+    let pace: UploadPace
+    /// Analyses at once (and waiting), and uploads in progress per consumer and per address.
+    let analyses: WorkSlots
+    let uploads: UploadGate
     let metrics: ParleyMetrics
     let logger: Logger
+
+    /// The limits on an upload's arrival: a stall (no bytes for `idle`), a trickle (fewer than
+    /// `minBytesPerSecond` over any `window`), and the whole upload's `deadline`.
+    struct UploadPace: Sendable {
+        var idle: Duration
+        var minBytesPerSecond: Int
+        var window: Duration = .seconds(10)
+        var deadline: Duration
+    }
 
     public func settings(brandId: String) async throws -> BrandSettingsDTO {
         try await store.read { repo in try await repo.brandSettings(brandId: brandId) }
@@ -46,6 +58,15 @@ public struct VoiceService: Sendable {
     /// from the bytes, decoding (duration and waveform), the brand's length limit; then the original
     /// is stored, the message published with its duration and waveform, and renditions queued.
     public func upload(
+        _ principal: Principal, clientMessageId: String, conversationId: String?, contentLength: Int?, body: RequestBody,
+        clientAddress: String? = nil
+    ) async throws -> SendMessageResponse {
+        try await uploads.run(consumer: principal.participant.id, address: clientAddress) {
+            try await receiveUpload(principal, clientMessageId: clientMessageId, conversationId: conversationId, contentLength: contentLength, body: body)
+        }
+    }
+
+    private func receiveUpload(
         _ principal: Principal, clientMessageId: String, conversationId: String?, contentLength: Int?, body: RequestBody
     ) async throws -> SendMessageResponse {
         try MessageRules.validateClientMessageId(clientMessageId)
@@ -79,7 +100,7 @@ public struct VoiceService: Sendable {
         let size: Int
         do {
             size = try await receive(body, into: partial)
-        } catch let error as ParleyError where error.code != "upload_stalled" {
+        } catch let error as ParleyError where error.code != "upload_stalled" && error.code != "upload_too_slow" {
             throw error  // too large: refused, not abandoned
         } catch {
             try? FileManager.default.removeItem(at: partial)
@@ -107,13 +128,17 @@ public struct VoiceService: Sendable {
         }
         let analysis: AudioAnalysis
         do {
-            analysis = try await analyzer.analyze(partial)
+            // At most the brand's limit and a second is decoded: a ten-hour file costs what a note does.
+            analysis = try await analyses.run { try await analyzer.analyze(partial, maxSeconds: settings.voiceMaxSeconds) }
+        } catch let error as ParleyError {
+            metrics.voiceBusy.increment()
+            throw error
         } catch AudioAnalysisError.timedOut {
             throw ParleyError(.unprocessable, code: "corrupt_audio", message: "The audio could not be decoded in time.")
         } catch {
             throw ParleyError(.unprocessable, code: "corrupt_audio", message: "The audio is damaged or empty and cannot be played.")
         }
-        try VoiceRules.validateDuration(milliseconds: analysis.durationMs, maxSeconds: settings.voiceMaxSeconds)
+        try VoiceRules.validateDuration(milliseconds: analysis.durationMs, maxSeconds: settings.voiceMaxSeconds, atLeast: analysis.truncated)
 
         return try await store(
             partial, principal: principal, request: request, container: container.rawValue, fileExtension: container.fileExtension,
@@ -162,7 +187,7 @@ public struct VoiceService: Sendable {
     }
 
     /// Streams the body to a file, stopping as soon as it passes the cap, and giving up on a client
-    /// that sends nothing for `idleTimeout` (a stalled upload must not hold a connection and a file).
+    /// that stalls, trickles or takes too long (a slow upload must not hold a connection and a file).
     private func receive(_ body: RequestBody, into file: URL) async throws -> Int {
         guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
             throw ParleyError(.internalError, code: "internal_error", message: "The upload could not be stored.")
@@ -171,14 +196,14 @@ public struct VoiceService: Sendable {
         defer { try? handle.close() }
         let progress = Progress()
         let maxUploadBytes = self.maxUploadBytes
-        let idleTimeout = self.idleTimeout
+        let pace = self.pace
         let tooLarge = self.tooLarge()
         return try await withThrowingTaskGroup(of: Int?.self) { group in
             group.addTask {
                 var size = 0
                 for try await chunk in body {
-                    progress.touch()
                     size += chunk.readableBytes
+                    progress.received(chunk.readableBytes)
                     if size > maxUploadBytes { throw tooLarge }
                     try handle.write(contentsOf: chunk.readableBytesView)
                 }
@@ -187,24 +212,60 @@ public struct VoiceService: Sendable {
             group.addTask {
                 while true {
                     try await Task.sleep(for: .milliseconds(250))
-                    if progress.idle > idleTimeout { return nil }
+                    if let failure = progress.check(pace) { throw failure }
                 }
             }
             defer { group.cancelAll() }
             guard let first = try await group.next(), let size = first else {
-                throw ParleyError(
-                    .requestTimeout, code: "upload_stalled",
-                    message: "The upload stopped sending data for \(idleTimeout.components.seconds) s and was abandoned. Send it again.")
+                throw ParleyError(.internalError, code: "internal_error", message: "The upload could not be stored.")
             }
             return size
         }
     }
 
-    /// When an upload last received bytes.
+    /// How an upload is arriving.
     private final class Progress: Sendable {
-        private let last = Mutex(ContinuousClock.now)
-        func touch() { last.withLock { $0 = .now } }
-        var idle: Duration { ContinuousClock.now - last.withLock { $0 } }
+        private struct State {
+            let started = ContinuousClock.now
+            var lastBytesAt = ContinuousClock.now
+            var windowStart = ContinuousClock.now
+            var windowBytes = 0
+        }
+        private let state = Mutex(State())
+
+        func received(_ bytes: Int) {
+            state.withLock { state in
+                state.lastBytesAt = .now
+                state.windowBytes += bytes
+            }
+        }
+
+        /// Why the upload must be abandoned now, if it must.
+        func check(_ pace: UploadPace, now: ContinuousClock.Instant = .now) -> ParleyError? {
+            state.withLock { state -> ParleyError? in
+                if now - state.lastBytesAt > pace.idle {
+                    return ParleyError(
+                        .requestTimeout, code: "upload_stalled",
+                        message: "The upload stopped sending data for \(pace.idle.components.seconds) s and was abandoned. Send it again.")
+                }
+                if now - state.started > pace.deadline {
+                    return ParleyError(
+                        .requestTimeout, code: "upload_too_slow",
+                        message: "The upload took longer than \(pace.deadline.components.seconds) s and was abandoned. Send it again on a better connection.")
+                }
+                if now - state.windowStart >= pace.window {
+                    let needed = pace.minBytesPerSecond * Int(pace.window.components.seconds)
+                    if state.windowBytes < needed {
+                        return ParleyError(
+                            .requestTimeout, code: "upload_too_slow",
+                            message: "The upload arrived slower than \(pace.minBytesPerSecond) bytes a second and was abandoned. Send it again on a better connection.")
+                    }
+                    state.windowStart = now
+                    state.windowBytes = 0
+                }
+                return nil
+            }
+        }
     }
 
     /// A stored voice note's file, for playback, if the principal may hear it.

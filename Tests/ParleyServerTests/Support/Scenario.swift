@@ -25,11 +25,16 @@ struct BrandScenario: Sendable {
     }
 
     /// An anonymous visitor of the brand's web app.
-    func consumer(name: String? = nil) async throws -> (token: String, consumer: ConsumerDTO) {
-        let reply = try await server.post("/v1/consumer/session", json: ConsumerSessionRequest(appId: app.id, displayName: name))
+    func consumer(name: String? = nil, appId: String? = nil) async throws -> (token: String, consumer: ConsumerDTO) {
+        let reply = try await server.post("/v1/consumer/session", json: ConsumerSessionRequest(appId: appId ?? app.id, displayName: name))
         #expect(reply.status == .created)
         let session = try reply.decode(ConsumerSessionResponse.self)
         return (session.token, session.consumer)
+    }
+
+    /// Another app of the brand, on `channel`.
+    func app(channel: Channel, name: String = "Another app") async throws -> AppDTO {
+        try await server.post("/v1/apps", token: adminToken, json: CreateAppRequest(name: name, channel: channel)).decode()
     }
 
     /// An agent created by the admin and signed in.
