@@ -43,6 +43,15 @@ public struct ProcessRunner: Sendable {
         return nil
     }
 
+    private static let launches = Mutex(())
+
+    /// Starts a process, one launch at a time in this process. Foundation's `Process.run()` on Linux
+    /// crashed (a bad read in its launch code) when several ran at once, as concurrent voice uploads
+    /// and renditions make them; the launch is short, the waiting is not serialized.
+    public static func launch(_ process: Process) throws {
+        try launches.withLock { _ in try process.run() }
+    }
+
     /// The queue of the kill timers: a private serial queue, which gets a thread of its own even when
     /// every thread of the global pool is blocked reading a child's pipes (many ffmpegs at once), so a
     /// deadline is kept however busy the machine is.
@@ -68,7 +77,7 @@ public struct ProcessRunner: Sendable {
                 process.standardError = stderr
                 process.standardInput = FileHandle.nullDevice
                 do {
-                    try process.run()
+                    try Self.launch(process)
                 } catch {
                     continuation.resume(throwing: LaunchError(description: "cannot start \(executable): \(error)"))
                     return

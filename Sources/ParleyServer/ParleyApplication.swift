@@ -168,7 +168,9 @@ public func buildApplication(
     let app = Application(
         router: buildRouter(services),
         server: server,
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Parley"),
+        // A deep accept queue: a burst of connections is accepted (and then timed) instead of
+        // waiting in the kernel, where no timeout of ours applies.
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Parley", backlog: 4096),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
         logger: logger)
     return app

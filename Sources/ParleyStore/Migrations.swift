@@ -217,7 +217,6 @@ public enum Migrations {
             statements: [
                 "ALTER TABLE agents ADD COLUMN disabled_at BIGINT",
                 "ALTER TABLE agents ADD COLUMN deleted_at BIGINT",
-                "CREATE INDEX sessions_by_subject ON sessions (subject_id)",
             ]),
     ]
 

@@ -1,5 +1,8 @@
 import ArgumentParser
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Hummingbird
 import Logging
 import Metrics
@@ -67,6 +70,21 @@ struct ServerOptions: ParsableArguments {
     @Option(name: .customLong("clamd-timeout"), help: "Seconds a malware scan may take (PARLEY_CLAMD_TIMEOUT, default 10).") var clamdTimeout: String?
     @Option(name: .customLong("scan-retry"), help: "Seconds before an unscanned note is tried again, doubling (PARLEY_SCAN_RETRY, default 10).") var scanRetry: String?
     @Option(name: .customLong("scan-max-attempts"), help: "Scans tried before an unscannable note is blocked (PARLEY_SCAN_MAX_ATTEMPTS, default 40).") var scanMaxAttempts: String?
+    @Option(name: .customLong("header-timeout"), help: "Seconds a new connection has to send its first request head (PARLEY_HEADER_TIMEOUT, default 10).") var headerTimeout: String?
+    @Option(name: .customLong("idle-timeout"), help: "Seconds a keep-alive connection may sit idle (PARLEY_IDLE_TIMEOUT, default 60).") var idleTimeout: String?
+    @Option(name: .customLong("max-header-bytes"), help: "Largest request head in bytes (PARLEY_MAX_HEADER_BYTES, default 32768).") var maxHeaderBytes: String?
+    @Option(name: .customLong("max-connections-per-address"), help: "Open connections per client address, 0 for no limit (PARLEY_MAX_CONNECTIONS_PER_ADDRESS, default 512).") var maxConnectionsPerAddress: String?
+    @Option(name: .customLong("upload-min-rate"), help: "Slowest upload in bytes per second over 10 s windows (PARLEY_UPLOAD_MIN_RATE, default 1024).") var uploadMinRate: String?
+    @Option(name: .customLong("upload-deadline"), help: "Seconds a whole upload may take (PARLEY_UPLOAD_DEADLINE, default 300).") var uploadDeadline: String?
+    @Option(name: .customLong("voice-analyses"), help: "Voice notes decoded for analysis at once (PARLEY_VOICE_ANALYSES, default 2).") var voiceAnalyses: String?
+    @Option(name: .customLong("voice-queue"), help: "Voice notes that may wait for analysis before 503 (PARLEY_VOICE_QUEUE, default 8).") var voiceQueue: String?
+    @Option(name: .customLong("uploads-per-consumer"), help: "Voice uploads in progress per consumer (PARLEY_UPLOADS_PER_CONSUMER, default 2).") var uploadsPerConsumer: String?
+    @Option(name: .customLong("uploads-per-address"), help: "Voice uploads in progress per client address (PARLEY_UPLOADS_PER_ADDRESS, default 4).") var uploadsPerAddress: String?
+    @Option(name: .customLong("realtime-frame-rate"), help: "Frames per second one WebSocket may send (PARLEY_REALTIME_FRAME_RATE, default 20).") var realtimeFrameRate: String?
+    @Option(name: .customLong("realtime-write-timeout"), help: "Seconds a WebSocket write may wait before the socket is closed (PARLEY_REALTIME_WRITE_TIMEOUT, default 10).") var realtimeWriteTimeout: String?
+    @Option(name: .customLong("allowed-origins"), help: "Comma-separated origins that may use the session cookie besides the server's own (PARLEY_ALLOWED_ORIGINS).") var allowedOrigins: String?
+    @Option(name: .customLong("metrics-token"), help: "Bearer token for /metrics; prefer PARLEY_METRICS_TOKEN (default: loopback only).") var metricsToken: String?
+    @Option(name: .customLong("orphan-media-age"), help: "Seconds before a media file no row refers to is removed (PARLEY_ORPHAN_MEDIA_AGE, default 3600).") var orphanMediaAge: String?
 
     /// Defaults, then the environment, then flags; exits with a message naming the setting on error.
     func resolve() throws -> ParleyConfiguration {
@@ -84,6 +102,21 @@ struct ServerOptions: ParsableArguments {
                 ("scan-max-attempts", scanMaxAttempts), ("rate-consumer-messages", rateConsumerMessages),
                 ("rate-ip-writes", rateIPWrites), ("rate-consumer-sessions", rateConsumerSessions), ("rate-logins", rateLogins),
                 ("trust-proxy", trustProxy), ("upload-idle-timeout", uploadIdleTimeout),
+                ("header-timeout", headerTimeout),
+                ("idle-timeout", idleTimeout),
+                ("max-header-bytes", maxHeaderBytes),
+                ("max-connections-per-address", maxConnectionsPerAddress),
+                ("upload-min-rate", uploadMinRate),
+                ("upload-deadline", uploadDeadline),
+                ("voice-analyses", voiceAnalyses),
+                ("voice-queue", voiceQueue),
+                ("uploads-per-consumer", uploadsPerConsumer),
+                ("uploads-per-address", uploadsPerAddress),
+                ("realtime-frame-rate", realtimeFrameRate),
+                ("realtime-write-timeout", realtimeWriteTimeout),
+                ("allowed-origins", allowedOrigins),
+                ("metrics-token", metricsToken),
+                ("orphan-media-age", orphanMediaAge),
             ]
             for case let (flag, value?) in flags {
                 try configuration.apply(flag: flag, value: value)
@@ -110,6 +143,7 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let configuration = try options.resolve()
         let logger = options.logger(configuration)
+        raiseDescriptorLimit(logger: logger)
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let services: ParleyServices
@@ -151,6 +185,7 @@ struct Migrate: AsyncParsableCommand {
     func run() async throws {
         let configuration = try options.resolve()
         let logger = options.logger(configuration)
+        raiseDescriptorLimit(logger: logger)
         let database = try await openDatabase(DatabaseLocation(url: configuration.resolvedDatabaseURL), logger: logger)
         let applied = try await Migrations.apply(to: database, logger: logger)
         let all = try await Migrations.appliedVersions(in: database)
@@ -241,4 +276,20 @@ func withServices(_ options: ServerOptions, _ body: (ParleyServices) async throw
 /// Writes a line to standard output unbuffered, so that it reaches a log file at once.
 func say(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
+
+/// Every connection costs a file descriptor; the common soft limit of 1,024 is far below what a
+/// server with thousands of WebSockets needs. Raise the soft limit to the hard one (which the
+/// service manager sets: `LimitNOFILE=` in systemd, `ulimit -Hn` in a shell).
+func raiseDescriptorLimit(logger: Logger) {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    let before = limit.rlim_cur
+    limit.rlim_cur = limit.rlim_max
+    if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
+        logger.info("raised the file descriptor limit", metadata: ["from": "\(before)", "to": "\(limit.rlim_max)"])
+    }
+    if limit.rlim_max < 4096 {
+        logger.warning("the file descriptor limit is low: each connection needs one", metadata: ["limit": "\(limit.rlim_max)"])
+    }
 }

@@ -101,7 +101,12 @@ struct CallTests {
 
     @Test("a call from invitation to hang-up: ringing on every device, signalling only to the answering one, record stored")
     func fullCall() async throws {
-        try await TestServer.run(configure: Self.configure) { server in
+        // Timeouts long enough for a machine busy with other tests; the timeout tests use short ones.
+        try await TestServer.run(configure: {
+            Self.configure(&$0)
+            $0.callRingSeconds = 30
+            $0.callConnectSeconds = 30
+        }) { server in
             let party = try await Party.make(server)
             let secondDevice = try await RealtimeProbe.connect(port: server.port, token: party.consumerToken)
             let otherAgent = try await RealtimeProbe.connect(port: server.port, token: party.acme.adminToken)

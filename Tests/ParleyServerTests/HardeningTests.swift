@@ -1,4 +1,5 @@
 import Foundation
+import ParleyMedia
 import HTTPTypes
 import NIOWebSocket
 import ParleyAPI
@@ -10,37 +11,46 @@ import Testing
 struct HardeningTests {
     // MARK: Connections before their first request
 
-    @Test("2,000 silent or half-sent connections: /health still answers, and each is closed at the header timeout")
+    @Test("2,000 silent or half-sent connections: /health still answers, and each is closed after the header timeout")
     func silentSockets() async throws {
         try await TestServer.run(configure: {
             $0.headerTimeoutSeconds = 2
             $0.maxConnectionsPerAddress = 5000
         }) { server in
-            var sockets: [RawSocket] = []
             let openedAt = Date()
-            for index in 0..<2000 {
-                let socket = try RawSocket(port: server.port)
-                switch index % 3 {
-                case 0: break  // says nothing
-                case 1: try socket.send("GET /health HT")  // half a request line
-                default: try socket.send("GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")  // headers that never end
+            let port = server.port
+            let sockets = try await RawSocket.offPool {
+                try (0..<2000).map { index in
+                    let socket = try RawSocket(port: port)
+                    switch index % 3 {
+                    case 0: break  // says nothing
+                    case 1: try socket.send("GET /health HT")  // half a request line
+                    default: try socket.send("GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")  // headers that never end
+                    }
+                    return socket
                 }
-                sockets.append(socket)
             }
-            // The server is not held up by them.
+            // The server is not held up by them. (How fast it answers is measured by bench/, not here:
+            // the tests share two cores with other tests.)
             let health = try RawSocket(port: server.port)
             try health.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-            let answer = health.readUntilClosed(within: 1)
-            #expect(String(decoding: answer.data, as: UTF8.self).hasPrefix("HTTP/1.1 200"), "no /health answer within 1 s")
-            // Each silent socket is answered 408 (or just closed) once the header timeout is over.
-            var open = 0
-            for socket in sockets {
-                let remaining = max(0.1, openedAt.addingTimeInterval(2 + 8).timeIntervalSinceNow)
-                let (data, closed) = socket.readUntilClosed(within: remaining)
-                if !closed { open += 1 }
-                if !data.isEmpty { #expect(String(decoding: data, as: UTF8.self).hasPrefix("HTTP/1.1 408")) }
+            let answer = await health.readUntilClosed(within: 15)
+            #expect(String(decoding: answer.data, as: UTF8.self).hasPrefix("HTTP/1.1 200"), "no /health answer")
+            // Each silent socket is answered 408 (or just closed) once the header timeout is over; the
+            // generous deadline allows for a machine busy with other tests (before the fix, none ever closed).
+            let held = sockets
+            let (open, wrongAnswers) = try await RawSocket.offPool {
+                var open = 0, wrong = 0
+                for socket in held {
+                    let remaining = max(0.1, openedAt.addingTimeInterval(2 + 40).timeIntervalSinceNow)
+                    let (data, closed) = socket.blockingReadUntilClosed(within: remaining)
+                    if !closed { open += 1 }
+                    if !data.isEmpty, !String(decoding: data, as: UTF8.self).hasPrefix("HTTP/1.1 408") { wrong += 1 }
+                }
+                return (open, wrong)
             }
-            #expect(open == 0, "\(open) of 2000 silent connections were still open 8 s after the header timeout")
+            #expect(wrongAnswers == 0)
+            #expect(open == 0, "\(open) of 2000 silent connections were still open 40 s after the header timeout; the server counts \(server.services.connections.count("127.0.0.1")) open")
         }
     }
 
@@ -54,7 +64,7 @@ struct HardeningTests {
         try await TestServer.run { server in
             let socket = try RawSocket(port: server.port)
             try? socket.send(request)
-            let (data, closed) = socket.readUntilClosed(within: 5)
+            let (data, closed) = await socket.readUntilClosed(within: 5)
             let text = String(decoding: data, as: UTF8.self)
             #expect(text.hasPrefix(status), "\(text.prefix(80))")
             #expect(text.contains(#""error":{"code":"#))
@@ -69,7 +79,7 @@ struct HardeningTests {
             for _ in 0..<10 { held.append(try RawSocket(port: server.port)) }
             try await Task.sleep(for: .milliseconds(200))
             let extra = try RawSocket(port: server.port)
-            let (data, closed) = extra.readUntilClosed(within: 5)
+            let (data, closed) = await extra.readUntilClosed(within: 5)
             let text = String(decoding: data, as: UTF8.self)
             #expect(text.hasPrefix("HTTP/1.1 429"))
             #expect(text.contains("too_many_connections"))
@@ -100,7 +110,7 @@ struct HardeningTests {
             let writer = try await RealtimeProbe.connect(port: server.port, token: otherToken)
             try await Task.sleep(for: .milliseconds(200))
 
-            for index in 0..<20_000 {
+            for index in 0..<5_000 {
                 try flooder.send(.typing(conversationId: flooded.conversation.id, isTyping: index % 2 == 0))
             }
             #expect(try await flooder.closedByServer()?.closeCode == .unknown(RealtimeCloseCode.tooManyFrames))
@@ -133,19 +143,25 @@ struct HardeningTests {
 
     @Test("frames over the per-connection rate get rate_limited errors before the close")
     func frameRate() async throws {
-        try await TestServer.run(configure: { $0.realtimeFramesPerSecond = 5 }) { server in
+        try await TestServer.run(configure: { $0.realtimeFramesPerSecond = 2 }) { server in
             let acme = try await BrandScenario.make(server)
             let (token, _) = try await acme.consumer()
-            let sent = try await acme.send("hi", as: token)
             let socket = try await RealtimeProbe.connect(port: server.port, token: token)
-            for index in 0..<14 {
-                try socket.send(.receipt(id: "r\(index)", conversationId: sent.conversation.id, ReceiptRequest(upToSeq: 1, state: .read)))
+            // Budget: 4 at once, 2 a second; the 10th refusal in a row would close the connection.
+            for index in 0..<12 {
+                try socket.send(.resume(id: "r\(index)", cursors: [:]))
             }
-            var limited = 0
-            while let frame = try await socket.expectSilence(for: 0.5) {
-                if case .error(_, let detail) = frame, detail.code == "rate_limited" { limited += 1 }
+            var limited = 0, resumed = 0
+            while let frame = try await socket.expectSilence(for: 1) {
+                if case .error(_, let detail) = frame, detail.code == "rate_limited" {
+                    limited += 1
+                    #expect(detail.retryAfter == 1)
+                }
+                if case .resumed = frame { resumed += 1 }
             }
+            #expect(resumed >= 4)
             #expect(limited >= 3)
+            #expect(limited + resumed == 12)
             await socket.close()
         }
     }
@@ -159,8 +175,9 @@ struct HardeningTests {
             let acme = try await BrandScenario.make(server)
             let (token, consumer) = try await acme.consumer()
             let socket = try RawSocket(port: server.port, receiveBuffer: 4096)
-            #expect(try socket.upgrade(port: server.port, token: token).hasPrefix("HTTP/1.1 101"))
-            try await Task.sleep(for: .milliseconds(200))
+            #expect(try await socket.upgrade(port: server.port, token: token).hasPrefix("HTTP/1.1 101"))
+            let registered = Date().addingTimeInterval(20)
+            while server.services.hub.connectionCount == 0, Date() < registered { try await Task.sleep(for: .milliseconds(20)) }
             #expect(server.services.hub.connectionCount == 1)
             // Large events for this consumer until its buffers are full, then many more.
             let big = #"{"type":"typing","conversationId":"cnv_x","participant":{"kind":"agent","id":"agt_x"},"isTyping":true,"pad":""#
@@ -178,7 +195,7 @@ struct HardeningTests {
             let closings = Self.counter(metrics, "parley_realtime_write_timeouts_total") + Self.counter(metrics, "parley_realtime_overflows_total")
             #expect(closings == 1, "\(closings) closings counted (and logged) for one connection")
             // The socket itself is closed.
-            #expect(socket.readUntilClosed(within: 10).closed)
+            #expect(await socket.readUntilClosed(within: 10).closed)
         }
     }
 
@@ -192,21 +209,21 @@ struct HardeningTests {
             let acme = try await BrandScenario.make(server)
             let (token, _) = try await acme.consumer()
             let fragmented = try RawSocket(port: server.port)
-            #expect(try fragmented.upgrade(port: server.port, token: token).hasPrefix("HTTP/1.1 101"))
+            #expect(try await fragmented.upgrade(port: server.port, token: token).hasPrefix("HTTP/1.1 101"))
             let piece = [UInt8](repeating: UInt8(ascii: "a"), count: 42_000)
             try fragmented.sendFrame(opcode: 0x1, fin: false, payload: piece)
             for index in 1..<4 { try? fragmented.sendFrame(opcode: 0x0, fin: index == 3, payload: piece) }
-            #expect(fragmented.closeCode(within: 5) == 1009)
+            #expect(await fragmented.closeCode(within: 5) == 1009)
 
             let compressed = try RawSocket(port: server.port)
-            let head = try compressed.upgrade(port: server.port, token: token, extensions: "permessage-deflate; client_max_window_bits")
+            let head = try await compressed.upgrade(port: server.port, token: token, extensions: "permessage-deflate; client_max_window_bits")
             #expect(head.hasPrefix("HTTP/1.1 101"))
             #expect(head.lowercased().contains("permessage-deflate"))
             // 80,000 'a's, raw deflate with a 512-byte window, sync-flushed (the tail 00 00 ff ff dropped).
             let bomb = Self.bytes(
                 "ecc18100000000c320d6f94b1ce00a5501" + String(repeating: "00", count: 76) + "c01b00")
             try compressed.sendFrame(opcode: 0x1, fin: true, payload: bomb, compressed: true)
-            #expect(compressed.closeCode(within: 5) == 1009)
+            #expect(await compressed.closeCode(within: 5) == 1009)
         }
     }
 
@@ -235,7 +252,7 @@ struct HardeningTests {
             var answer = ""
             while Date().timeIntervalSince(started) < 30 {
                 try? socket.send([0x1A])
-                let (data, closed) = socket.readUntilClosed(within: 1)
+                let (data, closed) = await socket.readUntilClosed(within: 1)
                 answer += String(decoding: data, as: UTF8.self)
                 if closed || answer.contains("}") { break }
             }
@@ -260,7 +277,7 @@ struct HardeningTests {
             var answer = ""
             for _ in 0..<20 {
                 try? socket.send([UInt8](repeating: 0x1A, count: 100))
-                let (data, closed) = socket.readUntilClosed(within: 0.5)
+                let (data, closed) = await socket.readUntilClosed(within: 0.5)
                 answer += String(decoding: data, as: UTF8.self)
                 if closed || answer.contains("}") { break }
             }
@@ -294,7 +311,7 @@ struct HardeningTests {
 
     @Test("a decoder bomb (10 hours of silent Opus, 13 MB) is refused with voice_too_long after decoding the limit only; a full queue answers 503")
     func decoderBomb() async throws {
-        let bomb = try Self.tenHourOpus()
+        let bomb = try await RawSocket.offPool { try Self.tenHourOpus() }
         try await TestServer.run(configure: {
             $0.uploadsPerAddress = 100
             $0.voiceAnalyses = 1
@@ -308,9 +325,9 @@ struct HardeningTests {
             #expect(reply.status == .unprocessableContent)
             #expect(try reply.error.code == "voice_too_long")
             #expect(try reply.error.message.contains("longer than 2:00"))
-            // Ten at once: one decodes, two wait, the rest are told to come back.
+            // Six at once: one decodes, two wait, the rest are told to come back.
             let replies = try await withThrowingTaskGroup(of: TestServer.Reply.self) { group in
-                for _ in 0..<10 {
+                for _ in 0..<6 {
                     group.addTask {
                         let (token, _) = try await acme.consumer()
                         return try await VoiceTests.upload(server, bomb, token: token, contentType: "audio/ogg")
@@ -344,7 +361,7 @@ struct HardeningTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
         process.arguments = ["-v", "error", "-y", "-nostdin"] + arguments
-        try process.run()
+        try ProcessRunner.launch(process)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw TestFailure("ffmpeg \(arguments) failed") }
     }
@@ -387,9 +404,14 @@ struct HardeningTests {
                 "GET /v1/realtime HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                     + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nOrigin: http://127.0.0.1:1\r\n"
                     + "Cookie: parley_session=\(acme.adminToken)\r\n\r\n")
-            #expect(try socket.readHead().hasPrefix("HTTP/1.1 403"))
+            // Refused, not upgraded (Hummingbird answers every refused upgrade with 400 and closes).
+            let refusal = try await socket.readHead()
+            #expect(refusal.hasPrefix("HTTP/1.1 400") || refusal.hasPrefix("HTTP/1.1 403"), "\(refusal)")
+            let plainGet = try await server.request(.get, "/v1/realtime", headers: evil)
+            #expect(plainGet.status == .forbidden)
+            #expect(try plainGet.error.code == "origin_not_allowed")
             let widget = try RawSocket(port: server.port)
-            #expect(try widget.upgrade(port: server.port, token: token, headers: ["Origin: https://brand.example"]).hasPrefix("HTTP/1.1 101"))
+            #expect(try await widget.upgrade(port: server.port, token: token, headers: ["Origin: https://brand.example"]).hasPrefix("HTTP/1.1 101"))
             _ = consumer
         }
     }

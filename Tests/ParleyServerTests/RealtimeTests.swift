@@ -66,6 +66,8 @@ struct RealtimeTests {
             let id = opened.conversation.id
             let agent = try await RealtimeProbe.connect(port: server.port, token: acme.adminToken)
             let ana = try await RealtimeProbe.connect(port: server.port, token: anaToken)
+            // Receipts and typing go to the agents who have the conversation open (and its assignee).
+            try agent.send(.view(conversationId: id))
 
             try agent.send(.typing(conversationId: id, isTyping: true))
             guard case .typing(let typingIn, let who, true) = try await ana.next() else { throw TestFailure("expected typing") }

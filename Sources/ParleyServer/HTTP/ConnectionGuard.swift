@@ -225,12 +225,14 @@ final class ConnectionGuardHandler: ChannelInboundHandler, RemovableChannelHandl
         admittedPromise.succeed(false)
     }
 
-    /// Where the head ends (just past its blank line), if it has arrived.
+    /// Where the head ends (just past its blank line), if it has arrived. A blank line of bare line
+    /// feeds ends it too (and is then refused as malformed).
     static func headEnd(in buffer: ByteBuffer, from start: Int) -> Int? {
         let bytes = buffer.readableBytesView
-        var index = bytes.startIndex + start
-        while index + 3 < bytes.endIndex {
-            if bytes[index] == 13, bytes[index + 1] == 10, bytes[index + 2] == 13, bytes[index + 3] == 10 {
+        var index = bytes.startIndex + max(0, start - 1)
+        while index + 1 < bytes.endIndex {
+            if bytes[index] == 10, bytes[index + 1] == 10 { return index + 2 - bytes.startIndex }
+            if index + 3 < bytes.endIndex, bytes[index] == 13, bytes[index + 1] == 10, bytes[index + 2] == 13, bytes[index + 3] == 10 {
                 return index + 4 - bytes.startIndex
             }
             index += 1

@@ -6,13 +6,14 @@ import NIOWebSocket
 import Synchronization
 
 /// The per-connection budget of client frames: a token bucket of `perSecond` frames, `2 × perSecond`
-/// at once. A frame over budget is refused; a client that goes on sending a whole burst's worth of
-/// refused frames is closed with 4008. Owned by one connection's reader task.
+/// at once. A frame over budget is refused; a client that goes on sending `closeAfter` refused
+/// frames in a row (a burst's worth, at least 10) is closed with 4008. Owned by one connection's reader task.
 struct FrameLimiter {
     enum Decision: Equatable { case allow, refuse, close }
 
     let perSecond: Double
     let burst: Double
+    let closeAfter: Int
     private var tokens: Double
     private var updated: ContinuousClock.Instant
     private var refusedSinceAllowed = 0
@@ -21,6 +22,7 @@ struct FrameLimiter {
         self.perSecond = Double(max(1, perSecond))
         self.burst = 2 * Double(max(1, perSecond))
         self.tokens = burst
+        self.closeAfter = max(10, 2 * max(1, perSecond))
         self.updated = now
     }
 
@@ -35,7 +37,7 @@ struct FrameLimiter {
             return .allow
         }
         refusedSinceAllowed += 1
-        return Double(refusedSinceAllowed) >= burst ? .close : .refuse
+        return refusedSinceAllowed >= closeAfter ? .close : .refuse
     }
 }
 

@@ -103,9 +103,11 @@ public struct VoiceService: Sendable {
         } catch let error as ParleyError where error.code != "upload_stalled" && error.code != "upload_too_slow" {
             throw error  // too large: refused, not abandoned
         } catch {
+            // The client went away before the last byte: nothing is kept, and it is not a server fault.
             try? FileManager.default.removeItem(at: partial)
             metrics.uploadsAbandoned.increment()
-            throw error
+            if error is ParleyError { throw error }
+            throw ParleyError(.badRequest, code: "upload_incomplete", message: "The upload ended before its last byte. Send it again.")
         }
         if size == 0 {
             throw ParleyError(.unprocessable, code: "empty_audio", message: "The upload has no bytes.")

@@ -27,7 +27,7 @@ enum AudioFixtures {
                 process.arguments = arguments
                 process.standardOutput = FileHandle.nullDevice
                 process.standardError = FileHandle.nullDevice
-                try process.run()
+                try ProcessRunner.launch(process)
                 process.waitUntilExit()
                 guard process.terminationStatus == 0 else { throw TestFailure("\(tool) \(arguments.joined(separator: " ")) failed") }
             }
@@ -64,7 +64,7 @@ enum AudioFixtures {
         process.arguments = ["-D", try files().url("speech.wav").path]
         let pipe = Pipe()
         process.standardOutput = pipe
-        try process.run()
+        try ProcessRunner.launch(process)
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         guard let seconds = Double(output.trimmingCharacters(in: .whitespacesAndNewlines)) else { throw TestFailure("soxi said \(output)") }

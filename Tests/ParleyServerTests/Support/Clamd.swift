@@ -1,4 +1,5 @@
 import Foundation
+import ParleyMedia
 
 /// A real clamd for a test, started and stopped by `scripts/clamd.sh` with a test database that
 /// knows EICAR. `pause()` stops the daemon and `resume()` brings it back on the same port.
@@ -37,7 +38,7 @@ final class Clamd: Sendable {
         let output = try FileHandle(forWritingTo: outputFile)
         process.standardOutput = output
         process.standardError = FileHandle.standardError
-        try process.run()
+        try ProcessRunner.launch(process)
         process.waitUntilExit()
         try? output.close()
         let data = (try? Data(contentsOf: outputFile)) ?? Data()

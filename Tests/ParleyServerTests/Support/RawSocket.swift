@@ -5,7 +5,7 @@ import Glibc
 
 /// A bare TCP connection to the test server, for clients no library would be: silent ones, garbage
 /// senders, WebSocket clients that never read or send fragmented and compressed frames by hand.
-final class RawSocket {
+final class RawSocket: @unchecked Sendable {  // a file descriptor; each test uses its sockets from one task
     let fd: Int32
 
     init(port: Int, receiveBuffer: Int? = nil) throws {
@@ -41,7 +41,19 @@ final class RawSocket {
     func send(_ text: String) throws { try send(Array(text.utf8)) }
 
     /// Reads until the peer closes the connection or `seconds` pass; returns what arrived and whether it closed.
-    func readUntilClosed(within seconds: Double) -> (data: [UInt8], closed: Bool) {
+    /// Blocking reads run on a dispatch thread: the test server shares this process's cooperative
+    /// threads (two on two cores), and a test blocked in recv() there would starve it.
+    static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    func readUntilClosed(within seconds: Double) async -> (data: [UInt8], closed: Bool) {
+        (try? await Self.offPool { self.blockingReadUntilClosed(within: seconds) }) ?? ([], true)
+    }
+
+    func blockingReadUntilClosed(within seconds: Double) -> (data: [UInt8], closed: Bool) {
         let deadline = Date().addingTimeInterval(seconds)
         var data: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16384)
@@ -61,7 +73,11 @@ final class RawSocket {
     }
 
     /// Reads an HTTP response head (up to the blank line).
-    func readHead(within seconds: Double = 5) throws -> String {
+    func readHead(within seconds: Double = 5) async throws -> String {
+        try await Self.offPool { self.blockingReadHead(within: seconds) }
+    }
+
+    func blockingReadHead(within seconds: Double = 5) -> String {
         let deadline = Date().addingTimeInterval(seconds)
         var data: [UInt8] = []
         var byte = [UInt8](repeating: 0, count: 1)
@@ -80,13 +96,13 @@ final class RawSocket {
     // MARK: WebSocket by hand
 
     /// Sends an upgrade request for the real-time endpoint and reads the response head.
-    func upgrade(port: Int, token: String, extensions: String? = nil, headers: [String] = []) throws -> String {
+    func upgrade(port: Int, token: String, extensions: String? = nil, headers: [String] = []) async throws -> String {
         var request = "GET /v1/realtime?access_token=\(token) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\n"
             + "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         if let extensions { request += "Sec-WebSocket-Extensions: \(extensions)\r\n" }
         for header in headers { request += header + "\r\n" }
         try send(request + "\r\n")
-        return try readHead()
+        return try await readHead()
     }
 
     /// One masked client frame.
@@ -108,8 +124,8 @@ final class RawSocket {
     }
 
     /// Reads server frames until a close frame; returns its code (nil when the connection just ended).
-    func closeCode(within seconds: Double) -> UInt16? {
-        let (data, _) = readUntilClosed(within: seconds)
+    func closeCode(within seconds: Double) async -> UInt16? {
+        let (data, _) = await readUntilClosed(within: seconds)
         var index = 0
         while index + 2 <= data.count {
             let opcode = data[index] & 0x0F
