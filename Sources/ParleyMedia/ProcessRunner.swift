@@ -45,9 +45,7 @@ public struct ProcessRunner: Sendable {
 
     private static let launches = Mutex(())
 
-    /// Starts a process, one launch at a time in this process. Foundation's `Process.run()` on Linux
-    /// crashed (a bad read in its launch code) when several ran at once, as concurrent voice uploads
-    /// and renditions make them; the launch is short, the waiting is not serialized.
+    /// Starts a Foundation `Process`, one launch at a time in this process (tests' helpers use it).
     public static func launch(_ process: Process) throws {
         try launches.withLock { _ in try process.run() }
     }
@@ -68,22 +66,15 @@ public struct ProcessRunner: Sendable {
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         return try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: executable)
-                process.arguments = arguments
-                let stdout = Pipe()
-                let stderr = Pipe()
-                process.standardOutput = stdout
-                process.standardError = stderr
-                process.standardInput = FileHandle.nullDevice
+                let child: Spawned
                 do {
-                    try Self.launch(process)
+                    child = try Self.spawn(executable, arguments)
                 } catch {
-                    continuation.resume(throwing: LaunchError(description: "cannot start \(executable): \(error)"))
+                    continuation.resume(throwing: error)
                     return
                 }
                 let timedOut = Flag()
-                let pid = process.processIdentifier
+                let pid = child.pid
                 let killer = DispatchWorkItem {
                     timedOut.set()
                     kill(pid, SIGKILL)
@@ -94,24 +85,77 @@ public struct ProcessRunner: Sendable {
                 let readers = DispatchGroup()
                 readers.enter()
                 DispatchQueue.global().async {
-                    errorOutput.set(stderr.fileHandleForReading.readDataToEndOfFile().suffix(4000))
+                    errorOutput.set(child.stderr.readDataToEndOfFile().suffix(4000))
                     readers.leave()
                 }
                 var output = Data()
-                let reader = stdout.fileHandleForReading
-                while let chunk = try? reader.read(upToCount: 64 * 1024), !chunk.isEmpty {
+                while let chunk = try? child.stdout.read(upToCount: 64 * 1024), !chunk.isEmpty {
                     if let consume { consume(chunk) } else { output.append(chunk) }
                 }
                 readers.wait()
-                process.waitUntilExit()
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) < 0, errno == EINTR {}
                 killer.cancel()
+                try? child.stdout.close()
+                try? child.stderr.close()
+                // The wait status as <sys/wait.h> lays it out: a signal in the low 7 bits, else the exit code.
+                let signal = status & 0x7f
                 let tail = String(decoding: errorOutput.get().suffix(2000), as: UTF8.self)
                 continuation.resume(
                     returning: Outcome(
-                        status: process.terminationStatus, stdout: output, stderrTail: tail, timedOut: timedOut.isSet,
-                        crashed: process.terminationReason == .uncaughtSignal && !timedOut.isSet))
+                        status: signal == 0 ? (status >> 8) & 0xff : 128 + signal, stdout: output, stderrTail: tail,
+                        timedOut: timedOut.isSet, crashed: signal != 0 && !timedOut.isSet))
             }
         }
+    }
+
+    struct Spawned {
+        var pid: pid_t
+        var stdout: FileHandle
+        var stderr: FileHandle
+    }
+
+    /// Starts `executable` with posix_spawn: standard input from /dev/null, standard output and error
+    /// into pipes. Foundation's `Process.run()` crashed here (a bad
+    /// read inside it) while the server opened and closed thousands of sockets at the same moment;
+    /// posix_spawn has no such step, and swift-subprocess is not among our dependencies.
+    static func spawn(_ executable: String, _ arguments: [String]) throws -> Spawned {
+        // One spawn at a time: a pipe is close-on-exec only after fcntl, and a child spawned in between
+        // by another thread would hold its write end (and our read would wait for that child too).
+        try launches.withLock { _ in try spawnLocked(executable, arguments) }
+    }
+
+    private static func spawnLocked(_ executable: String, _ arguments: [String]) throws -> Spawned {
+        var outPipe: [Int32] = [0, 0]
+        var errPipe: [Int32] = [0, 0]
+        guard pipe(&outPipe) == 0 else { throw LaunchError(description: "pipe failed: errno \(errno)") }
+        guard pipe(&errPipe) == 0 else {
+            close(outPipe[0]); close(outPipe[1])
+            throw LaunchError(description: "pipe failed: errno \(errno)")
+        }
+        for fd in outPipe + errPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+        // No other descriptor is inherited: NIO's sockets, SQLite's files and these pipes are close-on-exec.
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let result = argv.withUnsafeBufferPointer { buffer in
+            posix_spawn(&pid, executable, &actions, nil, UnsafeMutablePointer(mutating: buffer.baseAddress!), environ)
+        }
+        close(outPipe[1])
+        close(errPipe[1])
+        guard result == 0 else {
+            close(outPipe[0]); close(errPipe[0])
+            throw LaunchError(description: "cannot start \(executable): error \(result)")
+        }
+        return Spawned(
+            pid: pid, stdout: FileHandle(fileDescriptor: outPipe[0], closeOnDealloc: false),
+            stderr: FileHandle(fileDescriptor: errPipe[0], closeOnDealloc: false))
     }
 }
 
