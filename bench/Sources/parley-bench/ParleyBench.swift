@@ -38,8 +38,8 @@ struct Run: AsyncParsableCommand {
     @Option(name: .customLong("public-dir"), help: "The web pages directory.") var publicDir = "Public"
     @Option(help: "ffmpeg, by name or path.") var ffmpeg = "ffmpeg"
     @Option(help: "Write the Markdown report here (bench/RESULTS.md for the record).") var output: String?
-    @Option(help: "Comma-separated sections: text, connections, voice, wire (playback runs with voice).")
-    var only = "text,connections,voice,wire"
+    @Option(help: "Comma-separated sections: text, connections, voice, wire (playback runs with voice), attack.")
+    var only = "text,connections,voice,wire,attack"
 
     func run() async throws {
         let ownPath = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
@@ -79,6 +79,17 @@ struct Run: AsyncParsableCommand {
         if sections.contains("wire") {
             log("bytes on the wire")
             report.wire = try await server().use { try await WireBench.run(server: $0) }
+        }
+        if sections.contains("attack") {
+            log("under attack: silent sockets and a typing flood")
+            // The silent sockets are held for the whole measurement (the header timeout would close
+            // them after 10 s) and all come from this one address (the per-address cap would refuse them).
+            let attacked = try await ParleyServer(
+                binary: binary, publicDir: publicDir,
+                extraEnvironment: ["PARLEY_HEADER_TIMEOUT": "120", "PARLEY_MAX_CONNECTIONS_PER_ADDRESS": "0"])
+            report.attack = try await attacked.use { running in
+                try await AttackBench.run(server: running, silentSockets: tiny ? 50 : 2000, requests: tiny ? 10 : 300)
+            }
         }
         let markdown = report.markdown()
         print(markdown)

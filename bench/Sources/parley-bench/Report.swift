@@ -12,6 +12,7 @@ struct Report {
     var voice: VoiceBench.Report?
     var playback: VoiceBench.Playback?
     var wire: [WireBench.Row]?
+    var attack: AttackBench.Report?
 
     static func f(_ value: Double, _ digits: Int = 1) -> String {
         value.isNaN ? "n/a" : String(format: "%.\(digits)f", value)
@@ -61,6 +62,7 @@ struct Report {
         if let voice { lines += voiceSection(voice) }
         if let wire { lines += wireSection(wire) }
         if let playback { lines += playbackSection(playback) }
+        if let attack { lines += attackSection(attack) }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -84,6 +86,10 @@ struct Report {
             // Browsers always offer permessage-deflate and Parley accepts it: that is what a consumer pays.
             rows.append(("12-message chat ≤ 8 KB down (WebSocket compressed, as browsers connect)", Self.kb(compressed.down), compressed.down <= 8 * 1024))
             rows.append(("12-message chat ≤ 3 KB up (WebSocket compressed, as browsers connect)", Self.kb(compressed.up), compressed.up <= 3 * 1024))
+        }
+        if let attack {
+            let ratio = attack.attacked.p99 / attack.quiet.p99
+            rows.append(("Under attack (silent sockets, typing flood): /health p99 within 2× of quiet", "\(Self.f(ratio, 2))×", ratio <= 2))
         }
         guard !rows.isEmpty else { return [] }
         var lines = ["## Targets", "", "| Target | Measured | Met |", "|---|---:|:---:|"]
@@ -187,6 +193,24 @@ struct Report {
                     + "\(Self.kb(row.up)) | \(Self.kb(row.down)) |")
         }
         return lines + [""]
+    }
+
+    private func attackSection(_ attack: AttackBench.Report) -> [String] {
+        func row(_ label: String, _ d: Distribution) -> String {
+            "| \(label) | \(d.count) | \(Self.f(d.p50, 2)) ms | \(Self.f(d.p99, 2)) ms | \(Self.f(d.max, 2)) ms |"
+        }
+        return [
+            "", "## Under attack: `/health` while silent sockets and a typing flood are held", "",
+            "Each request is a new connection (`GET /health`, `Connection: close`), one at a time, timed from connect to the last byte.",
+            "The attacked row holds \(attack.silentSockets) connected sockets that never send a byte, and one consumer sending typing",
+            "frames as fast as it can: \(attack.floodFrames) frames over \(attack.floodConnections) connections (the server closes each with 4008",
+            "once it has refused a burst's worth; the flooder reconnects).", "",
+            "| /health | requests | p50 | p99 | max |", "|---|---:|---:|---:|---:|",
+            row("quiet", attack.quiet),
+            row("attacked", attack.attacked),
+            "",
+            "Ratio attacked / quiet: p50 \(Self.f(attack.attacked.p50 / attack.quiet.p50, 2))x, p99 \(Self.f(attack.attacked.p99 / attack.quiet.p99, 2))x (target: within 2x).",
+        ]
     }
 
     private func playbackSection(_ playback: VoiceBench.Playback) -> [String] {
