@@ -21,6 +21,7 @@ export class Realtime extends EventTarget {
     socket.onclose = (event) => {
       for (const { reject } of this.pending.values()) reject(new Error("disconnected"));
       this.pending.clear();
+      if (event.code === 4001 && !this.closed) this.dispatchEvent(new CustomEvent("signedout", { detail: event.reason }));
       if (this.closed || event.code === 4001) { this.status("offline"); return; }
       this.status("offline");
       const delay = Math.min(10000, 500 * 2 ** this.attempt++);

@@ -44,6 +44,12 @@ async function boot() {
     status.textContent = ({ connecting: "Connecting…", online: "Online", offline: "Offline – retrying" })[event.detail];
   });
   realtime.addEventListener("frame", (event) => receive(event.detail));
+  // The session ended elsewhere (signed out everywhere, a new password, disabled by an admin).
+  realtime.addEventListener("signedout", () => {
+    $(".account").close();
+    showLogin();
+    $(".login .error-text").textContent = "You were signed out. Sign in again.";
+  });
   calls = new Calls({ realtime, api, role: "agent", root: $(".conversation-pane") });
   for (const name of ["call", "ended"]) calls.addEventListener(name, () => state.current && renderCallButtons(state.current));
   realtime.connect();
@@ -68,6 +74,93 @@ $(".login form").addEventListener("submit", async (event) => {
     error.textContent = failure.code === "invalid_credentials" ? "The email or the password is wrong." : failure.message;
   }
 });
+
+// MARK: Account and team
+
+$(".account-close").innerHTML = icon("close");
+$(".account-open").addEventListener("click", () => {
+  $(".account").showModal();
+  renderTeam();
+});
+$(".account-close").addEventListener("click", () => $(".account").close());
+
+$(".password-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = new FormData(event.target);
+  const note = $(".password-form .form-note");
+  try {
+    await api.post("/v1/me/password", { currentPassword: form.get("current"), newPassword: form.get("next") });
+    event.target.reset();
+    note.textContent = "Password changed. Your other devices are signed out.";
+  } catch (failure) {
+    note.textContent = failure.code === "wrong_password" ? "The current password is wrong." : failure.message;
+  }
+});
+
+$(".sign-out-everywhere").addEventListener("click", async () => {
+  await api.post("/v1/auth/logout-all").catch(() => {});
+  realtime?.close();
+  location.reload();
+});
+
+/** Admins see the team: each agent with enable/disable, a password reset and delete. */
+async function renderTeam() {
+  const team = $(".team");
+  team.hidden = state.me.role !== "admin";
+  if (team.hidden) return;
+  const list = $(".team-list");
+  const agents = (await api.get("/v1/agents")).items;
+  list.replaceChildren(...agents.map((agent) => {
+    const item = document.createElement("li");
+    item.dataset.agent = agent.id;
+    const who = document.createElement("div");
+    who.className = "who";
+    const name = Object.assign(document.createElement("strong"), { textContent: agent.name });
+    const detail = Object.assign(document.createElement("span"), { textContent: `${agent.email} · ${agent.role}` });
+    const status = Object.assign(document.createElement("span"), {
+      className: `tag ${agent.disabled ? "off" : "on"}`, textContent: agent.disabled ? "Disabled" : "Active" });
+    who.append(name, status, detail);
+    item.append(who);
+    if (agent.id !== state.me.id) {
+      const actions = document.createElement("div");
+      actions.className = "team-actions";
+      const button = (label, handler) => {
+        const element = Object.assign(document.createElement("button"), { className: "button small", type: "button", textContent: label });
+        element.setAttribute("aria-label", `${label} ${agent.name}`);
+        element.addEventListener("click", handler);
+        return element;
+      };
+      actions.append(
+        button(agent.disabled ? "Enable" : "Disable", () => teamChange(agent, { disabled: !agent.disabled },
+          agent.disabled ? `${agent.name} can sign in again.` : `${agent.name} is signed out and cannot sign in.`)),
+        button("Reset password", () => {
+          const password = prompt(`New password for ${agent.name} (at least 10 characters). Their sessions end.`);
+          if (password) teamChange(agent, { password }, `${agent.name}'s password was reset; they were signed out.`);
+        }),
+        button("Delete", async () => {
+          if (!confirm(`Delete ${agent.name}? They are signed out and cannot sign in again.`)) return;
+          await teamRequest(() => api.json("DELETE", `/v1/agents/${agent.id}`), `${agent.name} was deleted.`);
+        }));
+      item.append(actions);
+    }
+    return item;
+  }));
+}
+
+async function teamChange(agent, change, done) {
+  await teamRequest(() => api.json("PATCH", `/v1/agents/${agent.id}`, change), done);
+}
+
+async function teamRequest(request, done) {
+  const note = $(".team-note");
+  try {
+    await request();
+    note.textContent = done;
+  } catch (failure) {
+    note.textContent = failure.message;
+  }
+  await renderTeam();
+}
 
 $(".logout").addEventListener("click", async () => {
   await api.post("/v1/auth/logout").catch(() => {});
