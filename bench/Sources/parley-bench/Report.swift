@@ -90,6 +90,11 @@ struct Report {
         if let attack {
             let ratio = attack.attacked.p99 / attack.quiet.p99
             rows.append(("Under attack (silent sockets, typing flood): /health p99 within 2× of quiet", "\(Self.f(ratio, 2))×", ratio <= 2))
+            rows.append(("Under a typing flood: another consumer's send p99 < 50 ms", "\(Self.f(attack.sendAttacked.p99, 2)) ms", attack.sendAttacked.p99 < 50))
+            if let bomb = attack.bomb {
+                let growth = bomb.peakRSS - bomb.idleRSS
+                rows.append(("10 decoder bombs at once: RSS within 64 MB of idle", "+\(Self.f(Double(growth) / 1_048_576, 1)) MB", growth <= 64 << 20))
+            }
         }
         guard !rows.isEmpty else { return [] }
         var lines = ["## Targets", "", "| Target | Measured | Met |", "|---|---:|:---:|"]
@@ -210,7 +215,17 @@ struct Report {
             row("attacked", attack.attacked),
             "",
             "Ratio attacked / quiet: p50 \(Self.f(attack.attacked.p50 / attack.quiet.p50, 2))x, p99 \(Self.f(attack.attacked.p99 / attack.quiet.p99, 2))x (target: within 2x).",
-        ]
+            "",
+            "Another consumer meanwhile sends `send` frames on its own socket, ten a second, and times each `ack` (after the commit):", "",
+            "| send → ack | sends | p50 | p99 | max |", "|---|---:|---:|---:|---:|",
+            row("quiet", attack.sendQuiet),
+            row("during the flood", attack.sendAttacked),
+        ] + (attack.bomb.map { bomb in [
+            "",
+            "Decoder bombs: a ten-hour silent Opus file (13 MB) uploaded alone took \(Self.f(bomb.oneMs, 0)) ms to be refused; then \(bomb.files) at once,",
+            "from \(bomb.files) consumers: server RSS \(Self.kb(bomb.idleRSS)) before, \(Self.kb(bomb.peakRSS)) at most (+\(Self.f(Double(bomb.peakRSS - bomb.idleRSS) / 1_048_576, 1)) MB; target ≤ 64 MB).",
+            "Answers: \(Dictionary(grouping: bomb.codes, by: { $0 }).map { "\($0.key) × \($0.value.count)" }.sorted().joined(separator: ", ")).",
+        ] } ?? [])
     }
 
     private func playbackSection(_ playback: VoiceBench.Playback) -> [String] {
