@@ -87,6 +87,8 @@ final class ParleyServer {
             "PARLEY_LOG_LEVEL": "warning", "PARLEY_BCRYPT_COST": "4", "PARLEY_CLAMD": "off", "PARLEY_SEED_DEMO": "true",
             "PARLEY_RATE_CONSUMER_MESSAGES": "0", "PARLEY_RATE_IP_WRITES": "0", "PARLEY_RATE_CONSUMER_SESSIONS": "0",
             "PARLEY_RATE_LOGINS": "0",
+            // All load comes from this one address: the per-address connection cap would refuse it.
+            "PARLEY_MAX_CONNECTIONS_PER_ADDRESS": "0",
         ]
         environment.merge(extraEnvironment) { $1 }
         child = try await ChildProcess(executable: binary, arguments: ["serve"], environment: environment, readyMarker: "Parley is listening")
