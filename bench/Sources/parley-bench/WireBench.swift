@@ -189,6 +189,8 @@ enum WireBench {
             guard let conversationId else { throw BenchError("wire bench: no conversation") }
             // The agent sees it, reads it, answers.
             let incoming = try await waitFor(agentFrames) { FrameScan.type(of: $0) == "message" && $0.contains(customer[turn]) }
+            // As the workspace does when it opens the conversation: its receipts and typing come here.
+            if turn == 0 { agentSocket.send(#"{"type":"view","conversationId":"\#(conversationId)"}"#) }
             let seq = seqOf(incoming)
             agentSocket.send(#"{"type":"receipt","id":"r\#(turn)","conversationId":"\#(conversationId)","upToSeq":\#(seq),"state":"read"}"#)
             _ = try await waitFor(agentFrames) { $0.contains(#""id":"r\#(turn)""#) }
