@@ -86,7 +86,7 @@ struct Run: AsyncParsableCommand {
             // them after 10 s) and all come from this one address (the per-address cap would refuse them).
             let attacked = try await ParleyServer(
                 binary: binary, publicDir: publicDir,
-                extraEnvironment: ["PARLEY_HEADER_TIMEOUT": "120", "PARLEY_UPLOADS_PER_ADDRESS": "100"])
+                extraEnvironment: ["PARLEY_HEADER_TIMEOUT": "120", "PARLEY_UPLOADS_PER_ADDRESS": "100", "PARLEY_REALTIME_FRAME_RATE": "20"])
             report.attack = try await attacked.use { running in
                 try await AttackBench.run(
                     server: running, silentSockets: tiny ? 50 : 2000, requests: tiny ? 10 : 300, sends: tiny ? 5 : 60, bombs: tiny ? 0 : 10,

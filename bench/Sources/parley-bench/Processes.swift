@@ -89,6 +89,9 @@ final class ParleyServer {
             "PARLEY_RATE_LOGINS": "0",
             // All load comes from this one address: the per-address connection cap would refuse it.
             "PARLEY_MAX_CONNECTIONS_PER_ADDRESS": "0",
+            // The text section's consumers send far faster than a person: the per-connection frame
+            // budget (20 a second) is lifted like the rate limits. The attack section keeps it.
+            "PARLEY_REALTIME_FRAME_RATE": "100000",
         ]
         environment.merge(extraEnvironment) { $1 }
         child = try await ChildProcess(executable: binary, arguments: ["serve"], environment: environment, readyMarker: "Parley is listening")

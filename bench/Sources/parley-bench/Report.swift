@@ -53,7 +53,7 @@ struct Report {
             "| Scale | \(scale.rawValue)\(scale == .tiny ? " (a check that each benchmark runs; the numbers mean nothing)" : "") |",
             "",
             "Server and load generator share this machine's cores; every server is a fresh `parley serve` on SQLite and local disk",
-            "(the embedded defaults), rate limits and the per-address connection cap off (the load comes from one address), no malware scanner, log level `warning`.",
+            "(the embedded defaults), rate limits, the per-address connection cap and the per-connection frame budget off (the load comes from one address; the attack section keeps the frame budget), no malware scanner, log level `warning`.",
             "",
         ]
         lines += targets()
