@@ -82,7 +82,8 @@ struct RateLimitTests {
             }
             #expect(others.last == .tooManyRequests)
             #expect(others.dropLast().allSatisfy { $0 == .unauthorized })
-            #expect(others.count <= 4)
+            // 8 a minute refills a token every 7.5 s: a machine busy with other tests may get one or two more in.
+            #expect(others.count <= 6)
         }
     }
 
