@@ -140,7 +140,9 @@ public struct ProcessRunner: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
         posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
-        // No other descriptor is inherited: NIO's sockets, SQLite's files and these pipes are close-on-exec.
+        // No other descriptor is inherited: without this a child (ffmpeg) kept the server's listening
+        // socket open, and a restarted server could not bind its port while the child ran.
+        _ = closeFrom(&actions, 3)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
@@ -158,6 +160,11 @@ public struct ProcessRunner: Sendable {
             stderr: FileHandle(fileDescriptor: errPipe[0], closeOnDealloc: false))
     }
 }
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+, Debian 12 has 2.36): Glibc's Swift
+/// module does not export it without `_GNU_SOURCE`.
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+private func closeFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32
 
 private final class Flag: Sendable {
     private let value = Atomic<Bool>(false)
