@@ -26,9 +26,7 @@ struct AuthController {
         let body = try await request.decodeJSON(LoginRequest.self, limit: configuration.maxJSONBodyBytes)
         try limits.loginsPerEmail.check(IdentityRules.canonicalEmail(body.email), "sign-in attempts for this account")
         let (session, agent) = try await identity.login(email: body.email, password: body.password)
-        let cookie = Cookie(
-            name: SessionTokens.cookieName, value: session.token, expires: session.expiresAt, path: "/",
-            secure: configuration.secureCookies, httpOnly: true, sameSite: .lax)
+        let cookie = sessionCookie(session.token, expires: session.expiresAt)
         return JSONResponse(
             .ok, AgentSessionResponse(token: session.token, expiresAt: session.expiresAt, agent: agent),
             headers: [.setCookie: cookie.description])
@@ -41,10 +39,19 @@ struct AuthController {
             // Real-time connections opened with this session stop at once; other devices go on.
             hub.disconnect(sessionTokenHash: tokenHash, code: RealtimeCloseCode.unauthorized, reason: "signed out")
         }
-        let expired = Cookie(
-            name: SessionTokens.cookieName, value: "", expires: Date(timeIntervalSince1970: 0), path: "/",
-            secure: configuration.secureCookies, httpOnly: true, sameSite: .lax)
-        return Response(status: .noContent, headers: [.setCookie: expired.description])
+        return signedOut()
+    }
+
+    /// The session cookie as every route sets it (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+    private func sessionCookie(_ value: String, expires: Date) -> Cookie {
+        Cookie(
+            name: SessionTokens.cookieName, value: value, expires: expires, path: "/", secure: configuration.secureCookies,
+            httpOnly: true, sameSite: .lax)
+    }
+
+    /// 204 with the session cookie cleared.
+    private func signedOut() -> Response {
+        Response(status: .noContent, headers: [.setCookie: sessionCookie("", expires: Date(timeIntervalSince1970: 0)).description])
     }
 
     /// Signs the agent out of every device (this one too) and closes all their real-time connections.
@@ -52,10 +59,7 @@ struct AuthController {
         let agent = try context.requireAgent()
         try await identity.logoutEverywhere(agent)
         hub.disconnect(agentId: agent.agentId, code: RealtimeCloseCode.unauthorized, reason: "signed out everywhere")
-        let expired = Cookie(
-            name: SessionTokens.cookieName, value: "", expires: Date(timeIntervalSince1970: 0), path: "/",
-            secure: configuration.secureCookies, httpOnly: true, sameSite: .lax)
-        return Response(status: .noContent, headers: [.setCookie: expired.description])
+        return signedOut()
     }
 
     /// The agent's new password; every other session of theirs ends, this one goes on.
