@@ -59,13 +59,21 @@ public struct SendMessageRequest: Codable, Sendable, Hashable {
     /// Consumers only: the conversation to write to. Absent: the consumer's latest conversation on
     /// this app and channel is continued (reopened if resolved), or a new one is opened.
     public var conversationId: String?
-    /// Consumers only: the channel of a new conversation. Defaults to the app's channel.
+    /// Consumers only: the app's channel, or absent. Naming another channel is refused: the channel
+    /// comes from the app the consumer signed in with.
     public var channel: Channel?
-    public init(clientMessageId: String, text: String, conversationId: String? = nil, channel: Channel? = nil) {
+    /// Consumers only, without `conversationId`: open a new conversation instead of continuing the
+    /// latest, while the consumer has fewer open ones in this app than the brand allows
+    /// (`openConversationsPerConsumer`, 1 by default).
+    public var newConversation: Bool?
+    public init(
+        clientMessageId: String, text: String, conversationId: String? = nil, channel: Channel? = nil, newConversation: Bool? = nil
+    ) {
         self.clientMessageId = clientMessageId
         self.text = text
         self.conversationId = conversationId
         self.channel = channel
+        self.newConversation = newConversation
     }
 }
 

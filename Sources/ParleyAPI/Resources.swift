@@ -279,16 +279,20 @@ public struct BrandSettingsDTO: Codable, Sendable, Hashable {
     public var scanFailurePolicy: ScanFailurePolicy
     /// Masking of payment card numbers in consumers' messages.
     public var cardMasking: CardMasking
+    /// How many conversations one consumer may have open (not resolved) at once in one app, 1-20.
+    /// With 1 (the default) a consumer always continues their one conversation.
+    public var openConversationsPerConsumer: Int
 
     public init(
         voiceMaxSeconds: Int = 120, voiceFromConsumers: Bool = true, voiceFromAgents: Bool = true,
-        scanFailurePolicy: ScanFailurePolicy = .closed, cardMasking: CardMasking = .off
+        scanFailurePolicy: ScanFailurePolicy = .closed, cardMasking: CardMasking = .off, openConversationsPerConsumer: Int = 1
     ) {
         self.voiceMaxSeconds = voiceMaxSeconds
         self.voiceFromConsumers = voiceFromConsumers
         self.voiceFromAgents = voiceFromAgents
         self.scanFailurePolicy = scanFailurePolicy
         self.cardMasking = cardMasking
+        self.openConversationsPerConsumer = openConversationsPerConsumer
     }
 }
 
@@ -299,16 +303,18 @@ public struct UpdateBrandSettingsRequest: Codable, Sendable {
     public var voiceFromAgents: Bool?
     public var scanFailurePolicy: ScanFailurePolicy?
     public var cardMasking: CardMasking?
+    public var openConversationsPerConsumer: Int?
 
     public init(
         voiceMaxSeconds: Int? = nil, voiceFromConsumers: Bool? = nil, voiceFromAgents: Bool? = nil,
-        scanFailurePolicy: ScanFailurePolicy? = nil, cardMasking: CardMasking? = nil
+        scanFailurePolicy: ScanFailurePolicy? = nil, cardMasking: CardMasking? = nil, openConversationsPerConsumer: Int? = nil
     ) {
         self.voiceMaxSeconds = voiceMaxSeconds
         self.voiceFromConsumers = voiceFromConsumers
         self.voiceFromAgents = voiceFromAgents
         self.scanFailurePolicy = scanFailurePolicy
         self.cardMasking = cardMasking
+        self.openConversationsPerConsumer = openConversationsPerConsumer
     }
 }
 

@@ -40,6 +40,20 @@ public enum ConversationRules {
         }
     }
 
+    /// The brand setting `openConversationsPerConsumer` may be from 1 to 20.
+    public static let openConversationsRange = 1...20
+
+    /// Whether a consumer with `openCount` conversations open (not resolved) in one app may open another.
+    public static func validateNewConversation(openCount: Int, limit: Int) throws(ParleyError) {
+        guard openCount < limit else {
+            let allowed = limit == 1 ? "one open conversation" : "\(limit) open conversations"
+            throw ParleyError(
+                .conflict, code: "conversation_limit",
+                message: "This brand allows \(allowed) per customer at a time; continue one, or wait until it is resolved.",
+                field: "newConversation")
+        }
+    }
+
     /// The side whose receipts move a message's delivery state: the recipient, never the sender.
     public static func recipient(of sender: ParticipantKind) -> ParticipantKind {
         sender == .consumer ? .agent : .consumer

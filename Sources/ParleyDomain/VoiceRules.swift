@@ -30,6 +30,11 @@ public enum VoiceRules {
             throw .invalidField(
                 "voiceMaxSeconds", "'voiceMaxSeconds' must be from \(maxSecondsRange.lowerBound) to \(maxSecondsRange.upperBound).")
         }
+        let open = ConversationRules.openConversationsRange
+        if let count = settings.openConversationsPerConsumer, !open.contains(count) {
+            throw .invalidField(
+                "openConversationsPerConsumer", "'openConversationsPerConsumer' must be from \(open.lowerBound) to \(open.upperBound).")
+        }
     }
 
     /// Whether `sender` may send a voice note under `settings`; agents also need `send_audio`.

@@ -41,11 +41,14 @@ public actor ParleyClient {
     }
 
     /// Sends a text. Without `conversationId` the consumer's current conversation continues (or a new
-    /// one opens). Network failures are retried with the same client message id.
+    /// one opens); `newConversation` opens another one where the brand allows several open at once.
+    /// Network failures are retried with the same client message id.
     public func send(
-        _ text: String, conversationId: String? = nil, clientMessageId: String = UUID().uuidString, attempts: Int = 3
+        _ text: String, conversationId: String? = nil, newConversation: Bool = false, clientMessageId: String = UUID().uuidString,
+        attempts: Int = 3
     ) async throws -> SendMessageResponse {
-        let body = SendMessageRequest(clientMessageId: clientMessageId, text: text, conversationId: conversationId)
+        let body = SendMessageRequest(
+            clientMessageId: clientMessageId, text: text, conversationId: conversationId, newConversation: newConversation ? true : nil)
         var lastError: (any Error)?
         for attempt in 0..<max(1, attempts) {
             do {

@@ -70,6 +70,7 @@ public final class ParleyMetrics: Sendable {
         case requestTimeout = "request_timeout"
         case headersTooLarge = "headers_too_large"
         case badRequest = "bad_request"
+        case originNotAllowed = "origin_not_allowed"
     }
 
     func connectionsRefused(_ reason: ConnectionRefusal) -> Counter { refusedConnections[reason.rawValue]! }

@@ -142,7 +142,8 @@ public func buildApplication(
     let connectionGuard = ConnectionGuardSettings(
         headerTimeout: .seconds(Int64(configuration.headerTimeoutSeconds)), maxHeadBytes: configuration.maxHeaderBytes,
         // Behind a proxy every connection comes from the proxy: the proxy limits clients.
-        maxPerAddress: configuration.trustProxy ? 0 : configuration.maxConnectionsPerAddress)
+        maxPerAddress: configuration.trustProxy ? 0 : configuration.maxConnectionsPerAddress,
+        origins: OriginPolicy(allowedOrigins: configuration.allowedOrigins))
     let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
         http1: .init(idleTimeout: TimeAmount.seconds(Int64(configuration.idleTimeoutSeconds))),
         ws: .init(

@@ -218,6 +218,11 @@ public enum Migrations {
                 "ALTER TABLE agents ADD COLUMN disabled_at BIGINT",
                 "ALTER TABLE agents ADD COLUMN deleted_at BIGINT",
             ]),
+        Migration(
+            version: 7, name: "open conversations per consumer",
+            statements: [
+                "ALTER TABLE brand_settings ADD COLUMN open_conversations_per_consumer INTEGER NOT NULL DEFAULT 1",
+            ]),
     ]
 
     /// Applies every migration not yet recorded in `schema_migrations`, each in its own transaction,

@@ -33,6 +33,9 @@ public protocol Repository: Sendable {
     func updateConsumer(_ consumer: ConsumerDTO) async throws
     func consumer(brandId: String, id: String) async throws -> ConsumerDTO?
     func consumer(brandId: String, externalId: String) async throws -> ConsumerDTO?
+    /// Holds the consumer's row until the transaction ends (PostgreSQL; SQLite's writers are serial),
+    /// so that two first messages of one consumer cannot each open a conversation.
+    func lockConsumer(brandId: String, id: String) async throws
 
     // MARK: Sessions
     func insertSession(_ session: SessionRecord) async throws
@@ -46,6 +49,8 @@ public protocol Repository: Sendable {
     /// `lock` takes the row lock for the rest of the transaction (PostgreSQL; SQLite writers are serial).
     func conversation(brandId: String, id: String, lock: Bool) async throws -> ConversationDTO?
     func latestConversation(consumerId: String, appId: String, channel: Channel, lock: Bool) async throws -> ConversationDTO?
+    /// How many of a consumer's conversations in an app are not resolved.
+    func openConversationCount(consumerId: String, appId: String) async throws -> Int
     func updateConversation(_ conversation: ConversationDTO) async throws
     func conversations(brandId: String, filter: ConversationFilter) async throws -> [ConversationDTO]
     func conversations(consumerId: String, brandId: String, limit: Int) async throws -> [ConversationDTO]

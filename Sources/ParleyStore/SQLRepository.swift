@@ -87,21 +87,22 @@ public struct SQLRepository: Repository {
             voiceFromConsumers: try row.decode(column: "voice_from_consumers", as: Int.self) != 0,
             voiceFromAgents: try row.decode(column: "voice_from_agents", as: Int.self) != 0,
             scanFailurePolicy: ScanFailurePolicy(rawValue: try row.decode(column: "scan_failure_policy", as: String.self)) ?? .closed,
-            cardMasking: CardMasking(rawValue: try row.decode(column: "card_masking", as: String.self)) ?? .off)
+            cardMasking: CardMasking(rawValue: try row.decode(column: "card_masking", as: String.self)) ?? .off,
+            openConversationsPerConsumer: try row.decode(column: "open_conversations_per_consumer", as: Int.self))
     }
 
     public func saveBrandSettings(_ settings: BrandSettingsDTO, brandId: String) async throws {
         try await db.raw(
             """
             INSERT INTO brand_settings (brand_id, voice_max_seconds, voice_from_consumers, voice_from_agents, scan_failure_policy,
-                card_masking, updated_at)
+                card_masking, open_conversations_per_consumer, updated_at)
             VALUES (\(bind: brandId), \(bind: settings.voiceMaxSeconds), \(bind: settings.voiceFromConsumers ? 1 : 0),
                     \(bind: settings.voiceFromAgents ? 1 : 0), \(bind: settings.scanFailurePolicy.rawValue),
-                    \(bind: settings.cardMasking.rawValue), \(bind: Clock.nowMillis()))
+                    \(bind: settings.cardMasking.rawValue), \(bind: settings.openConversationsPerConsumer), \(bind: Clock.nowMillis()))
             ON CONFLICT (brand_id) DO UPDATE SET voice_max_seconds = excluded.voice_max_seconds,
                 voice_from_consumers = excluded.voice_from_consumers, voice_from_agents = excluded.voice_from_agents,
                 scan_failure_policy = excluded.scan_failure_policy, card_masking = excluded.card_masking,
-                updated_at = excluded.updated_at
+                open_conversations_per_consumer = excluded.open_conversations_per_consumer, updated_at = excluded.updated_at
             """
         ).run()
     }
@@ -165,6 +166,11 @@ public struct SQLRepository: Repository {
 
     public func consumer(brandId: String, id: String) async throws -> ConsumerDTO? {
         try await db.raw("SELECT * FROM consumers WHERE id = \(bind: id) AND brand_id = \(bind: brandId)").first().map(Self.consumer(from:))
+    }
+
+    public func lockConsumer(brandId: String, id: String) async throws {
+        guard flavor == .postgres else { return }  // SQLite's writers are serial
+        _ = try await db.raw("SELECT id FROM consumers WHERE id = \(bind: id) AND brand_id = \(bind: brandId) FOR UPDATE").first()
     }
 
     public func consumer(brandId: String, externalId: String) async throws -> ConsumerDTO? {
@@ -244,6 +250,16 @@ public struct SQLRepository: Repository {
             ORDER BY updated_at DESC, id DESC LIMIT 1\(lockClause(lock))
             """
         ).first().map(Self.conversation(from:))
+    }
+
+    public func openConversationCount(consumerId: String, appId: String) async throws -> Int {
+        let row = try await db.raw(
+            """
+            SELECT COUNT(*) AS n FROM conversations
+            WHERE consumer_id = \(bind: consumerId) AND app_id = \(bind: appId) AND state <> \(bind: ConversationState.resolved.rawValue)
+            """
+        ).first()
+        return try row?.decode(column: "n", as: Int.self) ?? 0
     }
 
     public func updateConversation(_ c: ConversationDTO) async throws {

@@ -117,6 +117,63 @@ struct MessagingTests {
         }
     }
 
+    @Test("a new conversation only while the brand's open-conversation limit allows; the default is one")
+    func openConversationLimit() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            let first = try await acme.send("first", as: token)
+            // The default, one open conversation: asking for another is refused and changes nothing.
+            let before = try await HTTPErrorTests.rowCounts(server)
+            let refused = try await server.post(
+                "/v1/consumer/messages", token: token, json: SendMessageRequest(clientMessageId: "n1", text: "another", newConversation: true))
+            #expect(refused.status == .conflict)
+            #expect(try refused.error.code == "conversation_limit")
+            #expect(try refused.error.field == "newConversation")
+            #expect(try await HTTPErrorTests.rowCounts(server) == before)
+            // Combined with a conversation id: a clear 400 naming the field.
+            let both = try await server.post(
+                "/v1/consumer/messages", token: token,
+                json: SendMessageRequest(clientMessageId: "n2", text: "x", conversationId: first.conversation.id, newConversation: true))
+            #expect(both.status == .badRequest)
+            #expect(try both.error.field == "newConversation")
+            // Once the one conversation is resolved, the consumer may open a new one.
+            #expect(try await server.post("/v1/conversations/\(first.conversation.id)/resolve", token: acme.adminToken).status == .ok)
+            let fresh = try await server.post(
+                "/v1/consumer/messages", token: token, json: SendMessageRequest(clientMessageId: "n3", text: "new topic", newConversation: true))
+            let second = try fresh.decode(SendMessageResponse.self).conversation
+            #expect(second.id != first.conversation.id)
+            #expect(second.state == .open)
+            // The brand allows three: two more open, the fourth is refused; plain sends continue the latest.
+            let settings = try await server.request(
+                .patch, "/v1/brand/settings", token: acme.adminToken, json: UpdateBrandSettingsRequest(openConversationsPerConsumer: 3))
+            #expect(try settings.decode(BrandSettingsDTO.self).openConversationsPerConsumer == 3)
+            let tooMany = try await server.request(
+                .patch, "/v1/brand/settings", token: acme.adminToken, json: UpdateBrandSettingsRequest(openConversationsPerConsumer: 21))
+            #expect(try tooMany.error.field == "openConversationsPerConsumer")
+            var opened = [second.id]
+            for index in 0..<2 {
+                let reply = try await server.post(
+                    "/v1/consumer/messages", token: token,
+                    json: SendMessageRequest(clientMessageId: "m\(index)", text: "topic \(index)", newConversation: true))
+                opened.append(try reply.decode(SendMessageResponse.self).conversation.id)
+            }
+            #expect(Set(opened).count == 3)
+            let fourth = try await server.post(
+                "/v1/consumer/messages", token: token, json: SendMessageRequest(clientMessageId: "m9", text: "one more", newConversation: true))
+            #expect(try fourth.error.code == "conversation_limit")
+            #expect(try fourth.error.message.contains("3 open conversations"))
+            let plain = try await acme.send("carry on", as: token)
+            #expect(plain.conversation.id == opened.last)
+            // A retry of a message that opened a conversation returns it, and opens nothing.
+            let retry = try await server.post(
+                "/v1/consumer/messages", token: token, json: SendMessageRequest(clientMessageId: "m0", text: "topic 0", newConversation: true))
+            #expect(try retry.decode(SendMessageResponse.self).created == false)
+            let mine = try await server.get("/v1/consumer/conversations", token: token).decode(ListResponse<ConversationDTO>.self).items
+            #expect(mine.count == 4)
+        }
+    }
+
     @Test("resolve, consumer writes again: reopened; agents cannot write to a resolved conversation")
     func lifecycle() async throws {
         try await TestServer.run { server in

@@ -18,20 +18,18 @@ import ParleyDomain
 struct AuthMiddleware: RouterMiddleware {
     typealias Context = ParleyRequestContext
     let identity: IdentityService
-    let allowedOrigins: Set<String>
+    let origins: OriginPolicy
 
     init(identity: IdentityService, allowedOrigins: [String] = []) {
         self.identity = identity
-        self.allowedOrigins = Set(allowedOrigins)
+        self.origins = OriginPolicy(allowedOrigins: allowedOrigins)
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         if let (token, viaCookie) = Self.token(in: request) {
-            if viaCookie, Self.needsOriginCheck(request), !originAllowed(request) {
-                throw ParleyError(
-                    .forbidden, code: "origin_not_allowed",
-                    message: "This request came from a page of another site; sign-in cookies only work on Parley's own pages.")
+            if viaCookie, OriginPolicy.needsCheck(request), !origins.allows(request) {
+                throw ParleyError(.forbidden, code: "origin_not_allowed", message: OriginPolicy.refusalMessage)
             }
             context.authenticatedByCookie = viaCookie
             do {
@@ -61,23 +59,5 @@ struct AuthMiddleware: RouterMiddleware {
             return (cookie, true)
         }
         return nil
-    }
-
-    static func needsOriginCheck(_ request: Request) -> Bool {
-        switch request.method {
-        case .get, .head, .options: request.uri.path == RealtimeController.path
-        default: true
-        }
-    }
-
-    /// No `Origin` (not a browser, or a same-origin GET) is allowed; `null` and foreign origins are not.
-    func originAllowed(_ request: Request) -> Bool {
-        guard let origin = request.headers[.origin]?.lowercased() else { return true }
-        if allowedOrigins.contains(origin) { return true }
-        guard let url = URL(string: origin), let host = url.host, let scheme = url.scheme else { return false }
-        let authority = url.port.map { "\(host):\($0)" } ?? host
-        guard let requestHost = request.head.authority?.lowercased() else { return false }
-        let defaultPort = scheme == "https" ? 443 : 80
-        return requestHost == authority || requestHost == "\(authority):\(defaultPort)" || "\(requestHost):\(defaultPort)" == authority
     }
 }

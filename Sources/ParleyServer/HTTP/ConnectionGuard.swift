@@ -1,5 +1,7 @@
 import Foundation
+import Hummingbird
 import HummingbirdCore
+import HTTPTypes
 import Logging
 import NIOCore
 import Synchronization
@@ -15,7 +17,10 @@ import Synchronization
 /// - closes the connection after `headerTimeout` with `408`;
 /// - refuses a head over `maxHeadBytes` with `431`, and a malformed one (bad request line, NUL or
 ///   other control characters, a header line without a colon) with `400`;
-/// - refuses a connection over `maxPerAddress` open connections from one client address with `429`.
+/// - refuses a connection over `maxPerAddress` open connections from one client address with `429`;
+/// - refuses a WebSocket upgrade authenticated by the session cookie from a page of another origin
+///   with `403 origin_not_allowed` (Hummingbird answers every refused upgrade with a bare `400`).
+///   Browsers open every WebSocket on a connection of its own, so its first head is the one to check.
 /// After the first head it only passes bytes on (Hummingbird's idle timeout covers keep-alive
 /// connections, the WebSocket ping covers upgraded ones) and counts the connection until it closes.
 struct ConnectionGuardSettings: Sendable {
@@ -23,6 +28,8 @@ struct ConnectionGuardSettings: Sendable {
     var maxHeadBytes: Int
     /// 0: no per-address limit (behind a proxy every connection comes from the proxy).
     var maxPerAddress: Int
+    /// Who may open the real-time WebSocket with the session cookie (see `OriginPolicy`).
+    var origins = OriginPolicy()
 }
 
 /// Open connections per client address, shared by every connection's guard.
@@ -171,8 +178,13 @@ final class ConnectionGuardHandler: ChannelInboundHandler, RemovableChannelHandl
                 message: "The request head is larger than \(settings.maxHeadBytes) bytes.", retryAfter: nil)
             return
         }
-        guard Self.isWellFormedHead(held.readableBytesView.prefix(end)) else {
+        let head = held.readableBytesView.prefix(end)
+        guard Self.isWellFormedHead(head) else {
             refuse(context, status: "400 Bad Request", reason: .badRequest, message: "The request is not valid HTTP/1.1.", retryAfter: nil)
+            return
+        }
+        if let upgrade = Self.webSocketUpgrade(head), !settings.origins.admitsCookie(of: upgrade) {
+            refuse(context, status: "403 Forbidden", reason: .originNotAllowed, message: OriginPolicy.refusalMessage, retryAfter: nil)
             return
         }
         timeout?.cancel()
@@ -274,6 +286,29 @@ final class ConnectionGuardHandler: ChannelInboundHandler, RemovableChannelHandl
             else { return false }
         }
         return true
+    }
+
+    /// The request of a well-formed head that asks for a WebSocket upgrade, else nil.
+    static func webSocketUpgrade(_ head: some Collection<UInt8>) -> Request? {
+        let lines = String(decoding: head, as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: true)
+        guard let requestLine = lines.first else { return nil }
+        let parts = requestLine.split(separator: " ")
+        guard parts.count == 3, let method = HTTPRequest.Method(String(parts[0])) else { return nil }
+        var fields = HTTPFields()
+        var host: String?
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = line[..<colon]
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            if name.lowercased() == "host" {
+                host = value  // the request's authority, as Hummingbird's HTTP/1 decoder makes it
+            } else if let field = HTTPField.Name(String(name)) {
+                fields.append(HTTPField(name: field, value: value))
+            }
+        }
+        guard fields[values: .upgrade].contains(where: { $0.lowercased().contains("websocket") }) else { return nil }
+        let head = HTTPRequest(method: method, scheme: nil, authority: host, path: String(parts[1]), headerFields: fields)
+        return Request(head: head, body: .init(buffer: ByteBuffer()))
     }
 
     private static func isTokenByte(_ byte: UInt8) -> Bool {

@@ -129,33 +129,11 @@ public struct ConversationService: Sendable {
         var isNew = false
         switch principal {
         case .consumer(let consumer):
-            if let id = request.conversationId {
-                conversation = try await authorizedConversation(principal, id: id, in: repo, lock: true)
-            } else {
-                guard let app = try await repo.app(id: consumer.appId) else { throw ParleyError.notFound("App") }
-                // The channel is the app's, never the client's choice: a web visitor cannot write as
-                // if from Apple Messages to get its longer messages.
-                if let requested = request.channel, requested != app.channel {
-                    throw ParleyError(
-                        .unprocessable, code: "channel_not_allowed",
-                        message: "This app's conversations are on the \(app.channel.rawValue) channel; a consumer cannot choose another.",
-                        field: "channel")
-                }
-                let channel = app.channel
-                if let latest = try await repo.latestConversation(
-                    consumerId: consumer.consumerId, appId: app.id, channel: channel, lock: true)
-                {
-                    conversation = latest
-                } else {
-                    // Only a consumer opens a conversation: with their first message.
-                    isNew = true
-                    conversation = ConversationDTO(
-                        id: Identifier.make(.conversation), brandId: consumer.brandId, appId: app.id,
-                        consumerId: consumer.consumerId, channel: channel, state: .open, assigneeId: nil, lastSeq: 0,
-                        lastMessagePreview: nil, lastMessageAt: nil, createdAt: now, updatedAt: now)
-                }
-            }
+            (conversation, isNew) = try await conversationToWrite(request, by: consumer, in: repo, now: now)
         case .agent:
+            if request.newConversation != nil {
+                throw ParleyError.invalidField("newConversation", "Only a consumer opens a conversation.")
+            }
             conversation = try await authorizedConversation(principal, id: request.conversationId ?? "", in: repo, lock: true)
         }
 
@@ -224,6 +202,44 @@ public struct ConversationService: Sendable {
         return AppendOutcome(
             message: message, conversation: conversation, created: true, conversationCreated: isNew, events: events,
             unmaskedForSender: unmaskedForSender)
+    }
+
+    /// The conversation a consumer's message goes to, and whether it is new: the one named; else a
+    /// new one when asked for and the brand's `openConversationsPerConsumer` allows it; else their
+    /// latest in the app (reopened by the message if resolved); else a new one (only a consumer opens a
+    /// conversation, with their first message). The channel is the app's, never the client's choice:
+    /// a web visitor cannot write as if from Apple Messages to get its longer messages.
+    private static func conversationToWrite(
+        _ request: SendMessageRequest, by consumer: ConsumerPrincipal, in repo: any Repository, now: Date
+    ) async throws -> (ConversationDTO, isNew: Bool) {
+        if let id = request.conversationId {
+            if request.newConversation == true {
+                throw ParleyError.invalidField("newConversation", "'newConversation' cannot be combined with 'conversationId'.")
+            }
+            return (try await authorizedConversation(.consumer(consumer), id: id, in: repo, lock: true), false)
+        }
+        guard let app = try await repo.app(id: consumer.appId) else { throw ParleyError.notFound("App") }
+        if let requested = request.channel, requested != app.channel {
+            throw ParleyError(
+                .unprocessable, code: "channel_not_allowed",
+                message: "This app's conversations are on the \(app.channel.rawValue) channel; a consumer cannot choose another.",
+                field: "channel")
+        }
+        try await repo.lockConsumer(brandId: consumer.brandId, id: consumer.consumerId)
+        if request.newConversation == true {
+            let limit = try await repo.brandSettings(brandId: consumer.brandId).openConversationsPerConsumer
+            let open = try await repo.openConversationCount(consumerId: consumer.consumerId, appId: app.id)
+            try ConversationRules.validateNewConversation(openCount: open, limit: limit)
+        } else if let latest = try await repo.latestConversation(
+            consumerId: consumer.consumerId, appId: app.id, channel: app.channel, lock: true)
+        {
+            return (latest, false)
+        }
+        let conversation = ConversationDTO(
+            id: Identifier.make(.conversation), brandId: consumer.brandId, appId: app.id, consumerId: consumer.consumerId,
+            channel: app.channel, state: .open, assigneeId: nil, lastSeq: 0, lastMessagePreview: nil, lastMessageAt: nil,
+            createdAt: now, updatedAt: now)
+        return (conversation, true)
     }
 
     // MARK: Receipts, typing

@@ -48,6 +48,7 @@ public struct VoiceService: Sendable {
             if let value = change.voiceFromAgents { settings.voiceFromAgents = value }
             if let value = change.scanFailurePolicy { settings.scanFailurePolicy = value }
             if let value = change.cardMasking { settings.cardMasking = value }
+            if let value = change.openConversationsPerConsumer { settings.openConversationsPerConsumer = value }
             try await repo.saveBrandSettings(settings, brandId: agent.brandId)
             return settings
         }
