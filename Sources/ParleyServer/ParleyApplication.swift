@@ -87,7 +87,7 @@ public struct ParleyServices: Sendable {
             configuration: configuration, store: store, bus: bus, hub: hub, metrics: metrics,
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics),
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
-            calls: CallService(store: store, hub: hub, conversations: conversations, configuration: configuration, logger: logger),
+            calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, logger: logger),
             scanning: scanning, limits: RateLimits(configuration), connections: ConnectionCounter(),
             janitor: MediaJanitor(
                 store: store, blobs: blobs, minimumAge: TimeInterval(configuration.orphanMediaAgeSeconds), interval: .seconds(15 * 60),

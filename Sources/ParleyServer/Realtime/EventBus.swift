@@ -1,3 +1,4 @@
+import Logging
 import ParleyAPI
 import Synchronization
 
@@ -52,5 +53,17 @@ public final class LocalEventBus: EventBus {
 
     public func subscribe(_ handler: @escaping @Sendable (RealtimeEvent) -> Void) {
         handlers.withLock { $0.append(handler) }
+    }
+}
+
+extension EventBus {
+    /// Encodes `frame` once and publishes it to `audience`. A frame that cannot be encoded (a bug, not
+    /// bad input: every frame is made of our own types) is logged and not sent.
+    func publish(_ frame: ServerFrame, to audience: RealtimeEvent.Audience, excluding connectionId: String? = nil, logger: Logger) async {
+        do {
+            await publish(RealtimeEvent(audience: audience, frame: try ParleyCoders.text(frame), excludingConnection: connectionId))
+        } catch {
+            logger.error("could not encode a real-time frame", metadata: ["error": "\(error)"])
+        }
     }
 }

@@ -68,10 +68,15 @@ public final class CallService: Service, Sendable {
     private let store: Store
     private let hub: RealtimeHub
     private let conversations: ConversationService
+    private let bus: any EventBus
     private let configuration: ParleyConfiguration
     private let logger: Logger
 
-    init(store: Store, hub: RealtimeHub, conversations: ConversationService, configuration: ParleyConfiguration, logger: Logger) {
+    init(
+        store: Store, hub: RealtimeHub, bus: any EventBus, conversations: ConversationService, configuration: ParleyConfiguration,
+        logger: Logger
+    ) {
+        self.bus = bus
         self.store = store
         self.hub = hub
         self.conversations = conversations
@@ -124,7 +129,7 @@ public final class CallService: Service, Sendable {
             throw error
         }
         schedule(.ringTimeout, for: call.id, after: configuration.callRingSeconds)
-        await conversations.publish(.call(call), to: .conversation(brandId: agent.brandId, consumerId: conversation.consumerId))
+        await bus.publish(.call(call), to: .conversation(brandId: agent.brandId, consumerId: conversation.consumerId), logger: logger)
         logger.info("call invited", metadata: ["call": "\(call.id)", "media": "\(request.media.rawValue)"])
         return CallSessionResponse(call: call, ice: iceConfiguration(callId: call.id, party: .agent, now: now))
     }
@@ -191,7 +196,7 @@ public final class CallService: Service, Sendable {
                 message: "Both sides offered at once; the agent's offer stands. Roll back and answer it.")
         }
         if let target, let party = session.party(of: principal) {
-            await conversations.publish(.callSignal(callId: callId, from: party.participantKind, signal), to: .connection(target))
+            await bus.publish(.callSignal(callId: callId, from: party.participantKind, signal), to: .connection(target), logger: logger)
         }
         return session.call
     }
@@ -213,7 +218,7 @@ public final class CallService: Service, Sendable {
             return (session, party, upgraded)
         }
         if let target = session.connection(of: party.other) {
-            await conversations.publish(.callMedia(callId: callId, from: party.participantKind, state), to: .connection(target))
+            await bus.publish(.callMedia(callId: callId, from: party.participantKind, state), to: .connection(target), logger: logger)
         }
         if upgraded { await changed(session) }
         return session.call
@@ -367,7 +372,7 @@ public final class CallService: Service, Sendable {
         let audience = RealtimeEvent.Audience.conversation(brandId: session.brandId, consumerId: session.consumerId)
         guard session.call.state == .ended else {
             let call = session.call
-            await conversations.publish(.call(call), to: audience)
+            await bus.publish(.call(call), to: audience, logger: logger)
             do {
                 _ = try await store.write { repo in try await repo.updateCall(call, brandId: session.brandId) }
             } catch {
@@ -378,13 +383,13 @@ public final class CallService: Service, Sendable {
         var call = session.call
         do {
             let event = try await Self.storeEnd(&call, brandId: session.brandId, actor: endActor(session), store: store)
-            await conversations.publish(.call(call), to: audience)
+            await bus.publish(.call(call), to: audience, logger: logger)
             if let event {
-                await conversations.publish(.event(event), to: audience)
+                await bus.publish(.event(event), to: audience, logger: logger)
             }
         } catch {
             logger.error("could not store a call's record", metadata: ["call": "\(call.id)", "error": "\(error)"])
-            await conversations.publish(.call(call), to: audience)
+            await bus.publish(.call(call), to: audience, logger: logger)
         }
     }
 
@@ -401,18 +406,14 @@ public final class CallService: Service, Sendable {
         let snapshot = call
         let result = try await store.write { repo -> (CallDTO, ConversationEventDTO)? in
             var call = snapshot
-            guard var conversation = try await repo.conversation(brandId: brandId, id: call.conversationId, lock: true) else { return nil }
-            conversation.lastSeq += 1
-            call.seq = conversation.lastSeq
+            guard let conversation = try await repo.conversation(brandId: brandId, id: call.conversationId, lock: true) else { return nil }
+            var log = ConversationAppend(conversation)
+            let event = log.logCall(&call, by: actor)
             if try await !repo.updateCall(call, brandId: brandId) {
                 guard try await repo.call(brandId: brandId, id: call.id) == nil else { return nil }  // already ended
                 try await repo.insertCall(call, brandId: brandId)
             }
-            let event = ConversationEventDTO(
-                conversationId: conversation.id, seq: conversation.lastSeq, kind: .call, actorKind: actor.kind, actorId: actor.id,
-                callId: call.id, call: call, createdAt: call.endedAt ?? Clock.now())
-            try await repo.updateConversation(conversation)
-            try await repo.insertEvent(event, brandId: brandId)
+            try await log.write(in: repo)
             return (call, event)
         }
         guard let (stored, event) = result else { return nil }

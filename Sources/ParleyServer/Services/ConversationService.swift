@@ -104,104 +104,88 @@ public struct ConversationService: Sendable {
         var unmaskedForSender: String? = nil
     }
 
+    /// Appends a new message to the conversation it goes to, or returns the original of a retry.
     private static func append(
         _ request: SendMessageRequest, content: Content, by principal: Principal, sender: ParticipantRef, in repo: any Repository
     ) async throws -> AppendOutcome {
-        if let existing = try await repo.message(senderId: sender.id, clientMessageId: request.clientMessageId) {
-            let sameContent: Bool
-            switch content {
-            case .text(let text): sameContent = existing.kind == .text && existing.text == text
-            case .voice: sameContent = existing.kind == .voice
-            }
-            guard sameContent, request.conversationId == nil || request.conversationId == existing.conversationId else {
-                throw ParleyError(
-                    .conflict, code: "client_message_id_reused",
-                    message: "This client message id was already used for a different message.", field: "clientMessageId")
-            }
-            guard let conversation = try await repo.conversation(brandId: principal.brandId, id: existing.conversationId, lock: false) else {
-                throw StoreError.corrupt("message \(existing.id) without its conversation")
-            }
-            return AppendOutcome(message: existing, conversation: conversation, created: false, conversationCreated: false, events: [])
-        }
-
+        if let original = try await retried(request, content: content, by: principal, sender: sender, in: repo) { return original }
         let now = Clock.now()
-        var conversation: ConversationDTO
-        var isNew = false
+        let (conversation, isNew) = try await conversationToWrite(request, by: principal, in: repo, now: now)
+        let body = try await messageBody(content, sender: sender, in: conversation, repo: repo)
+        var log = ConversationAppend(conversation, isNew: isNew, now: now)
+        try log.apply(sender.kind == .consumer ? .consumerWrites : .agentWrites, by: sender)
+        var message = MessageDTO(
+            id: Identifier.make(.message), conversationId: conversation.id, seq: 0, senderKind: sender.kind, senderId: sender.id,
+            clientMessageId: request.clientMessageId, kind: .text, text: body.text, deliveryState: .sent, createdAt: now)
+        var voice: VoiceRecord?
+        if case .voice(let record) = content {
+            message.id = record.messageId
+            message.kind = .voice
+            message.voice = record.dto
+            voice = record
+        }
+        message = log.log(message, preview: body.preview, voice: voice)
+        try await log.write(in: repo)
+        return AppendOutcome(
+            message: message, conversation: log.conversation, created: true, conversationCreated: isNew, events: log.events,
+            unmaskedForSender: body.unmaskedForSender)
+    }
+
+    /// The stored text and list preview of a new message. Card numbers in consumers' texts are masked
+    /// before anything is stored (the sender's own copy keeps them when the brand masks for agents only).
+    private static func messageBody(
+        _ content: Content, sender: ParticipantRef, in conversation: ConversationDTO, repo: any Repository
+    ) async throws -> (text: String, preview: String, unmaskedForSender: String?) {
+        switch content {
+        case .text(let raw):
+            let valid = try MessageRules.validateText(raw, channel: conversation.channel, sender: sender.kind)
+            guard sender.kind == .consumer else { return (valid, MessageRules.preview(of: valid), nil) }
+            let masking = try await repo.brandSettings(brandId: conversation.brandId).cardMasking
+            let masked = masking == .off ? nil : CardNumbers.mask(valid)
+            guard let masked, masked.count > 0 else { return (valid, MessageRules.preview(of: valid), nil) }
+            return (masked.text, MessageRules.preview(of: masked.text), masking == .agents ? valid : nil)
+        case .voice(let voice) where voice.state == .blocked:
+            return ("[audio message blocked by the malware scan]", "Audio message blocked", nil)
+        case .voice(let voice):
+            return (VoiceRules.transcriptLine(durationMs: voice.durationMs), VoiceRules.preview(durationMs: voice.durationMs), nil)
+        }
+    }
+
+    /// The original message when this client message id was used before by the sender (a retry),
+    /// or nil. The same id for a different message is refused.
+    private static func retried(
+        _ request: SendMessageRequest, content: Content, by principal: Principal, sender: ParticipantRef, in repo: any Repository
+    ) async throws -> AppendOutcome? {
+        guard let existing = try await repo.message(senderId: sender.id, clientMessageId: request.clientMessageId) else { return nil }
+        let sameContent: Bool
+        switch content {
+        case .text(let text): sameContent = existing.kind == .text && existing.text == text
+        case .voice: sameContent = existing.kind == .voice
+        }
+        guard sameContent, request.conversationId == nil || request.conversationId == existing.conversationId else {
+            throw ParleyError(
+                .conflict, code: "client_message_id_reused",
+                message: "This client message id was already used for a different message.", field: "clientMessageId")
+        }
+        guard let conversation = try await repo.conversation(brandId: principal.brandId, id: existing.conversationId, lock: false) else {
+            throw StoreError.corrupt("message \(existing.id) without its conversation")
+        }
+        return AppendOutcome(message: existing, conversation: conversation, created: false, conversationCreated: false, events: [])
+    }
+
+    /// The conversation a message goes to, and whether it is new. An agent names one.
+    private static func conversationToWrite(
+        _ request: SendMessageRequest, by principal: Principal, in repo: any Repository, now: Date
+    ) async throws -> (ConversationDTO, isNew: Bool) {
         switch principal {
         case .consumer(let consumer):
-            (conversation, isNew) = try await conversationToWrite(request, by: consumer, in: repo, now: now)
+            return try await conversationToWrite(request, by: consumer, in: repo, now: now)
         case .agent:
             if request.newConversation != nil {
                 throw ParleyError.invalidField("newConversation", "Only a consumer opens a conversation.")
             }
-            conversation = try await authorizedConversation(principal, id: request.conversationId ?? "", in: repo, lock: true)
+            return (try await authorizedConversation(principal, id: request.conversationId ?? "", in: repo, lock: true), false)
         }
-
-        var text: String
-        let preview: String
-        var unmaskedForSender: String?
-        switch content {
-        case .text(let raw):
-            let valid = try MessageRules.validateText(raw, channel: conversation.channel, sender: sender.kind)
-            text = valid
-            // Card numbers in consumers' messages are masked before anything is stored.
-            if sender.kind == .consumer {
-                let masking = try await repo.brandSettings(brandId: conversation.brandId).cardMasking
-                if masking != .off {
-                    let masked = CardNumbers.mask(valid)
-                    if masked.count > 0 {
-                        text = masked.text
-                        if masking == .agents { unmaskedForSender = valid }
-                    }
-                }
-            }
-            preview = MessageRules.preview(of: text)
-        case .voice(let voice) where voice.state == .blocked:
-            text = "[audio message blocked by the malware scan]"
-            preview = "Audio message blocked"
-        case .voice(let voice):
-            text = VoiceRules.transcriptLine(durationMs: voice.durationMs)
-            preview = VoiceRules.preview(durationMs: voice.durationMs)
-        }
-        let newState = try ConversationRules.transition(
-            from: conversation.state, on: sender.kind == .consumer ? .consumerWrites : .agentWrites)
-        var events: [ConversationEventDTO] = []
-        if newState != conversation.state {
-            conversation.lastSeq += 1
-            conversation.state = newState
-            events.append(ConversationEventDTO(
-                conversationId: conversation.id, seq: conversation.lastSeq, kind: .stateChanged, actorKind: sender.kind,
-                actorId: sender.id, state: newState, createdAt: now))
-        }
-        conversation.lastSeq += 1
-        var message = MessageDTO(
-            id: Identifier.make(.message), conversationId: conversation.id, seq: conversation.lastSeq,
-            senderKind: sender.kind, senderId: sender.id, clientMessageId: request.clientMessageId, kind: .text, text: text,
-            deliveryState: .sent, createdAt: now)
-        if case .voice(let voice) = content {
-            message.id = voice.messageId
-            message.kind = .voice
-            message.voice = voice.dto
-        }
-        conversation.lastMessagePreview = preview
-        conversation.lastMessageAt = now
-        conversation.updatedAt = now
-
-        if isNew {
-            try await repo.insertConversation(conversation)
-        } else {
-            try await repo.updateConversation(conversation)
-        }
-        for event in events {
-            try await repo.insertEvent(event, brandId: conversation.brandId)
-        }
-        try await repo.insertMessage(message, brandId: conversation.brandId)
-        if case .voice(let voice) = content {
-            try await repo.insertVoice(voice)
-        }
-        return AppendOutcome(
-            message: message, conversation: conversation, created: true, conversationCreated: isNew, events: events,
-            unmaskedForSender: unmaskedForSender)
     }
 
     /// The conversation a consumer's message goes to, and whether it is new: the one named; else a
@@ -251,20 +235,16 @@ public struct ConversationService: Sendable {
     ) async throws -> ConversationEventDTO? {
         let actor = principal.participant
         let result = try await store.write { repo -> (ConversationEventDTO, ConversationDTO)? in
-            var conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: true)
+            let conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: true)
             try ConversationRules.validateReceipt(request, lastSeq: conversation.lastSeq)
-            let now = Clock.now()
+            var log = ConversationAppend(conversation)
             let changed = try await repo.raiseDeliveryState(
-                conversationId: conversation.id, senderKind: actor.kind == .consumer ? .agent : .consumer,
-                upToSeq: request.upToSeq, to: request.state, at: now)
+                conversationId: conversation.id, senderKind: ConversationRules.recipient(of: actor.kind),
+                upToSeq: request.upToSeq, to: request.state, at: log.now)
             guard changed > 0 else { return nil }
-            conversation.lastSeq += 1
-            let event = ConversationEventDTO(
-                conversationId: conversation.id, seq: conversation.lastSeq, kind: .receipt, actorKind: actor.kind,
-                actorId: actor.id, upToSeq: request.upToSeq, deliveryState: request.state, createdAt: now)
-            try await repo.updateConversation(conversation)
-            try await repo.insertEvent(event, brandId: conversation.brandId)
-            return (event, conversation)
+            let event = log.logReceipt(upTo: request.upToSeq, request.state, by: actor)
+            try await log.write(in: repo)
+            return (event, log.conversation)
         }
         guard let (event, conversation) = result else { return nil }
         metrics.receipts.increment()
@@ -296,57 +276,41 @@ public struct ConversationService: Sendable {
         if let assigneeId, !Identifier.isWellFormed(assigneeId, .agent) {
             throw ParleyError(.unprocessable, code: "agent_not_found", message: "There is no such agent in this brand.", field: "agentId")
         }
-        return try await change(.agent(agent), conversationId: conversationId) { conversation, repo, now in
-            guard agent.canAssign(to: assigneeId, currentAssignee: conversation.assigneeId) else {
+        return try await change(agent, conversationId: conversationId) { log, repo in
+            guard agent.canAssign(to: assigneeId, currentAssignee: log.conversation.assigneeId) else {
                 throw ParleyError.forbidden("Agents can only assign conversations to themselves; managers and admins can assign anyone.")
             }
             if let assigneeId, try await repo.agent(brandId: agent.brandId, id: assigneeId) == nil {
                 throw ParleyError(.unprocessable, code: "agent_not_found", message: "There is no such agent in this brand.", field: "agentId")
             }
-            guard conversation.assigneeId != assigneeId else { return nil }
-            conversation.assigneeId = assigneeId
-            return ConversationEventDTO(
-                conversationId: conversation.id, seq: 0, kind: .assigned, actorKind: .agent, actorId: agent.agentId,
-                assigneeId: assigneeId, createdAt: now)
+            log.assign(to: assigneeId, by: Principal.agent(agent).participant)
         }
     }
 
     public func resolve(_ agent: AgentPrincipal, conversationId: String) async throws -> ConversationDTO {
-        try await setState(agent, conversationId: conversationId, action: .resolve)
+        try await change(agent, conversationId: conversationId) { log, _ in try log.apply(.resolve, by: Principal.agent(agent).participant) }
     }
 
     public func reopen(_ agent: AgentPrincipal, conversationId: String) async throws -> ConversationDTO {
-        try await setState(agent, conversationId: conversationId, action: .reopen)
+        try await change(agent, conversationId: conversationId) { log, _ in try log.apply(.reopen, by: Principal.agent(agent).participant) }
     }
 
-    private func setState(_ agent: AgentPrincipal, conversationId: String, action: ConversationRules.Action) async throws -> ConversationDTO {
-        try await change(.agent(agent), conversationId: conversationId) { conversation, _, now in
-            let state = try ConversationRules.transition(from: conversation.state, on: action)
-            conversation.state = state
-            return ConversationEventDTO(
-                conversationId: conversation.id, seq: 0, kind: .stateChanged, actorKind: .agent, actorId: agent.agentId,
-                state: state, createdAt: now)
-        }
-    }
-
-    /// Applies a change that produces at most one sequenced event, stores it and publishes it.
+    /// An agent's change to a conversation: logged, written and published (when it changed anything).
     private func change(
-        _ principal: Principal, conversationId: String,
-        _ apply: @escaping @Sendable (inout ConversationDTO, any Repository, Date) async throws -> ConversationEventDTO?
+        _ agent: AgentPrincipal, conversationId: String,
+        _ apply: @escaping @Sendable (inout ConversationAppend, any Repository) async throws -> Void
     ) async throws -> ConversationDTO {
-        let (conversation, event) = try await store.write { repo -> (ConversationDTO, ConversationEventDTO?) in
-            var conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: true)
-            let now = Clock.now()
-            guard var event = try await apply(&conversation, repo, now) else { return (conversation, nil) }
-            conversation.lastSeq += 1
-            conversation.updatedAt = now
-            event.seq = conversation.lastSeq
-            try await repo.updateConversation(conversation)
-            try await repo.insertEvent(event, brandId: conversation.brandId)
-            return (conversation, event)
+        let log = try await store.write { repo -> ConversationAppend in
+            var log = ConversationAppend(try await Self.authorizedConversation(.agent(agent), id: conversationId, in: repo, lock: true))
+            try await apply(&log, repo)
+            if !log.isEmpty { try await log.write(in: repo) }
+            return log
         }
-        if let event {
+        let conversation = log.conversation
+        for event in log.events {
             await publish(.event(event), to: .conversation(brandId: conversation.brandId, consumerId: conversation.consumerId))
+        }
+        if !log.isEmpty {
             await publish(.conversation(conversation), to: .agents(brandId: conversation.brandId))
         }
         return conversation
@@ -358,15 +322,12 @@ public struct ConversationService: Sendable {
         let result = try await store.write { repo -> (ConversationEventDTO, ConversationDTO)? in
             try await repo.updateVoice(voice)
             guard let message = try await repo.message(brandId: voice.brandId, id: voice.messageId),
-                var conversation = try await repo.conversation(brandId: voice.brandId, id: message.conversationId, lock: true)
+                let conversation = try await repo.conversation(brandId: voice.brandId, id: message.conversationId, lock: true)
             else { return nil }
-            conversation.lastSeq += 1
-            let event = ConversationEventDTO(
-                conversationId: conversation.id, seq: conversation.lastSeq, kind: .voiceProcessed, actorKind: .system,
-                actorId: "media", messageId: message.id, message: message, createdAt: Clock.now())
-            try await repo.updateConversation(conversation)
-            try await repo.insertEvent(event, brandId: conversation.brandId)
-            return (event, conversation)
+            var log = ConversationAppend(conversation)
+            let event = log.logVoiceProcessed(message)
+            try await log.write(in: repo)
+            return (event, log.conversation)
         }
         guard let (event, conversation) = result else { return }
         await publish(.event(event), to: .conversation(brandId: conversation.brandId, consumerId: conversation.consumerId))
@@ -445,11 +406,6 @@ public struct ConversationService: Sendable {
     }
 
     func publish(_ frame: ServerFrame, to audience: RealtimeEvent.Audience, excluding connectionId: String? = nil) async {
-        do {
-            let text = try ParleyCoders.text(frame)
-            await bus.publish(RealtimeEvent(audience: audience, frame: text, excludingConnection: connectionId))
-        } catch {
-            logger.error("could not encode a real-time frame", metadata: ["error": "\(error)"])
-        }
+        await bus.publish(frame, to: audience, excluding: connectionId, logger: logger)
     }
 }

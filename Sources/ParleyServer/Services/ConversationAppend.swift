@@ -1,0 +1,142 @@
+import Foundation
+import ParleyAPI
+import ParleyDomain
+import ParleyStore
+
+/// One transaction's additions to one conversation's log, and the only code that allocates sequence
+/// numbers, applies the conversation state machine and writes sequenced entries.
+///
+/// Every writer (messages, voice notes, receipts, assignment, state changes, call records, and the
+/// channels, notes and system lines to come) works the same way inside its `store.write`: find the
+/// conversation (locked), make a `ConversationAppend`, log entries with the named operations below,
+/// then `write(in:)`. What was logged (`events`, `message`, `conversation`) is what to publish once
+/// the transaction has committed. Nobody else increments `lastSeq` or builds a sequenced event.
+struct ConversationAppend: Sendable {
+    private(set) var conversation: ConversationDTO
+    /// True when the conversation is opened by this append (its row is inserted, not updated).
+    let isNew: Bool
+    /// The time every entry of this append is stamped with.
+    let now: Date
+    /// The sequenced events logged, in sequence order.
+    private(set) var events: [ConversationEventDTO] = []
+    /// The message logged, if any (one per append), and its voice note.
+    private(set) var message: MessageDTO?
+    private var voice: VoiceRecord?
+
+    init(_ conversation: ConversationDTO, isNew: Bool = false, now: Date = Clock.now()) {
+        self.conversation = conversation
+        self.isNew = isNew
+        self.now = now
+    }
+
+    // MARK: Entries
+
+    /// Applies `action` to the conversation's state; a change is logged as a `stateChanged` event.
+    /// Throws (and logs nothing) when the state machine refuses the action.
+    mutating func apply(_ action: ConversationRules.Action, by actor: ParticipantRef) throws(ParleyError) {
+        let state = try ConversationRules.transition(from: conversation.state, on: action)
+        guard state != conversation.state else { return }
+        conversation.state = state
+        conversation.updatedAt = now
+        append(event(.stateChanged, by: actor) { $0.state = state })
+    }
+
+    /// Assigns the conversation (nil: unassigns) and logs it; logs nothing when nothing changes.
+    mutating func assign(to assigneeId: String?, by actor: ParticipantRef) {
+        guard conversation.assigneeId != assigneeId else { return }
+        conversation.assigneeId = assigneeId
+        conversation.updatedAt = now
+        append(event(.assigned, by: actor) { $0.assigneeId = assigneeId })
+    }
+
+    /// Logs a message (and its voice note, whose message id is the message's) at the next sequence
+    /// number; it becomes the conversation's last message. Returns the message as stored.
+    @discardableResult
+    mutating func log(_ message: MessageDTO, preview: String, voice: VoiceRecord? = nil) -> MessageDTO {
+        precondition(self.message == nil, "one message per append")
+        var message = message
+        message.conversationId = conversation.id
+        message.seq = nextSeq()
+        message.createdAt = now
+        conversation.lastMessagePreview = preview
+        conversation.lastMessageAt = now
+        conversation.updatedAt = now
+        self.message = message
+        self.voice = voice
+        return message
+    }
+
+    /// Logs a receipt: the other side's messages up to `upToSeq` reached `state` (already raised).
+    mutating func logReceipt(upTo upToSeq: Int64, _ state: DeliveryState, by actor: ParticipantRef) -> ConversationEventDTO {
+        append(event(.receipt, by: actor) {
+            $0.upToSeq = upToSeq
+            $0.deliveryState = state
+        })
+    }
+
+    /// Logs the end of a voice note's processing; the event carries the message as it now is.
+    mutating func logVoiceProcessed(_ message: MessageDTO) -> ConversationEventDTO {
+        append(event(.voiceProcessed, by: ParticipantRef(kind: .system, id: "media")) {
+            $0.messageId = message.id
+            $0.message = message
+        })
+    }
+
+    /// Logs a call's final record; the call takes the event's sequence number.
+    mutating func logCall(_ call: inout CallDTO, by actor: ParticipantRef) -> ConversationEventDTO {
+        call.seq = conversation.lastSeq + 1
+        let record = call
+        return append(event(.call, by: actor) {
+            $0.callId = record.id
+            $0.call = record
+            $0.createdAt = record.endedAt ?? $0.createdAt
+        })
+    }
+
+    // MARK: Writing
+
+    /// Writes the conversation row and everything logged, in the caller's transaction.
+    func write(in repo: any Repository) async throws {
+        if isNew {
+            try await repo.insertConversation(conversation)
+        } else {
+            try await repo.updateConversation(conversation)
+        }
+        for event in events {
+            try await repo.insertEvent(event, brandId: conversation.brandId)
+        }
+        if let message {
+            try await repo.insertMessage(message, brandId: conversation.brandId)
+        }
+        if let voice {
+            try await repo.insertVoice(voice)
+        }
+    }
+
+    /// True when something was logged (an append that logged nothing need not be written).
+    var isEmpty: Bool { events.isEmpty && message == nil }
+
+    // MARK: Sequence
+
+    private mutating func nextSeq() -> Int64 {
+        conversation.lastSeq += 1
+        return conversation.lastSeq
+    }
+
+    private func event(
+        _ kind: ConversationEventDTO.Kind, by actor: ParticipantRef, _ fill: (inout ConversationEventDTO) -> Void
+    ) -> ConversationEventDTO {
+        var event = ConversationEventDTO(
+            conversationId: conversation.id, seq: 0, kind: kind, actorKind: actor.kind, actorId: actor.id, createdAt: now)
+        fill(&event)
+        return event
+    }
+
+    @discardableResult
+    private mutating func append(_ event: ConversationEventDTO) -> ConversationEventDTO {
+        var event = event
+        event.seq = nextSeq()
+        events.append(event)
+        return event
+    }
+}
