@@ -109,7 +109,7 @@ let package = Package(
         .testTarget(
             name: "ParleyServerTests",
             dependencies: [
-                "ParleyServer", "ParleyKit", "ParleyMedia", "ParleyDomain",
+                "ParleyServer", "ParleyKit", "ParleyMedia", "ParleyDomain", "ParleyStore",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "JWTKit", package: "jwt-kit"),

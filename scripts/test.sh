@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian machine with the Swift toolchain: installs what is missing,
-# starts a throw-away PostgreSQL, builds, runs the Swift tests, then the browser tests against a real
+# starts a throw-away PostgreSQL, builds, runs the Swift tests (the server suite on SQLite and again on
+# PostgreSQL), then the browser tests against a real
 # `parley serve` (the call tests with coturn, each in a private network namespace), and stops everything
 # it started. Screenshots land in test-artifacts/screenshots/.
 set -euo pipefail
@@ -25,6 +26,9 @@ fi
 
 swift build --build-tests
 swift test --skip-build
+# The server suite once more with every test server on a PostgreSQL database of its own (the run
+# above used SQLite files): the same HTTP, WebSocket, voice and call behaviour on both stores.
+PARLEY_TEST_SERVER_POSTGRES_URL="$url" swift test --skip-build --filter ParleyServerTests
 # The benchmarks once, at tiny sizes, on the debug build: proof that each still runs (bench/run.sh
 # measures on release builds). The report is kept with the test artifacts, not bench/RESULTS.md.
 mkdir -p test-artifacts

@@ -58,10 +58,11 @@ public struct ParleyServices: Sendable {
         if ffmpeg == nil {
             logger.warning("ffmpeg was not found: voice messages are refused until it is installed", metadata: ["ffmpeg": "\(configuration.ffmpeg)"])
         }
+        let notes = VoiceNotes(store: store, blobs: blobs, bus: bus, logger: logger)
         let processor = VoiceProcessor(
             store: store, blobs: blobs,
             transcoder: ffmpeg.map { VoiceTranscoder(ffmpeg: $0, timeout: .seconds(configuration.ffmpegTimeoutSeconds)) },
-            conversations: conversations,
+            notes: notes,
             concurrency: configuration.voiceWorkers, logger: logger)
         let endpoint = configuration.clamdEndpoint
         if let endpoint {
@@ -72,9 +73,9 @@ public struct ParleyServices: Sendable {
         let scanning = MalwareScanning(
             scanner: endpoint.map { ClamdScanner(endpoint: $0, timeout: .seconds(configuration.clamdTimeoutSeconds)) },
             retry: .init(firstDelaySeconds: configuration.scanRetrySeconds, maxAttempts: configuration.scanMaxAttempts),
-            store: store, blobs: blobs, conversations: conversations, processor: processor, metrics: metrics, logger: logger)
+            store: store, blobs: blobs, notes: notes, processor: processor, metrics: metrics, logger: logger)
         let voice = VoiceService(
-            store: store, blobs: blobs, conversations: conversations, processor: processor, scanning: scanning,
+            store: store, blobs: blobs, conversations: conversations, processor: processor, scanning: scanning, notes: notes,
             analyzer: ffmpeg.map { AudioAnalyzer(ffmpeg: $0, timeout: .seconds(min(30, configuration.ffmpegTimeoutSeconds))) },
             maxUploadBytes: configuration.maxVoiceBytes,
             pace: .init(

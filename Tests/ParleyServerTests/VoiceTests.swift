@@ -221,9 +221,10 @@ struct VoiceTests {
         let fixtures = try AudioFixtures.files()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-recovery-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
+        let database = try await TestDatabase.make()
         let (messageIds, continuation) = AsyncStream<(String, String)>.makeStream()
         // First run: a server whose transcoder cannot run, so the note stays in processing.
-        try await TestServer.run(configure: { $0.dataDirectory = directory.path; $0.voiceWorkers = 1 }) { server in
+        try await TestServer.run(database: database, configure: { $0.dataDirectory = directory.path; $0.voiceWorkers = 1 }) { server in
             let acme = try await BrandScenario.make(server)
             let (token, _) = try await acme.consumer()
             // Stop the processor before it can finish: mark the note processing again afterwards.
@@ -238,7 +239,7 @@ struct VoiceTests {
         var iterator = messageIds.makeAsyncIterator()
         let (messageId, adminToken) = try #require(await iterator.next())
         // Second run on the same data directory: the processor picks the note up.
-        try await TestServer.run(configure: { $0.dataDirectory = directory.path }) { server in
+        try await TestServer.run(database: database, configure: { $0.dataDirectory = directory.path }) { server in
             let deadline = Date().addingTimeInterval(90)
             var state: VoiceState?
             while Date() < deadline {
@@ -252,6 +253,7 @@ struct VoiceTests {
             let media = try await server.get(MediaPaths.voice(messageId: messageId, format: "opus"), token: adminToken)
             #expect(media.status == .ok)
         }
+        await database.drop()
     }
 }
 

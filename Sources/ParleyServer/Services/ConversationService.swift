@@ -316,23 +316,6 @@ public struct ConversationService: Sendable {
         return conversation
     }
 
-    /// Stores the end of a voice note's processing as a sequenced event and publishes the message as
-    /// it now is, so that every client (and every later `resume`) learns of it.
-    func recordVoiceProcessed(_ voice: VoiceRecord) async throws {
-        let result = try await store.write { repo -> (ConversationEventDTO, ConversationDTO)? in
-            try await repo.updateVoice(voice)
-            guard let message = try await repo.message(brandId: voice.brandId, id: voice.messageId),
-                let conversation = try await repo.conversation(brandId: voice.brandId, id: message.conversationId, lock: true)
-            else { return nil }
-            var log = ConversationAppend(conversation)
-            let event = log.logVoiceProcessed(message)
-            try await log.write(in: repo)
-            return (event, log.conversation)
-        }
-        guard let (event, conversation) = result else { return }
-        await publish(.event(event), to: .conversation(brandId: conversation.brandId, consumerId: conversation.consumerId))
-    }
-
     // MARK: Reading
 
     public func conversation(_ principal: Principal, id: String) async throws -> ConversationDTO {

@@ -25,13 +25,13 @@ public final class VoiceProcessor: Service {
     private let transcoder: VoiceTranscoder?
     private let concurrency: Int
     private let logger: Logger
-    private let conversations: ConversationService
+    private let notes: VoiceNotes
 
     init(
-        store: Store, blobs: LocalBlobStore, transcoder: VoiceTranscoder?, conversations: ConversationService, concurrency: Int,
+        store: Store, blobs: LocalBlobStore, transcoder: VoiceTranscoder?, notes: VoiceNotes, concurrency: Int,
         logger: Logger
     ) {
-        self.conversations = conversations
+        self.notes = notes
         (jobs, continuation) = AsyncStream<Job>.makeStream()
         self.store = store
         self.blobs = blobs
@@ -91,8 +91,7 @@ public final class VoiceProcessor: Service {
                 voice.state = .failed
                 voice.failureReason = "The voice message could not be converted for playback on every device."
             }
-            voice.updatedAt = Clock.now()
-            try await conversations.recordVoiceProcessed(voice)
+            try await notes.settle(voice)
         } catch {
             logger.error("voice job could not be recorded", metadata: ["message": "\(job.messageId)", "error": "\(error)"])
         }

@@ -15,6 +15,7 @@ public struct VoiceService: Sendable {
     let conversations: ConversationService
     let processor: VoiceProcessor
     let scanning: MalwareScanning
+    let notes: VoiceNotes
     let analyzer: AudioAnalyzer?
     let maxUploadBytes: Int
     /// How slowly and for how long an upload may arrive.
@@ -157,17 +158,9 @@ public struct VoiceService: Sendable {
         let messageId = Identifier.make(.message)
         let key = "voice/\(principal.brandId)/\(messageId)/original.\(fileExtension)"
         try await blobs.putFile(partial, key: key)
-        let now = Clock.now()
-        var voice = VoiceRecord(
-            messageId: messageId, brandId: principal.brandId, container: container, originalKey: key,
-            originalBytes: size, durationMs: analysis.durationMs, waveform: analysis.waveform, state: .processing,
-            createdAt: now, updatedAt: now)
-        do {
-            try await scanning.apply(outcome, to: &voice)
-        } catch {
-            try? await blobs.delete(key: key)
-            throw error
-        }
+        let voice = try await notes.make(
+            messageId: messageId, brandId: principal.brandId, container: container, originalKey: key, bytes: size,
+            analysis: analysis, scan: outcome)
         let response: SendMessageResponse
         do {
             response = try await conversations.send(principal, request, content: .voice(voice))

@@ -6,28 +6,44 @@ import Logging
 import NIOCore
 import ParleyAPI
 import ParleyServer
+import ParleyStore
+import SQLKit
 import ServiceLifecycle
 import Testing
 
-/// A real Parley server on 127.0.0.1 and an ephemeral port, with its own SQLite file and media
+/// A real Parley server on 127.0.0.1 and an ephemeral port, with its own database and media
 /// directory, stopped and removed when the test ends.
+///
+/// The database is a SQLite file, or, when `PARLEY_TEST_SERVER_POSTGRES_URL` names a PostgreSQL
+/// server (the test script runs the whole server suite a second time so), a database of its own
+/// created on that server for the test and dropped afterwards.
 struct TestServer: Sendable {
     let port: Int
     let services: ParleyServices
     let dataDirectory: URL
+    /// The PostgreSQL server the suite runs on, if any.
+    static let postgresURL = ProcessInfo.processInfo.environment["PARLEY_TEST_SERVER_POSTGRES_URL"]
+    var onPostgres: Bool { Self.postgresURL != nil }
 
     static var repositoryRoot: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent()
     }
 
+    /// `database`: one the caller made (and drops) to keep across several runs, as a restart would;
+    /// otherwise each run gets a new one.
     static func run(
+        database kept: TestDatabase? = nil,
         configure: (inout ParleyConfiguration) -> Void = { _ in },
         _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-server-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
+        let database: TestDatabase
+        if let kept { database = kept } else { database = try await TestDatabase.make() }
+        let owned = kept == nil ? database : TestDatabase(url: nil, name: nil)
         var configuration = ParleyConfiguration()
+        configuration.databaseURL = database.url
         configuration.port = 0
         configuration.dataDirectory = directory.path
         configuration.bcryptCost = 4
@@ -42,7 +58,13 @@ struct TestServer: Sendable {
         configure(&configuration)
         var logger = Logger(label: "parley-test-server")
         logger.logLevel = .warning
-        let services = try await ParleyServices.make(configuration: configuration, logger: logger)
+        let services: ParleyServices
+        do {
+            services = try await ParleyServices.make(configuration: configuration, logger: logger)
+        } catch {
+            await owned.drop()
+            throw TestFailure("the server did not start: \(String(reflecting: error))")
+        }
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let app = buildApplication(services, logger: logger) { port in portContinuation.yield(port) }
         let group = makeServiceGroup(app, services, gracefulShutdownSignals: [], logger: logger)
@@ -56,11 +78,13 @@ struct TestServer: Sendable {
             await group.triggerGracefulShutdown()
             _ = try? await running.value
             await services.close()
+            await owned.drop()
             throw error
         }
         await group.triggerGracefulShutdown()
         try await running.value
         await services.close()
+        await owned.drop()
     }
 
     // MARK: HTTP
@@ -123,4 +147,37 @@ struct TestServer: Sendable {
 struct TestFailure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The database of one test server: nil (a SQLite file in its data directory), or a PostgreSQL
+/// database made for it on `PARLEY_TEST_SERVER_POSTGRES_URL`'s server.
+struct TestDatabase: Sendable {
+    let url: String?
+    let name: String?
+
+    static func make() async throws -> TestDatabase {
+        guard let admin = TestServer.postgresURL else { return TestDatabase(url: nil, name: nil) }
+        let name = "parley_server_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16))"
+        try await run(admin, "CREATE DATABASE \(name)")
+        var components = URLComponents(string: admin)!
+        components.path = "/\(name)"
+        return TestDatabase(url: components.string!, name: name)
+    }
+
+    /// Drops the test's database (its server has closed its connections by then).
+    func drop() async {
+        guard let name, let admin = TestServer.postgresURL else { return }
+        try? await Self.run(admin, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+    }
+
+    private static func run(_ url: String, _ statement: String) async throws {
+        let database = try await openDatabase(.postgres(url: url), logger: Logger(label: "parley-test-database"))
+        do {
+            try await database.read { db in try await db.raw(SQLQueryString(stringLiteral: statement)).run() }
+        } catch {
+            await database.close()
+            throw TestFailure("\(statement): \(String(reflecting: error))")
+        }
+        await database.close()
+    }
 }

@@ -1,0 +1,98 @@
+import Foundation
+import Logging
+import ParleyAPI
+import ParleyDomain
+import ParleyMedia
+import ParleyStore
+
+/// The one owner of voice-note records (`voice_media`) and of where their files live.
+///
+/// A note's life: `make` builds the record of a stored upload with its scan verdict applied (a
+/// blocked file moves into quarantine); the conversation log inserts it with its message, in the
+/// same transaction (`ConversationAppend.log(_:preview:voice:)`); `save` keeps a record still waiting
+/// for the malware scanner; `settle` stores a new state that people must see (renditions ready,
+/// processing failed, a late scan verdict) as a sequenced `voice_processed` event and publishes it.
+/// The upload path (VoiceService), the transcoder (VoiceProcessor) and the rescanner
+/// (MalwareScanning) change records only through this type.
+struct VoiceNotes: Sendable {
+    let store: Store
+    let blobs: LocalBlobStore
+    let bus: any EventBus
+    let logger: Logger
+
+    /// The record of a new note whose original is stored under `key`, with the scan verdict applied.
+    /// On failure the stored original is removed.
+    func make(
+        messageId: String, brandId: String, container: String, originalKey key: String, bytes: Int, analysis: AudioAnalysis,
+        scan outcome: MalwareScanning.Outcome
+    ) async throws -> VoiceRecord {
+        let now = Clock.now()
+        var voice = VoiceRecord(
+            messageId: messageId, brandId: brandId, container: container, originalKey: key, originalBytes: bytes,
+            durationMs: analysis.durationMs, waveform: analysis.waveform, state: .processing, createdAt: now, updatedAt: now)
+        do {
+            try await apply(outcome, to: &voice)
+        } catch {
+            try? await blobs.delete(key: key)
+            throw error
+        }
+        return voice
+    }
+
+    /// Applies a scan verdict: a blocked note loses nothing but can no longer be served, and its file
+    /// moves into quarantine.
+    func apply(_ outcome: MalwareScanning.Outcome, to voice: inout VoiceRecord) async throws {
+        voice.scan = outcome.scan
+        voice.scanDetail = outcome.detail
+        voice.scanAttempts = outcome.attempts
+        voice.scanNextAt = outcome.nextAt
+        switch outcome.scan {
+        case .infected:
+            voice.state = .blocked
+            voice.failureReason = "Blocked: the malware scan found something in this file. It was not delivered."
+            try await quarantine(&voice)
+        case .failed:
+            voice.state = .blocked
+            voice.failureReason = "Blocked: the file could not be scanned for malware. It was not delivered."
+            try await quarantine(&voice)
+        case .clean, .unscanned, .pending:
+            break
+        }
+    }
+
+    private func quarantine(_ voice: inout VoiceRecord) async throws {
+        guard !voice.originalKey.hasPrefix("quarantine/") else { return }
+        let key = "quarantine/" + voice.originalKey
+        try await blobs.move(key: voice.originalKey, to: key)
+        voice.originalKey = key
+    }
+
+    /// Stores a record whose change nobody sees yet (a note still waiting for the scanner).
+    func save(_ voice: VoiceRecord) async throws {
+        var record = voice
+        record.updatedAt = Clock.now()
+        let saved = record
+        try await store.write { repo in try await repo.updateVoice(saved) }
+    }
+
+    /// Stores a note's new state and, in the same transaction, a sequenced `voice_processed` event
+    /// carrying its message as it now is; then publishes the event, so that every client (and every
+    /// later `resume`) learns of it.
+    func settle(_ voice: VoiceRecord) async throws {
+        var record = voice
+        record.updatedAt = Clock.now()
+        let settled = record
+        let result = try await store.write { repo -> (ConversationEventDTO, ConversationDTO)? in
+            try await repo.updateVoice(settled)
+            guard let message = try await repo.message(brandId: settled.brandId, id: settled.messageId),
+                let conversation = try await repo.conversation(brandId: settled.brandId, id: message.conversationId, lock: true)
+            else { return nil }
+            var log = ConversationAppend(conversation)
+            let event = log.logVoiceProcessed(message)
+            try await log.write(in: repo)
+            return (event, log.conversation)
+        }
+        guard let (event, conversation) = result else { return }
+        await bus.publish(.event(event), to: .conversation(brandId: conversation.brandId, consumerId: conversation.consumerId), logger: logger)
+    }
+}
