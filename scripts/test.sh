@@ -17,7 +17,7 @@ pg_dir=$(mktemp -d /tmp/parley-test-pg.XXXXXX)
 cleanup() { scripts/postgres.sh stop "$pg_dir" || true; }
 trap cleanup EXIT
 if url=$(scripts/postgres.sh start "$pg_dir"); then
-    export PARLEY_TEST_POSTGRES_URL="$url"
+    export TEST_POSTGRES_URL="$url"
     echo "test: PostgreSQL for the repository suite at $url"
 else
     echo "test: could not start PostgreSQL; see $pg_dir" >&2
@@ -28,7 +28,7 @@ swift build --build-tests
 swift test --skip-build
 # The server suite once more with every test server on a PostgreSQL database of its own (the run
 # above used SQLite files): the same HTTP, WebSocket, voice and call behaviour on both stores.
-PARLEY_TEST_SERVER_POSTGRES_URL="$url" swift test --skip-build --filter ParleyServerTests
+TEST_SERVER_POSTGRES_URL="$url" swift test --skip-build --filter ParleyServerTests
 # The benchmarks once, at tiny sizes, on the debug build: proof that each still runs (bench/run.sh
 # measures on release builds). The report is kept with the test artifacts, not bench/RESULTS.md.
 mkdir -p test-artifacts

@@ -11,6 +11,8 @@ public struct ParleyConfiguration: Sendable {
     public var dataDirectory: String = "./data"
     /// nil: `sqlite://<dataDirectory>/parley.sqlite`.
     public var databaseURL: String?
+    /// SQLite fsyncs every commit (survives power loss) instead of at checkpoints (survives a crash).
+    public var sqliteFullSync = false
     public var publicDirectory: String = "./Public"
     public var logLevel: Logger.Level = .info
     public var bcryptCost: Int = 12
@@ -95,6 +97,8 @@ public struct ParleyConfiguration: Sendable {
     public var realtimeFramesPerSecond: Int = 20
     /// Seconds a write to a real-time connection may wait (a client that stopped reading) before the socket is closed.
     public var realtimeWriteTimeoutSeconds: Int = 10
+    /// Seconds a principal closed with 4008 for flooding may not use the real-time API (0: off).
+    public var realtimeFloodCooldownSeconds: Int = 10
     /// Origins besides the server's own whose pages may use an agent's session cookie (and open its WebSocket).
     public var allowedOrigins: [String] = []
     /// A bearer token for `/metrics`; without one, metrics answer only on the loopback address.
@@ -131,7 +135,7 @@ public struct ParleyConfiguration: Sendable {
     }
 
     public mutating func apply(environment: [String: String]) throws(ConfigurationError) {
-        let known = Set(Self.settings.map(\.environment) + ["PARLEY_SQLITE_SYNCHRONOUS", "PARLEY_TEST_POSTGRES_URL"])
+        let known = Set(Self.settings.map(\.environment))
         for name in environment.keys.sorted() where name.hasPrefix("PARLEY_") && !known.contains(name) {
             throw ConfigurationError(setting: name, message: "is not a Parley setting. Known settings: \(Self.settings.map(\.environment).joined(separator: ", "))")
         }
@@ -149,6 +153,50 @@ public struct ParleyConfiguration: Sendable {
         }
         try setting.apply(&self, value, "--\(flag)")
     }
+
+    /// Applies command-line settings, `--flag value` or `--flag=value`, each a flag of `settings`.
+    public mutating func apply(arguments: [String]) throws(ConfigurationError) {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            guard argument.hasPrefix("--"), argument.count > 2 else {
+                throw ConfigurationError(setting: argument, message: "is not a setting; settings are given as --name value")
+            }
+            let body = argument.dropFirst(2)
+            if let equals = body.firstIndex(of: "=") {
+                try apply(flag: String(body[..<equals]), value: String(body[body.index(after: equals)...]))
+                index += 1
+            } else {
+                guard index + 1 < arguments.count else {
+                    throw ConfigurationError(setting: argument, message: "needs a value")
+                }
+                try apply(flag: String(body), value: arguments[index + 1])
+                index += 2
+            }
+        }
+    }
+
+    /// Every setting as `--help` shows it: flag, variable and what it does, from the one table, in
+    /// lines short enough that the help printer never wraps them again.
+    public static var settingsHelp: String {
+        var lines = ["Settings (a flag wins over its environment variable):"]
+        for setting in settings {
+            lines.append("  --\(setting.flag) <value>   \(setting.environment)")
+            var line = "      "
+            for word in setting.help.split(separator: " ") {
+                if line.count + word.count > 76, line.count > 6 {
+                    lines.append(line)
+                    line = "      "
+                }
+                line += (line.count > 6 ? " " : "") + word
+            }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The flag and variable of every setting, for checks that the documentation lists each one.
+    public static var settingNames: [(flag: String, environment: String)] { settings.map { ($0.flag, $0.environment) } }
 
     /// Checks the settings together; the database URL is parsed here so that a bad one names its setting.
     public func validate() throws(ConfigurationError) {
@@ -188,6 +236,13 @@ public struct ParleyConfiguration: Sendable {
             c.dataDirectory = v
         },
         Setting(flag: "database-url", environment: "PARLEY_DATABASE_URL", help: "sqlite://PATH or postgres://USER:PASSWORD@HOST:PORT/DB") { c, v, _ in c.databaseURL = v },
+        Setting(flag: "sqlite-synchronous", environment: "PARLEY_SQLITE_SYNCHRONOUS", help: "normal (a commit survives a crash) or full (also a power loss; every commit fsyncs) (default normal)") { c, v, name throws(ConfigurationError) in
+            switch v.lowercased() {
+            case "normal": c.sqliteFullSync = false
+            case "full": c.sqliteFullSync = true
+            default: throw ConfigurationError(setting: name, message: "'\(v)' is not normal or full")
+            }
+        },
         Setting(flag: "public-dir", environment: "PARLEY_PUBLIC_DIR", help: "directory of the web pages (default ./Public)") { c, v, _ in c.publicDirectory = v },
         Setting(flag: "log-level", environment: "PARLEY_LOG_LEVEL", help: "trace, debug, info, notice, warning, error or critical") { c, v, name throws(ConfigurationError) in
             guard let level = Logger.Level(rawValue: v.lowercased()) else {
@@ -298,6 +353,9 @@ public struct ParleyConfiguration: Sendable {
         },
         Setting(flag: "realtime-write-timeout", environment: "PARLEY_REALTIME_WRITE_TIMEOUT", help: "seconds a WebSocket write may wait before the socket is closed (default 10)") { c, v, name throws(ConfigurationError) in
             c.realtimeWriteTimeoutSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
+        },
+        Setting(flag: "realtime-flood-cooldown", environment: "PARLEY_REALTIME_FLOOD_COOLDOWN", help: "seconds a sender closed with 4008 for flooding is refused new real-time connections, 0 for none (default 10)") { c, v, name throws(ConfigurationError) in
+            c.realtimeFloodCooldownSeconds = try parseInt(v, name, range: 0...3600, what: "a number of seconds")
         },
         Setting(flag: "allowed-origins", environment: "PARLEY_ALLOWED_ORIGINS", help: "comma-separated origins allowed to use the session cookie besides the server's own") { c, v, name throws(ConfigurationError) in
             c.allowedOrigins = try parseOrigins(v, name)

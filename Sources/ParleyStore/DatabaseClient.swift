@@ -99,14 +99,15 @@ extension SQLDatabase {
     }
 }
 
-/// Opens the database named by a location.
-public func openDatabase(_ location: DatabaseLocation, logger: Logger) async throws -> any DatabaseClient {
+/// Opens the database named by a location. `fullSync`: SQLite fsyncs every commit
+/// (`synchronous=FULL`, survives power loss) instead of at checkpoints (`NORMAL`).
+public func openDatabase(_ location: DatabaseLocation, fullSync: Bool = false, logger: Logger) async throws -> any DatabaseClient {
     switch location {
     case .sqliteFile(let path):
         try SQLiteDatabaseClient.prepareDirectory(for: path)
-        return try await SQLiteDatabaseClient.open(path: path, logger: logger)
+        return try await SQLiteDatabaseClient.open(path: path, fullSync: fullSync, logger: logger)
     case .sqliteMemory:
-        return try await SQLiteDatabaseClient.open(path: nil, logger: logger)
+        return try await SQLiteDatabaseClient.open(path: nil, fullSync: fullSync, logger: logger)
     case .postgres(let url):
         return try await PostgresDatabaseClient.open(url: url, logger: logger)
     }

@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// Durability: `synchronous=NORMAL` in WAL mode. A committed transaction survives the process being
 /// killed at any moment (SIGKILL, crash); a power loss can lose the last commits before a checkpoint.
-/// Set `synchronous=FULL` through `PARLEY_SQLITE_SYNCHRONOUS=full` to survive power loss at the cost of
+/// Set `synchronous=FULL` through `PARLEY_SQLITE_SYNCHRONOUS=full` (`fullSync`) to survive power loss at the cost of
 /// one fsync per commit.
 public final class SQLiteDatabaseClient: DatabaseClient {
     public let flavor = DatabaseFlavor.sqlite
@@ -72,8 +72,8 @@ public final class SQLiteDatabaseClient: DatabaseClient {
 
     /// Opens a file (a writer and a reader connection) or, with `nil`, a private in-memory database
     /// (one connection: it exists on that connection only).
-    public static func open(path: String?, logger: Logger) async throws -> SQLiteDatabaseClient {
-        let synchronous = ProcessInfo.processInfo.environment["PARLEY_SQLITE_SYNCHRONOUS"]?.lowercased() == "full" ? "FULL" : "NORMAL"
+    public static func open(path: String?, fullSync: Bool = false, logger: Logger) async throws -> SQLiteDatabaseClient {
+        let synchronous = fullSync ? "FULL" : "NORMAL"
         let writer = try SQLiteHandle(path: path ?? ":memory:")
         let reader = try path.map { try SQLiteHandle(path: $0) } ?? writer
         do {

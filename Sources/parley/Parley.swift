@@ -36,91 +36,17 @@ struct Parley: AsyncParsableCommand {
 }
 
 /// The settings every command that opens the database shares, as flags over `PARLEY_*` variables.
+/// Both come from the one table, `ParleyConfiguration.settings`, which also writes `--help`; a
+/// flag is not declared here a second time.
 struct ServerOptions: ParsableArguments {
-    @Option(help: "Address to listen on (PARLEY_HOST, default 127.0.0.1).") var host: String?
-    @Option(help: "Port to listen on, 0 for any free port (PARLEY_PORT, default 8080).") var port: String?
-    @Option(name: .customLong("data-dir"), help: "Directory for the SQLite file and media (PARLEY_DATA_DIR, default ./data).") var dataDir: String?
-    @Option(name: .customLong("database-url"), help: "sqlite://PATH or postgres://USER:PASSWORD@HOST:PORT/DB (PARLEY_DATABASE_URL).") var databaseURL: String?
-    @Option(name: .customLong("public-dir"), help: "Directory of the web pages (PARLEY_PUBLIC_DIR, default ./Public).") var publicDir: String?
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (PARLEY_LOG_LEVEL).") var logLevel: String?
-    @Option(name: .customLong("bcrypt-cost"), help: "bcrypt work factor, 4-31 (PARLEY_BCRYPT_COST, default 12).") var bcryptCost: String?
-    @Option(name: .customLong("secure-cookies"), help: "Mark the session cookie Secure: true behind HTTPS (PARLEY_SECURE_COOKIES).") var secureCookies: String?
-    @Option(name: .customLong("seed-demo"), help: "Create a demo brand on first run (PARLEY_SEED_DEMO, default true).") var seedDemo: String?
-    @Option(name: .customLong("agent-session-ttl"), help: "Seconds an agent stays signed in (PARLEY_AGENT_SESSION_TTL, default 43200).") var agentSessionTTL: String?
-    @Option(name: .customLong("consumer-session-ttl"), help: "Seconds a consumer token is valid (PARLEY_CONSUMER_SESSION_TTL, default 2592000).") var consumerSessionTTL: String?
-    @Option(help: "The ffmpeg program, by name or path (PARLEY_FFMPEG, default ffmpeg).") var ffmpeg: String?
-    @Option(name: .customLong("max-voice-bytes"), help: "Largest voice upload in bytes (PARLEY_MAX_VOICE_BYTES, default 16777216).") var maxVoiceBytes: String?
-    @Option(name: .customLong("voice-workers"), help: "Voice notes transcoded at once (PARLEY_VOICE_WORKERS, default 2).") var voiceWorkers: String?
-    @Option(name: .customLong("ffmpeg-timeout"), help: "Seconds an ffmpeg run may take (PARLEY_FFMPEG_TIMEOUT, default 120).") var ffmpegTimeout: String?
-    @Option(name: .customLong("realtime-queue-limit"), help: "Frames waiting per WebSocket before it is closed with 4000 (PARLEY_REALTIME_QUEUE_LIMIT, default 512).") var realtimeQueueLimit: String?
-    @Option(name: .customLong("call-ring-timeout"), help: "Seconds a call rings before it is missed (PARLEY_CALL_RING_TIMEOUT, default 45).") var callRingTimeout: String?
-    @Option(name: .customLong("call-connect-timeout"), help: "Seconds from answer to connected media (PARLEY_CALL_CONNECT_TIMEOUT, default 30).") var callConnectTimeout: String?
-    @Option(name: .customLong("stun-urls"), help: "Comma-separated stun: URLs for calls (PARLEY_STUN_URLS).") var stunURLs: String?
-    @Option(name: .customLong("turn-urls"), help: "Comma-separated turn:/turns: URLs of coturn for calls (PARLEY_TURN_URLS).") var turnURLs: String?
-    @Option(name: .customLong("turn-secret"), help: "coturn's static-auth-secret; prefer PARLEY_TURN_SECRET, which ps does not show.") var turnSecret: String?
-    @Option(name: .customLong("turn-credential-ttl"), help: "Seconds a call's TURN credentials are valid (PARLEY_TURN_CREDENTIAL_TTL, default 14400).") var turnCredentialTTL: String?
-    @Option(name: .customLong("call-relay-only"), help: "Send all call media through TURN (PARLEY_CALL_RELAY_ONLY, default false).") var callRelayOnly: String?
-    @Option(name: .customLong("upload-idle-timeout"), help: "Seconds an upload may send nothing before it is abandoned (PARLEY_UPLOAD_IDLE_TIMEOUT, default 15).") var uploadIdleTimeout: String?
-    @Option(name: .customLong("rate-consumer-messages"), help: "Messages per minute per consumer, 0 for no limit (PARLEY_RATE_CONSUMER_MESSAGES, default 60).") var rateConsumerMessages: String?
-    @Option(name: .customLong("rate-ip-writes"), help: "Consumer writes per minute per IP address (PARLEY_RATE_IP_WRITES, default 600).") var rateIPWrites: String?
-    @Option(name: .customLong("rate-consumer-sessions"), help: "New consumer sessions per minute per IP address (PARLEY_RATE_CONSUMER_SESSIONS, default 30).") var rateConsumerSessions: String?
-    @Option(name: .customLong("rate-logins"), help: "Sign-in attempts per minute per IP address (PARLEY_RATE_LOGINS, default 20).") var rateLogins: String?
-    @Option(name: .customLong("trust-proxy"), help: "Take client addresses from X-Forwarded-For (PARLEY_TRUST_PROXY, default false).") var trustProxy: String?
-    @Option(help: "Malware scanner: auto, off, tcp://HOST:PORT or unix:///PATH (PARLEY_CLAMD, default auto).") var clamd: String?
-    @Option(name: .customLong("clamd-timeout"), help: "Seconds a malware scan may take (PARLEY_CLAMD_TIMEOUT, default 10).") var clamdTimeout: String?
-    @Option(name: .customLong("scan-retry"), help: "Seconds before an unscanned note is tried again, doubling (PARLEY_SCAN_RETRY, default 10).") var scanRetry: String?
-    @Option(name: .customLong("scan-max-attempts"), help: "Scans tried before an unscannable note is blocked (PARLEY_SCAN_MAX_ATTEMPTS, default 40).") var scanMaxAttempts: String?
-    @Option(name: .customLong("header-timeout"), help: "Seconds a new connection has to send its first request head (PARLEY_HEADER_TIMEOUT, default 10).") var headerTimeout: String?
-    @Option(name: .customLong("idle-timeout"), help: "Seconds a keep-alive connection may sit idle (PARLEY_IDLE_TIMEOUT, default 60).") var idleTimeout: String?
-    @Option(name: .customLong("max-header-bytes"), help: "Largest request head in bytes (PARLEY_MAX_HEADER_BYTES, default 32768).") var maxHeaderBytes: String?
-    @Option(name: .customLong("max-connections-per-address"), help: "Open connections per client address, 0 for no limit (PARLEY_MAX_CONNECTIONS_PER_ADDRESS, default 512).") var maxConnectionsPerAddress: String?
-    @Option(name: .customLong("upload-min-rate"), help: "Slowest upload in bytes per second over 10 s windows (PARLEY_UPLOAD_MIN_RATE, default 1024).") var uploadMinRate: String?
-    @Option(name: .customLong("upload-deadline"), help: "Seconds a whole upload may take (PARLEY_UPLOAD_DEADLINE, default 300).") var uploadDeadline: String?
-    @Option(name: .customLong("voice-analyses"), help: "Voice notes decoded for analysis at once (PARLEY_VOICE_ANALYSES, default 2).") var voiceAnalyses: String?
-    @Option(name: .customLong("voice-queue"), help: "Voice notes that may wait for analysis before 503 (PARLEY_VOICE_QUEUE, default 8).") var voiceQueue: String?
-    @Option(name: .customLong("uploads-per-consumer"), help: "Voice uploads in progress per consumer (PARLEY_UPLOADS_PER_CONSUMER, default 2).") var uploadsPerConsumer: String?
-    @Option(name: .customLong("uploads-per-address"), help: "Voice uploads in progress per client address (PARLEY_UPLOADS_PER_ADDRESS, default 4).") var uploadsPerAddress: String?
-    @Option(name: .customLong("realtime-frame-rate"), help: "Frames per second one WebSocket may send (PARLEY_REALTIME_FRAME_RATE, default 20).") var realtimeFrameRate: String?
-    @Option(name: .customLong("realtime-write-timeout"), help: "Seconds a WebSocket write may wait before the socket is closed (PARLEY_REALTIME_WRITE_TIMEOUT, default 10).") var realtimeWriteTimeout: String?
-    @Option(name: .customLong("allowed-origins"), help: "Comma-separated origins that may use the session cookie besides the server's own (PARLEY_ALLOWED_ORIGINS).") var allowedOrigins: String?
-    @Option(name: .customLong("metrics-token"), help: "Bearer token for /metrics; prefer PARLEY_METRICS_TOKEN (default: loopback only).") var metricsToken: String?
-    @Option(name: .customLong("orphan-media-age"), help: "Seconds before a media file no row refers to is removed (PARLEY_ORPHAN_MEDIA_AGE, default 3600).") var orphanMediaAge: String?
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Settings as --name value (listed below).", valueName: "setting"))
+    var settings: [String] = []
 
     /// Defaults, then the environment, then flags; exits with a message naming the setting on error.
     func resolve() throws -> ParleyConfiguration {
         do {
             var configuration = try ParleyConfiguration.fromEnvironment()
-            let flags: [(String, String?)] = [
-                ("host", host), ("port", port), ("data-dir", dataDir), ("database-url", databaseURL),
-                ("public-dir", publicDir), ("log-level", logLevel), ("bcrypt-cost", bcryptCost),
-                ("secure-cookies", secureCookies), ("seed-demo", seedDemo), ("agent-session-ttl", agentSessionTTL),
-                ("consumer-session-ttl", consumerSessionTTL), ("ffmpeg", ffmpeg), ("max-voice-bytes", maxVoiceBytes),
-                ("voice-workers", voiceWorkers), ("ffmpeg-timeout", ffmpegTimeout), ("realtime-queue-limit", realtimeQueueLimit),
-                ("call-ring-timeout", callRingTimeout), ("call-connect-timeout", callConnectTimeout), ("stun-urls", stunURLs),
-                ("turn-urls", turnURLs), ("turn-secret", turnSecret), ("turn-credential-ttl", turnCredentialTTL),
-                ("call-relay-only", callRelayOnly), ("clamd", clamd), ("clamd-timeout", clamdTimeout), ("scan-retry", scanRetry),
-                ("scan-max-attempts", scanMaxAttempts), ("rate-consumer-messages", rateConsumerMessages),
-                ("rate-ip-writes", rateIPWrites), ("rate-consumer-sessions", rateConsumerSessions), ("rate-logins", rateLogins),
-                ("trust-proxy", trustProxy), ("upload-idle-timeout", uploadIdleTimeout),
-                ("header-timeout", headerTimeout),
-                ("idle-timeout", idleTimeout),
-                ("max-header-bytes", maxHeaderBytes),
-                ("max-connections-per-address", maxConnectionsPerAddress),
-                ("upload-min-rate", uploadMinRate),
-                ("upload-deadline", uploadDeadline),
-                ("voice-analyses", voiceAnalyses),
-                ("voice-queue", voiceQueue),
-                ("uploads-per-consumer", uploadsPerConsumer),
-                ("uploads-per-address", uploadsPerAddress),
-                ("realtime-frame-rate", realtimeFrameRate),
-                ("realtime-write-timeout", realtimeWriteTimeout),
-                ("allowed-origins", allowedOrigins),
-                ("metrics-token", metricsToken),
-                ("orphan-media-age", orphanMediaAge),
-            ]
-            for case let (flag, value?) in flags {
-                try configuration.apply(flag: flag, value: value)
-            }
+            try configuration.apply(arguments: settings)
             try configuration.validate()
             return configuration
         } catch {
@@ -137,7 +63,8 @@ struct ServerOptions: ParsableArguments {
 }
 
 struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run the Parley server (HTTP API, real-time, web pages).")
+    static let configuration = CommandConfiguration(
+        abstract: "Run the Parley server (HTTP API, real-time, web pages).", discussion: ParleyConfiguration.settingsHelp)
     @OptionGroup var options: ServerOptions
 
     func run() async throws {
@@ -179,14 +106,16 @@ struct Serve: AsyncParsableCommand {
 }
 
 struct Migrate: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Apply pending database migrations and exit.")
+    static let configuration = CommandConfiguration(
+        abstract: "Apply pending database migrations and exit.", discussion: ParleyConfiguration.settingsHelp)
     @OptionGroup var options: ServerOptions
 
     func run() async throws {
         let configuration = try options.resolve()
         let logger = options.logger(configuration)
         raiseDescriptorLimit(logger: logger)
-        let database = try await openDatabase(DatabaseLocation(url: configuration.resolvedDatabaseURL), logger: logger)
+        let database = try await openDatabase(
+            DatabaseLocation(url: configuration.resolvedDatabaseURL), fullSync: configuration.sqliteFullSync, logger: logger)
         let applied = try await Migrations.apply(to: database, logger: logger)
         let all = try await Migrations.appliedVersions(in: database)
         await database.close()

@@ -1,3 +1,4 @@
+import Foundation
 import ParleyServer
 import Testing
 
@@ -25,6 +26,33 @@ struct ConfigurationTests {
         try configuration.apply(flag: "database-url", value: "postgres://parley:secret@db:5432/parley")
         #expect(configuration.port == 9100)
         try configuration.validate()
+    }
+
+    @Test("command-line settings: --name value and --name=value, from the one settings table")
+    func arguments() throws {
+        var configuration = try ParleyConfiguration.fromEnvironment(["PARLEY_PORT": "9000"])
+        try configuration.apply(arguments: ["--port", "9100", "--sqlite-synchronous=full", "--allowed-origins", "https://a.example"])
+        #expect(configuration.port == 9100)
+        #expect(configuration.sqliteFullSync)
+        #expect(configuration.allowedOrigins == ["https://a.example"])
+        #expect(throws: ConfigurationError.self) { try configuration.apply(arguments: ["--port"]) }
+        #expect(throws: ConfigurationError.self) { try configuration.apply(arguments: ["--no-such-setting", "1"]) }
+        #expect(throws: ConfigurationError.self) { try configuration.apply(arguments: ["9100"]) }
+    }
+
+    @Test("every setting is in --help and in the README's table, and the table has no other")
+    func documented() throws {
+        let help = ParleyConfiguration.settingsHelp
+        let readme = try String(contentsOf: TestServer.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let rows = readme.split(separator: "\n").filter { $0.hasPrefix("| `--") }.map { row in
+            row.split(separator: "|").prefix(2).map { $0.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "`")) }
+        }
+        let documented = Set(rows.map { "\($0[0]) \($0[1])" })
+        let settings = Set(ParleyConfiguration.settingNames.map { "--\($0.flag) \($0.environment)" })
+        #expect(documented == settings, "README table vs settings: missing \(settings.subtracting(documented)), extra \(documented.subtracting(settings))")
+        for name in ParleyConfiguration.settingNames {
+            #expect(help.contains("--\(name.flag) <value>   \(name.environment)"))
+        }
     }
 
     @Test("a bad setting stops start-up with a message that names it", arguments: [

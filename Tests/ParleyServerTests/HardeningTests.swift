@@ -121,6 +121,11 @@ struct HardeningTests {
                 try flooder.send(.typing(conversationId: flooded.conversation.id, isTyping: index % 2 == 0))
             }
             #expect(try await flooder.closedByServer()?.closeCode == .unknown(RealtimeCloseCode.tooManyFrames))
+            // Reconnecting at once does not buy a new burst: closed with 4008 before hello, for the cool-down.
+            let again = RealtimeProbe.open(port: server.port, token: floodToken)
+            let refusal = try await again.closedByServer()
+            #expect(refusal?.closeCode == .unknown(RealtimeCloseCode.tooManyFrames))
+            #expect(refusal?.reason?.contains("wait") == true, "\(String(describing: refusal?.reason))")
             // Meanwhile another consumer sends normally and every send is acknowledged.
             for index in 0..<10 {
                 try writer.send(.send(id: "w\(index)", SendMessageRequest(clientMessageId: "w\(index)", text: "still here \(index)", conversationId: other.conversation.id)))

@@ -82,4 +82,28 @@ struct HubTests {
         #expect(fastSeen.count == 20)
         #expect(metrics.render().contains("parley_realtime_overflows_total 1"))
     }
+
+    @Test("a flooder's cool-down: refused until it ends, then forgotten; other senders never refused")
+    func floodCooldown() {
+        let start = ContinuousClock.now
+        let cooldown = FloodCooldown(duration: .seconds(10))
+        #expect(cooldown.remaining("csm_a", now: start) == nil)
+        cooldown.penalize("csm_a", now: start)
+        #expect(cooldown.remaining("csm_a", now: start + .seconds(3)) == .seconds(7))
+        #expect(cooldown.remaining("csm_b", now: start + .seconds(3)) == nil)
+        #expect(cooldown.remaining("csm_a", now: start + .seconds(10)) == nil)
+        #expect(cooldown.remaining("csm_a", now: start + .seconds(3)) == nil)  // forgotten once over
+        // Off when the setting is 0.
+        let off = FloodCooldown(duration: .zero)
+        off.penalize("csm_a", now: start)
+        #expect(off.remaining("csm_a", now: start) == nil)
+        // Bounded: past its capacity, expired entries go first, then the oldest.
+        for index in 0..<FloodCooldown.capacity {
+            cooldown.penalize("csm_\(index)", now: start + .milliseconds(index))
+        }
+        cooldown.penalize("csm_new", now: start + .seconds(5))
+        #expect(cooldown.remaining("csm_new", now: start + .seconds(5)) == .seconds(10))
+        #expect(cooldown.remaining("csm_0", now: start + .seconds(5)) == nil)
+        #expect(cooldown.remaining("csm_1", now: start + .seconds(5)) != nil)
+    }
 }

@@ -7,13 +7,13 @@ import SQLKit
 import Testing
 
 /// The databases the repository suite runs against: always a SQLite file; PostgreSQL too when
-/// `PARLEY_TEST_POSTGRES_URL` names a server (the test script starts one).
+/// `TEST_POSTGRES_URL` names a server (the test script starts one).
 enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite
     case postgres
 
     static var available: [Backend] {
-        ProcessInfo.processInfo.environment["PARLEY_TEST_POSTGRES_URL"] == nil ? [.sqlite] : [.sqlite, .postgres]
+        ProcessInfo.processInfo.environment["TEST_POSTGRES_URL"] == nil ? [.sqlite] : [.sqlite, .postgres]
     }
 
     var testDescription: String { rawValue }
@@ -28,7 +28,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
             let database = try await openDatabase(.sqliteFile(path: directory.appendingPathComponent("test.sqlite").path), logger: logger)
             try await run(database, logger: logger, body)
         case .postgres:
-            guard let adminURL = ProcessInfo.processInfo.environment["PARLEY_TEST_POSTGRES_URL"] else { return }
+            guard let adminURL = ProcessInfo.processInfo.environment["TEST_POSTGRES_URL"] else { return }
             let name = "parley_test_\(Identifier.random(12))"
             let admin = try await openDatabase(.postgres(url: adminURL), logger: logger)
             try await admin.read { db in try await db.raw("CREATE DATABASE \(unsafeRaw: name)").run() }

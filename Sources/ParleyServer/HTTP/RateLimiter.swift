@@ -79,8 +79,11 @@ public struct RateLimits: Sendable {
     public let loginsPerIP: RateLimiter
     /// Sign-in attempts for one email address.
     public let loginsPerEmail: RateLimiter
+    /// Senders recently closed with 4008 for flooding the real-time API.
+    let floods: FloodCooldown
 
     public init(_ configuration: ParleyConfiguration) {
+        floods = FloodCooldown(duration: .seconds(configuration.realtimeFloodCooldownSeconds))
         consumerMessages = RateLimiter(name: "consumer messages", limit: configuration.rateConsumerMessages, per: .seconds(60))
         ipWrites = RateLimiter(name: "writes per IP", limit: configuration.rateIPWrites, per: .seconds(60))
         consumerSessions = RateLimiter(name: "consumer sessions per IP", limit: configuration.rateConsumerSessions, per: .seconds(60))

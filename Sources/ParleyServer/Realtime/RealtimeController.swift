@@ -42,6 +42,13 @@ struct RealtimeController {
         principal: Principal, sessionTokenHash: String?, expiresAt: Date?, ip: String? = nil, channel: (any NIOCore.Channel)? = nil,
         inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger
     ) async {
+        // A sender closed for flooding a moment ago gets the same close again, before any work.
+        if let wait = limits.floods.remaining(principal.participant.id) {
+            metrics.realtimeFloodCloses.increment()
+            let seconds = max(1, Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0))
+            try? await outbound.close(Self.closeCode(RealtimeCloseCode.tooManyFrames), reason: "too many frames: wait \(seconds) s")
+            return
+        }
         let outbox = hub.register(principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt, channel: channel)
         defer { hub.unregister(outbox) }
         let typingGate = TypingGate()
@@ -84,6 +91,7 @@ struct RealtimeController {
                             continue
                         case .close:
                             metrics.realtimeFloodCloses.increment()
+                            limits.floods.penalize(principal.participant.id)
                             outbox.close(code: RealtimeCloseCode.tooManyFrames, text: "too many frames: slow down")
                             return
                         }

@@ -41,6 +41,47 @@ struct FrameLimiter {
     }
 }
 
+/// Who was closed with 4008 for flooding, and until when they are refused new real-time
+/// connections. Without it a flooder reconnects at once and every reconnect costs a session lookup,
+/// a `hello` and a burst's worth of frames; with it the next connections within `duration` are
+/// closed with 4008 before anything else. Shared by every connection; keyed by participant id.
+final class FloodCooldown: Sendable {
+    let duration: Duration
+    /// Entries kept at most; past this, expired ones are forgotten (and, if none are, the oldest).
+    static let capacity = 10_000
+    private let until = Mutex<[String: ContinuousClock.Instant]>([:])
+
+    init(duration: Duration) {
+        self.duration = duration
+    }
+
+    /// Starts (or restarts) the cool-down of a participant closed for flooding.
+    func penalize(_ participantId: String, now: ContinuousClock.Instant = .now) {
+        guard duration > .zero else { return }
+        until.withLock { until in
+            if until.count >= Self.capacity {
+                until = until.filter { $0.value > now }
+                if until.count >= Self.capacity, let oldest = until.min(by: { $0.value < $1.value })?.key {
+                    until[oldest] = nil
+                }
+            }
+            until[participantId] = now + duration
+        }
+    }
+
+    /// What is left of a participant's cool-down, or nil when they may connect.
+    func remaining(_ participantId: String, now: ContinuousClock.Instant = .now) -> Duration? {
+        until.withLock { until in
+            guard let end = until[participantId] else { return nil }
+            guard end > now else {
+                until[participantId] = nil
+                return nil
+            }
+            return end - now
+        }
+    }
+}
+
 /// Coalesces one connection's typing indicators: at most one change per second per conversation is
 /// forwarded. A change that arrives sooner is held and forwarded when its second is over (if it is
 /// still a change then), so a "stopped typing" is never lost and an indicator never sticks.

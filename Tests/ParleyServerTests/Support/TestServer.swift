@@ -14,7 +14,7 @@ import Testing
 /// A real Parley server on 127.0.0.1 and an ephemeral port, with its own database and media
 /// directory, stopped and removed when the test ends.
 ///
-/// The database is a SQLite file, or, when `PARLEY_TEST_SERVER_POSTGRES_URL` names a PostgreSQL
+/// The database is a SQLite file, or, when `TEST_SERVER_POSTGRES_URL` names a PostgreSQL
 /// server (the test script runs the whole server suite a second time so), a database of its own
 /// created on that server for the test and dropped afterwards.
 struct TestServer: Sendable {
@@ -22,7 +22,7 @@ struct TestServer: Sendable {
     let services: ParleyServices
     let dataDirectory: URL
     /// The PostgreSQL server the suite runs on, if any.
-    static let postgresURL = ProcessInfo.processInfo.environment["PARLEY_TEST_SERVER_POSTGRES_URL"]
+    static let postgresURL = ProcessInfo.processInfo.environment["TEST_SERVER_POSTGRES_URL"]
     var onPostgres: Bool { Self.postgresURL != nil }
 
     static var repositoryRoot: URL {
@@ -150,7 +150,7 @@ struct TestFailure: Error, CustomStringConvertible {
 }
 
 /// The database of one test server: nil (a SQLite file in its data directory), or a PostgreSQL
-/// database made for it on `PARLEY_TEST_SERVER_POSTGRES_URL`'s server.
+/// database made for it on `TEST_SERVER_POSTGRES_URL`'s server.
 struct TestDatabase: Sendable {
     let url: String?
     let name: String?
