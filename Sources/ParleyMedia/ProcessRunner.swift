@@ -45,11 +45,6 @@ public struct ProcessRunner: Sendable {
 
     private static let launches = Mutex(())
 
-    /// Starts a Foundation `Process`, one launch at a time in this process (tests' helpers use it).
-    public static func launch(_ process: Process) throws {
-        try launches.withLock { _ in try process.run() }
-    }
-
     /// The queue of the kill timers: a private serial queue, which gets a thread of its own even when
     /// every thread of the global pool is blocked reading a child's pipes (many ffmpegs at once), so a
     /// deadline is kept however busy the machine is.
@@ -62,51 +57,49 @@ public struct ProcessRunner: Sendable {
     /// Runs the program; with `stdout`, its standard output is handed over in chunks as it arrives
     /// (and not kept), so that a large output never sits in memory whole.
     public func run(_ arguments: [String], timeout: Duration, stdout consume: (@Sendable (Data) -> Void)?) async throws -> Outcome {
-        let executable = self.executable
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        return try await withCheckedThrowingContinuation { continuation in
+        try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                let child: Spawned
-                do {
-                    child = try Self.spawn(executable, arguments)
-                } catch {
-                    continuation.resume(throwing: error)
-                    return
-                }
-                let timedOut = Flag()
-                let pid = child.pid
-                let killer = DispatchWorkItem {
-                    timedOut.set()
-                    kill(pid, SIGKILL)
-                }
-                Self.killers.asyncAfter(deadline: .now() + seconds, execute: killer)
-                // Read both pipes at once so that neither can fill up and stall the child.
-                let errorOutput = DataBox()
-                let readers = DispatchGroup()
-                readers.enter()
-                DispatchQueue.global().async {
-                    errorOutput.set(child.stderr.readDataToEndOfFile().suffix(4000))
-                    readers.leave()
-                }
-                var output = Data()
-                while let chunk = try? child.stdout.read(upToCount: 64 * 1024), !chunk.isEmpty {
-                    if let consume { consume(chunk) } else { output.append(chunk) }
-                }
-                readers.wait()
-                var status: Int32 = 0
-                while waitpid(pid, &status, 0) < 0, errno == EINTR {}
-                killer.cancel()
-                try? child.stdout.close()
-                try? child.stderr.close()
-                // The wait status as <sys/wait.h> lays it out: a signal in the low 7 bits, else the exit code.
-                let signal = status & 0x7f
-                let tail = String(decoding: errorOutput.get().suffix(2000), as: UTF8.self)
-                continuation.resume(
-                    returning: Outcome(
-                        status: signal == 0 ? (status >> 8) & 0xff : 128 + signal, stdout: output, stderrTail: tail,
-                        timedOut: timedOut.isSet, crashed: signal != 0 && !timedOut.isSet))
+                continuation.resume(with: Result { try self.runBlocking(arguments, timeout: timeout, stdout: consume) })
             }
         }
+    }
+
+    /// `run`, on the calling thread: it blocks until the program ends or is killed at `timeout`. For
+    /// code that is not async (the tests' helpers); the server only calls `run`.
+    public func runBlocking(_ arguments: [String], timeout: Duration, stdout consume: (@Sendable (Data) -> Void)? = nil) throws -> Outcome {
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let child = try Self.spawn(executable, arguments)
+        let timedOut = Flag()
+        let pid = child.pid
+        let killer = DispatchWorkItem {
+            timedOut.set()
+            kill(pid, SIGKILL)
+        }
+        Self.killers.asyncAfter(deadline: .now() + seconds, execute: killer)
+        // Read both pipes at once so that neither can fill up and stall the child.
+        let errorOutput = DataBox()
+        let readers = DispatchGroup()
+        readers.enter()
+        DispatchQueue.global().async {
+            errorOutput.set(child.stderr.readDataToEndOfFile().suffix(4000))
+            readers.leave()
+        }
+        var output = Data()
+        while let chunk = try? child.stdout.read(upToCount: 64 * 1024), !chunk.isEmpty {
+            if let consume { consume(chunk) } else { output.append(chunk) }
+        }
+        readers.wait()
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        killer.cancel()
+        try? child.stdout.close()
+        try? child.stderr.close()
+        // The wait status as <sys/wait.h> lays it out: a signal in the low 7 bits, else the exit code.
+        let signal = status & 0x7f
+        let tail = String(decoding: errorOutput.get().suffix(2000), as: UTF8.self)
+        return Outcome(
+            status: signal == 0 ? (status >> 8) & 0xff : 128 + signal, stdout: output, stderrTail: tail,
+            timedOut: timedOut.isSet, crashed: signal != 0 && !timedOut.isSet)
     }
 
     struct Spawned {

@@ -97,7 +97,7 @@ public struct ParleyConfiguration: Sendable {
     public var realtimeFramesPerSecond: Int = 20
     /// Seconds a write to a real-time connection may wait (a client that stopped reading) before the socket is closed.
     public var realtimeWriteTimeoutSeconds: Int = 10
-    /// Seconds a principal closed with 4008 for flooding may not use the real-time API (0: off).
+    /// Seconds a session closed with 4008 for flooding may not open the real-time WebSocket (0: off).
     public var realtimeFloodCooldownSeconds: Int = 10
     /// Origins besides the server's own whose pages may use an agent's session cookie (and open its WebSocket).
     public var allowedOrigins: [String] = []
@@ -354,7 +354,7 @@ public struct ParleyConfiguration: Sendable {
         Setting(flag: "realtime-write-timeout", environment: "PARLEY_REALTIME_WRITE_TIMEOUT", help: "seconds a WebSocket write may wait before the socket is closed (default 10)") { c, v, name throws(ConfigurationError) in
             c.realtimeWriteTimeoutSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
         },
-        Setting(flag: "realtime-flood-cooldown", environment: "PARLEY_REALTIME_FLOOD_COOLDOWN", help: "seconds a sender closed with 4008 for flooding is refused new real-time connections, 0 for none (default 10)") { c, v, name throws(ConfigurationError) in
+        Setting(flag: "realtime-flood-cooldown", environment: "PARLEY_REALTIME_FLOOD_COOLDOWN", help: "seconds a session closed with 4008 for flooding is refused new real-time connections, 0 for none (default 10)") { c, v, name throws(ConfigurationError) in
             c.realtimeFloodCooldownSeconds = try parseInt(v, name, range: 0...3600, what: "a number of seconds")
         },
         Setting(flag: "allowed-origins", environment: "PARLEY_ALLOWED_ORIGINS", help: "comma-separated origins allowed to use the session cookie besides the server's own") { c, v, name throws(ConfigurationError) in

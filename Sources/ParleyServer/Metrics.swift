@@ -71,6 +71,7 @@ public final class ParleyMetrics: Sendable {
         case headersTooLarge = "headers_too_large"
         case badRequest = "bad_request"
         case originNotAllowed = "origin_not_allowed"
+        case tooManyFrames = "too_many_frames"
     }
 
     func connectionsRefused(_ reason: ConnectionRefusal) -> Counter { refusedConnections[reason.rawValue]! }

@@ -144,7 +144,7 @@ public func buildApplication(
         headerTimeout: .seconds(Int64(configuration.headerTimeoutSeconds)), maxHeadBytes: configuration.maxHeaderBytes,
         // Behind a proxy every connection comes from the proxy: the proxy limits clients.
         maxPerAddress: configuration.trustProxy ? 0 : configuration.maxConnectionsPerAddress,
-        origins: OriginPolicy(allowedOrigins: configuration.allowedOrigins))
+        origins: OriginPolicy(allowedOrigins: configuration.allowedOrigins), floods: services.limits.floods)
     let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
         http1: .init(idleTimeout: TimeAmount.seconds(Int64(configuration.idleTimeoutSeconds))),
         ws: .init(

@@ -121,11 +121,13 @@ struct HardeningTests {
                 try flooder.send(.typing(conversationId: flooded.conversation.id, isTyping: index % 2 == 0))
             }
             #expect(try await flooder.closedByServer()?.closeCode == .unknown(RealtimeCloseCode.tooManyFrames))
-            // Reconnecting at once does not buy a new burst: closed with 4008 before hello, for the cool-down.
-            let again = RealtimeProbe.open(port: server.port, token: floodToken)
-            let refusal = try await again.closedByServer()
-            #expect(refusal?.closeCode == .unknown(RealtimeCloseCode.tooManyFrames))
-            #expect(refusal?.reason?.contains("wait") == true, "\(String(describing: refusal?.reason))")
+            // Reconnecting at once does not buy a new burst: the upgrade is refused for the cool-down.
+            let again = try RawSocket(port: server.port)
+            let refusal = try await again.upgrade(port: server.port, token: floodToken)
+            #expect(refusal.hasPrefix("HTTP/1.1 429"), "\(refusal)")
+            #expect(refusal.lowercased().contains("retry-after: "))
+            let body = await again.readUntilClosed(within: 5)
+            #expect(String(decoding: body.data, as: UTF8.self).contains(#""code":"too_many_frames""#))
             // Meanwhile another consumer sends normally and every send is acknowledged.
             for index in 0..<10 {
                 try writer.send(.send(id: "w\(index)", SendMessageRequest(clientMessageId: "w\(index)", text: "still here \(index)", conversationId: other.conversation.id)))
@@ -371,12 +373,8 @@ struct HardeningTests {
     }
 
     static func ffmpeg(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        process.arguments = ["-v", "error", "-y", "-nostdin"] + arguments
-        try ProcessRunner.launch(process)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TestFailure("ffmpeg \(arguments) failed") }
+        let outcome = try ProcessRunner(executable: "/usr/bin/ffmpeg").runBlocking(["-v", "error", "-y", "-nostdin"] + arguments, timeout: .seconds(120))
+        guard outcome.status == 0 else { throw TestFailure("ffmpeg \(arguments) failed: \(outcome.stderrTail)") }
     }
 
     // MARK: Sessions

@@ -195,7 +195,8 @@ struct VoiceTests {
             let (token, _) = try await acme.consumer()
             let agent = try await RealtimeProbe.connect(port: server.port, token: acme.adminToken)
             let sent = try await Self.upload(server, try fixtures.data("note.webm"), token: token).decode(SendMessageResponse.self)
-            guard case .message(let arrived) = try await agent.next(where: { if case .message = $0 { return true }; return false }) else {
+            // Generous waits: the suite runs every test at once on two cores (this measures nothing).
+            guard case .message(let arrived) = try await agent.next(within: 30, where: { if case .message = $0 { return true }; return false }) else {
                 throw TestFailure("no message")
             }
             #expect(arrived.voice?.durationMs == sent.message.voice?.durationMs)
@@ -208,7 +209,7 @@ struct VoiceTests {
             // A client that was away gets the same event on resume.
             let consumer = try await RealtimeProbe.connect(port: server.port, token: token)
             try consumer.send(.resume(id: "r", cursors: [sent.conversation.id: sent.message.seq]))
-            guard case .event(let replayed) = try await consumer.next() else { throw TestFailure("expected the voice event") }
+            guard case .event(let replayed) = try await consumer.next(within: 30) else { throw TestFailure("expected the voice event") }
             #expect(replayed.kind == .voiceProcessed)
             #expect(replayed.message?.voice?.renditions.count == 3)
             await agent.close()

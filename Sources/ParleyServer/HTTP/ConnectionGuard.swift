@@ -19,7 +19,8 @@ import Synchronization
 ///   other control characters, a header line without a colon) with `400`;
 /// - refuses a connection over `maxPerAddress` open connections from one client address with `429`;
 /// - refuses a WebSocket upgrade authenticated by the session cookie from a page of another origin
-///   with `403 origin_not_allowed` (Hummingbird answers every refused upgrade with a bare `400`).
+///   with `403 origin_not_allowed`, and one by a session in its flood cool-down with
+///   `429 too_many_frames` (Hummingbird answers every refused upgrade with a bare `400`).
 ///   Browsers open every WebSocket on a connection of its own, so its first head is the one to check.
 /// After the first head it only passes bytes on (Hummingbird's idle timeout covers keep-alive
 /// connections, the WebSocket ping covers upgraded ones) and counts the connection until it closes.
@@ -30,6 +31,8 @@ struct ConnectionGuardSettings: Sendable {
     var maxPerAddress: Int
     /// Who may open the real-time WebSocket with the session cookie (see `OriginPolicy`).
     var origins = OriginPolicy()
+    /// Sessions closed for flooding, refused new WebSocket upgrades for a while.
+    var floods: FloodCooldown?
 }
 
 /// Open connections per client address, shared by every connection's guard.
@@ -183,9 +186,20 @@ final class ConnectionGuardHandler: ChannelInboundHandler, RemovableChannelHandl
             refuse(context, status: "400 Bad Request", reason: .badRequest, message: "The request is not valid HTTP/1.1.", retryAfter: nil)
             return
         }
-        if let upgrade = Self.webSocketUpgrade(head), !settings.origins.admitsCookie(of: upgrade) {
-            refuse(context, status: "403 Forbidden", reason: .originNotAllowed, message: OriginPolicy.refusalMessage, retryAfter: nil)
-            return
+        if let upgrade = Self.webSocketUpgrade(head) {
+            guard settings.origins.admitsCookie(of: upgrade) else {
+                refuse(context, status: "403 Forbidden", reason: .originNotAllowed, message: OriginPolicy.refusalMessage, retryAfter: nil)
+                return
+            }
+            if let floods = settings.floods, let (token, _) = AuthMiddleware.token(in: upgrade),
+                let wait = floods.remaining(SessionTokens.hash(token))
+            {
+                let refusal = FloodCooldown.refusal(wait)
+                refuse(
+                    context, status: "429 Too Many Requests", reason: .tooManyFrames, message: refusal.message,
+                    retryAfter: FloodCooldown.seconds(wait))
+                return
+            }
         }
         timeout?.cancel()
         timeout = nil

@@ -26,6 +26,11 @@ struct RealtimeController {
     func addRoutes(to router: Router<ParleyRequestContext>) {
         router.ws(RouterPath(stringLiteral: Self.path)) { _, context in
             _ = try context.requirePrincipal()
+            // A session closed for flooding a moment ago. The connection guard refuses such upgrades
+            // with 429 on a connection's first request; this covers a later one (Hummingbird: 400).
+            if let hash = context.sessionTokenHash, let wait = limits.floods.remaining(hash) {
+                throw FloodCooldown.refusal(wait)
+            }
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
             let session = context.requestContext
@@ -42,13 +47,6 @@ struct RealtimeController {
         principal: Principal, sessionTokenHash: String?, expiresAt: Date?, ip: String? = nil, channel: (any NIOCore.Channel)? = nil,
         inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger
     ) async {
-        // A sender closed for flooding a moment ago gets the same close again, before any work.
-        if let wait = limits.floods.remaining(principal.participant.id) {
-            metrics.realtimeFloodCloses.increment()
-            let seconds = max(1, Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0))
-            try? await outbound.close(Self.closeCode(RealtimeCloseCode.tooManyFrames), reason: "too many frames: wait \(seconds) s")
-            return
-        }
         let outbox = hub.register(principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt, channel: channel)
         defer { hub.unregister(outbox) }
         let typingGate = TypingGate()
@@ -91,7 +89,7 @@ struct RealtimeController {
                             continue
                         case .close:
                             metrics.realtimeFloodCloses.increment()
-                            limits.floods.penalize(principal.participant.id)
+                            if let sessionTokenHash { limits.floods.penalize(sessionTokenHash) }
                             outbox.close(code: RealtimeCloseCode.tooManyFrames, text: "too many frames: slow down")
                             return
                         }

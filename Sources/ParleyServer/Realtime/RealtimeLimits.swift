@@ -1,4 +1,5 @@
 import Foundation
+import ParleyDomain
 import HummingbirdWSCompression
 import HummingbirdWebSocket
 import NIOCore
@@ -41,10 +42,12 @@ struct FrameLimiter {
     }
 }
 
-/// Who was closed with 4008 for flooding, and until when they are refused new real-time
-/// connections. Without it a flooder reconnects at once and every reconnect costs a session lookup,
-/// a `hello` and a burst's worth of frames; with it the next connections within `duration` are
-/// closed with 4008 before anything else. Shared by every connection; keyed by participant id.
+/// Which sessions were closed with 4008 for flooding, and until when they may not open the real-time
+/// WebSocket again. Without it a flooder reconnects at once and every reconnect costs a session
+/// lookup, a `hello` and a burst's worth of frames; with it the connection guard refuses the upgrade
+/// with `429 too_many_frames` from the token alone, before any other work. Shared by every
+/// connection; keyed by the session token's SHA-256 (new anonymous sessions are rate-limited per
+/// address, so minting tokens does not get around it).
 final class FloodCooldown: Sendable {
     let duration: Duration
     /// Entries kept at most; past this, expired ones are forgotten (and, if none are, the oldest).
@@ -56,7 +59,7 @@ final class FloodCooldown: Sendable {
     }
 
     /// Starts (or restarts) the cool-down of a participant closed for flooding.
-    func penalize(_ participantId: String, now: ContinuousClock.Instant = .now) {
+    func penalize(_ key: String, now: ContinuousClock.Instant = .now) {
         guard duration > .zero else { return }
         until.withLock { until in
             if until.count >= Self.capacity {
@@ -65,16 +68,28 @@ final class FloodCooldown: Sendable {
                     until[oldest] = nil
                 }
             }
-            until[participantId] = now + duration
+            until[key] = now + duration
         }
     }
 
+    /// The refusal of an upgrade during a cool-down.
+    static func refusal(_ wait: Duration) -> ParleyError {
+        ParleyError(
+            .rateLimited, code: "too_many_frames",
+            message: "This session sent too many real-time frames; wait \(seconds(wait)) s before connecting again.")
+    }
+
+    /// Whole seconds, rounded up (for Retry-After).
+    static func seconds(_ wait: Duration) -> Int {
+        max(1, Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0))
+    }
+
     /// What is left of a participant's cool-down, or nil when they may connect.
-    func remaining(_ participantId: String, now: ContinuousClock.Instant = .now) -> Duration? {
+    func remaining(_ key: String, now: ContinuousClock.Instant = .now) -> Duration? {
         until.withLock { until in
-            guard let end = until[participantId] else { return nil }
+            guard let end = until[key] else { return nil }
             guard end > now else {
-                until[participantId] = nil
+                until[key] = nil
                 return nil
             }
             return end - now

@@ -22,14 +22,11 @@ enum AudioFixtures {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let files = Files(directory: directory)
             func run(_ tool: String, _ arguments: [String]) throws {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: ProcessRunner.locate(tool) ?? "/usr/bin/\(tool)")
-                process.arguments = arguments
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                try ProcessRunner.launch(process)
-                process.waitUntilExit()
-                guard process.terminationStatus == 0 else { throw TestFailure("\(tool) \(arguments.joined(separator: " ")) failed") }
+                let outcome = try ProcessRunner(executable: ProcessRunner.locate(tool) ?? "/usr/bin/\(tool)")
+                    .runBlocking(arguments, timeout: .seconds(120))
+                guard outcome.status == 0 else {
+                    throw TestFailure("\(tool) \(arguments.joined(separator: " ")) failed: \(outcome.stderrTail)")
+                }
             }
             let path = { (name: String) in files.url(name).path }
             try run("espeak-ng", ["-w", path("speech.wav"), phrase])
@@ -59,14 +56,9 @@ enum AudioFixtures {
 
     /// The length of the spoken phrase, measured independently with sox.
     static func speechMilliseconds() throws -> Int {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ProcessRunner.locate("soxi") ?? "/usr/bin/soxi")
-        process.arguments = ["-D", try files().url("speech.wav").path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try ProcessRunner.launch(process)
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let outcome = try ProcessRunner(executable: ProcessRunner.locate("soxi") ?? "/usr/bin/soxi")
+            .runBlocking(["-D", try files().url("speech.wav").path], timeout: .seconds(60))
+        let output = String(decoding: outcome.stdout, as: UTF8.self)
         guard let seconds = Double(output.trimmingCharacters(in: .whitespacesAndNewlines)) else { throw TestFailure("soxi said \(output)") }
         return Int(seconds * 1000)
     }

@@ -27,25 +27,26 @@ final class Clamd: Sendable {
     /// Runs the script and returns its last line of output.
     @discardableResult
     private static func script(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [TestServer.repositoryRoot.appendingPathComponent("scripts/clamd.sh").path] + arguments
         // Output goes to a file, not a pipe: clamd, started in the background, would inherit the
         // pipe and keep it open, and reading to its end would never finish.
         let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("parley-clamd-out-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: outputFile) }
-        let output = try FileHandle(forWritingTo: outputFile)
-        process.standardOutput = output
-        process.standardError = FileHandle.standardError
-        try ProcessRunner.launch(process)
-        process.waitUntilExit()
-        try? output.close()
-        let data = (try? Data(contentsOf: outputFile)) ?? Data()
-        guard process.terminationStatus == 0 else { throw TestFailure("scripts/clamd.sh \(arguments.joined(separator: " ")) failed") }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
-    }
-}
+        let errorFile = outputFile.appendingPathExtension("err")
+        defer {
+            try? FileManager.default.removeItem(at: outputFile)
+            try? FileManager.default.removeItem(at: errorFile)
+        }
+        let script = TestServer.repositoryRoot.appendingPathComponent("scripts/clamd.sh").path
+        let outcome = try ProcessRunner(executable: "/bin/bash").runBlocking(
+            ["-c", #"out="$1"; err="$2"; shift 2; exec /bin/bash "$@" >"$out" 2>"$err""#, "clamd", outputFile.path, errorFile.path, script]
+                + arguments,
+            timeout: .seconds(60))
+        let output = String(decoding: (try? Data(contentsOf: outputFile)) ?? Data(), as: UTF8.self)
+        guard outcome.status == 0 else {
+            let errors = String(decoding: (try? Data(contentsOf: errorFile)) ?? Data(), as: UTF8.self)
+            throw TestFailure("scripts/clamd.sh \(arguments.joined(separator: " ")) failed: \(errors.suffix(2000))")
+        }
+        return output.split(separator: "\n").last.map(String.init) ?? ""
+    }}
 
 enum Eicar {
     /// The EICAR anti-malware test file: harmless, recognised by every scanner.

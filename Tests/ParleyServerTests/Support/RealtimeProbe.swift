@@ -30,11 +30,6 @@ final class RealtimeProbe: Sendable {
         return probe
     }
 
-    /// Opens a connection without waiting for `hello` (for connections the server refuses at once).
-    static func open(port: Int, token: String) -> RealtimeProbe {
-        RealtimeProbe(url: "ws://127.0.0.1:\(port)/v1/realtime?access_token=\(token)", compression: false)
-    }
-
     /// The server's id for this connection, from its hello frame.
     var connectionId: String { shared.state.withLock { $0.connectionId ?? "" } }
 
