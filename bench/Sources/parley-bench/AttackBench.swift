@@ -17,6 +17,8 @@ enum AttackBench {
         var silentSockets: Int
         var floodFrames: Int
         var floodConnections: Int
+        /// Reconnects the server refused (its flood cool-down).
+        var floodRefused: Int
         var bomb: Bomb?
     }
 
@@ -46,10 +48,11 @@ enum AttackBench {
             as: SendMessageResponse.self)
         let typing = #"{"type":"typing","conversationId":"\#(sent.conversation.id)","isTyping":true}"#
         let stop = Locked(false)
-        let counts = Locked((frames: 0, connections: 0))
+        let counts = Locked((frames: 0, connections: 0, refused: 0))
         let flood = Task {
             while !stop.withLock({ $0 }) {
                 guard let socket = try? await BenchSocket.open(url: "ws://127.0.0.1:\(port)/v1/realtime?access_token=\(session.token)") else {
+                    counts.withLock { $0.refused += 1 }
                     try? await Task.sleep(for: .milliseconds(50))
                     continue
                 }
@@ -67,11 +70,11 @@ enum AttackBench {
         stop.withLock { $0 = true }
         await flood.value
         await writer.socket.close()
-        let (frames, connections) = counts.withLock { ($0.frames, $0.connections) }
+        let (frames, connections, refused) = counts.withLock { ($0.frames, $0.connections, $0.refused) }
         let bomb = bombs > 0 ? try await decoderBombs(server: server, count: bombs, ffmpeg: ffmpeg) : nil
         return Report(
             quiet: quiet, attacked: attacked, sendQuiet: sendQuiet, sendAttacked: sendAttacked, silentSockets: sockets.count,
-            floodFrames: frames, floodConnections: connections, bomb: bomb)
+            floodFrames: frames, floodConnections: connections, floodRefused: refused, bomb: bomb)
     }
 
     /// A consumer who writes normally, one message at a time, ten a second (half its frame budget).
