@@ -84,9 +84,14 @@ struct HardeningTests {
         try await TestServer.run(configure: { $0.maxConnectionsPerAddress = 10 }) { server in
             var held: [RawSocket] = []
             for _ in 0..<10 { held.append(try RawSocket(port: server.port)) }
-            try await Task.sleep(for: .milliseconds(200))
+            // Wait until the server has accepted all ten (a busy machine takes its time), not a fixed while.
+            let deadline = Date().addingTimeInterval(30)
+            while server.services.connections.count("127.0.0.1") < 10, Date() < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(server.services.connections.count("127.0.0.1") == 10)
             let extra = try RawSocket(port: server.port)
-            let (data, closed) = await extra.readUntilClosed(within: 5)
+            let (data, closed) = await extra.readUntilClosed(within: 15)
             let text = String(decoding: data, as: UTF8.self)
             #expect(text.hasPrefix("HTTP/1.1 429"))
             #expect(text.contains("too_many_connections"))
