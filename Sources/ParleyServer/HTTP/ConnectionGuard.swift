@@ -302,12 +302,16 @@ final class ConnectionGuardHandler: ChannelInboundHandler, RemovableChannelHandl
         return true
     }
 
-    /// The request of a well-formed head that asks for a WebSocket upgrade, else nil.
+    /// The request of a well-formed head that asks for a WebSocket upgrade of the real-time endpoint,
+    /// else nil. Every other first request (most of them) is told apart by its request line alone,
+    /// before any header is looked at.
     static func webSocketUpgrade(_ head: some Collection<UInt8>) -> Request? {
         let lines = String(decoding: head, as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: true)
         guard let requestLine = lines.first else { return nil }
         let parts = requestLine.split(separator: " ")
-        guard parts.count == 3, let method = HTTPRequest.Method(String(parts[0])) else { return nil }
+        guard parts.count == 3, parts[1].split(separator: "?", maxSplits: 1).first == Substring(RealtimeController.path),
+            let method = HTTPRequest.Method(String(parts[0]))
+        else { return nil }
         var fields = HTTPFields()
         var host: String?
         for line in lines.dropFirst() {
