@@ -105,7 +105,7 @@ let package = Package(
         ),
         .testTarget(name: "ParleyDomainTests", dependencies: ["ParleyAPI", "ParleyDomain"], swiftSettings: swiftSettings),
         .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyDomain", "ParleyMedia"], swiftSettings: swiftSettings),
-        .testTarget(name: "ParleyStoreTests", dependencies: ["ParleyAPI", "ParleyDomain", "ParleyStore"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParleyStoreTests", dependencies: ["ParleyAPI", "ParleyDomain", "ParleyStore", .product(name: "SQLiteKit", package: "sqlite-kit")], swiftSettings: swiftSettings),
         .testTarget(
             name: "ParleyServerTests",
             dependencies: [

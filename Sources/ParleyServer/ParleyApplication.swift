@@ -6,6 +6,7 @@ import HummingbirdWSCompression
 import HummingbirdWebSocket
 import Logging
 import ParleyAPI
+import ParleyDomain
 import ParleyMedia
 import ParleyStore
 import ServiceLifecycle
@@ -29,11 +30,13 @@ public struct ParleyServices: Sendable {
     /// Open connections per client address (the connection guard's count).
     public let connections: ConnectionCounter
     public let janitor: MediaJanitor
+    /// What time it is for every service (a manual clock in tests of timers and expiry).
+    public let clock: any WallClock
 
     /// Opens the database, applies migrations and wires the services together.
     public static func make(
         configuration: ParleyConfiguration, metrics: ParleyMetrics = ParleyMetrics(), bus: any EventBus = LocalEventBus(),
-        logger: Logger
+        clock: any WallClock = SystemClock(), logger: Logger
     ) async throws -> ParleyServices {
         try configuration.validate()
         let location = try DatabaseLocation(url: configuration.resolvedDatabaseURL)
@@ -53,12 +56,12 @@ public struct ParleyServices: Sendable {
         let hub = RealtimeHub(
             bus: bus, queueLimit: configuration.realtimeQueueLimit, writeTimeout: .seconds(configuration.realtimeWriteTimeoutSeconds),
             metrics: metrics, logger: logger)
-        let conversations = ConversationService(store: store, bus: bus, metrics: metrics, logger: logger)
+        let conversations = ConversationService(store: store, bus: bus, metrics: metrics, clock: clock, logger: logger)
         let ffmpeg = ProcessRunner.locate(configuration.ffmpeg).map(ProcessRunner.init(executable:))
         if ffmpeg == nil {
             logger.warning("ffmpeg was not found: voice messages are refused until it is installed", metadata: ["ffmpeg": "\(configuration.ffmpeg)"])
         }
-        let notes = VoiceNotes(store: store, blobs: blobs, bus: bus, logger: logger)
+        let notes = VoiceNotes(store: store, blobs: blobs, bus: bus, clock: clock, logger: logger)
         let processor = VoiceProcessor(
             store: store, blobs: blobs,
             transcoder: ffmpeg.map { VoiceTranscoder(ffmpeg: $0, timeout: .seconds(configuration.ffmpegTimeoutSeconds)) },
@@ -73,7 +76,7 @@ public struct ParleyServices: Sendable {
         let scanning = MalwareScanning(
             scanner: endpoint.map { ClamdScanner(endpoint: $0, timeout: .seconds(configuration.clamdTimeoutSeconds)) },
             retry: .init(firstDelaySeconds: configuration.scanRetrySeconds, maxAttempts: configuration.scanMaxAttempts),
-            store: store, blobs: blobs, notes: notes, processor: processor, metrics: metrics, logger: logger)
+            store: store, blobs: blobs, notes: notes, processor: processor, metrics: metrics, clock: clock, logger: logger)
         let voice = VoiceService(
             store: store, blobs: blobs, conversations: conversations, processor: processor, scanning: scanning, notes: notes,
             analyzer: ffmpeg.map { AudioAnalyzer(ffmpeg: $0, timeout: .seconds(min(30, configuration.ffmpegTimeoutSeconds))) },
@@ -86,13 +89,14 @@ public struct ParleyServices: Sendable {
             metrics: metrics, logger: logger)
         return ParleyServices(
             configuration: configuration, store: store, bus: bus, hub: hub, metrics: metrics,
-            identity: IdentityService(store: store, configuration: configuration, metrics: metrics),
+            identity: IdentityService(store: store, configuration: configuration, metrics: metrics, clock: clock),
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
-            calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, logger: logger),
+            calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
             scanning: scanning, limits: RateLimits(configuration), connections: ConnectionCounter(),
             janitor: MediaJanitor(
                 store: store, blobs: blobs, minimumAge: TimeInterval(configuration.orphanMediaAgeSeconds), interval: .seconds(15 * 60),
-                metrics: metrics, logger: logger))
+                metrics: metrics, logger: logger),
+            clock: clock)
     }
 
     public func close() async {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import ParleyAPI
+import ParleyDomain
 import ParleyServer
 import ParleyStore
 import Testing
@@ -382,7 +383,7 @@ struct CallTests {
             let orphan = CallDTO(
                 id: "call_orphan00000000000000000", conversationId: party.conversation.id, media: .video, state: .active, version: 1,
                 invitedBy: party.agent.id, inviterName: party.agent.name, answeredBy: party.consumer.id,
-                invitedAt: Clock.now().addingTimeInterval(-60), answeredAt: Clock.now().addingTimeInterval(-50))
+                invitedAt: SystemClock().now().addingTimeInterval(-60), answeredAt: SystemClock().now().addingTimeInterval(-50))
             try await server.services.store.write { repo in try await repo.insertCall(orphan, brandId: party.acme.brand.id) }
             await server.services.calls.closeInterruptedRecords()
             let list = try await server.get("/v1/conversations/\(party.conversation.id)/calls", token: party.agentToken)

@@ -2,6 +2,7 @@ import Foundation
 import ParleyAPI
 import ParleyDomain
 import ParleyStore
+import SQLKit
 import Testing
 
 @Suite("Repository")
@@ -23,7 +24,7 @@ struct RepositoryTests {
             let fixture = try await Fixture.make(in: store)
             let key = AppKeyRecord(
                 kid: "k1", appId: fixture.app.id, brandId: fixture.brand.id, algorithm: "HS256",
-                keyMaterial: String(repeating: "s", count: 32), createdAt: Clock.now())
+                keyMaterial: String(repeating: "s", count: 32), createdAt: SystemClock().now())
             try await store.write { repo in try await repo.insertAppKey(key) }
 
             try await store.read { (repo: any Repository) async throws -> Void in
@@ -76,7 +77,7 @@ struct RepositoryTests {
     func sessions(backend: Backend) async throws {
         try await backend.withStore { store in
             let fixture = try await Fixture.make(in: store)
-            let now = Clock.now()
+            let now = SystemClock().now()
             let session = SessionRecord(
                 tokenHash: "abc123", brandId: fixture.brand.id, subjectKind: .consumer, subjectId: fixture.consumer.id,
                 appId: fixture.app.id, createdAt: now, expiresAt: now.addingTimeInterval(60))
@@ -91,7 +92,7 @@ struct RepositoryTests {
     func conversationLists(backend: Backend) async throws {
         try await backend.withStore { store in
             let fixture = try await Fixture.make(in: store)
-            let base = Clock.now()
+            let base = SystemClock().now()
             let conversations = (0..<5).map { index in
                 var conversation = fixture.conversation(
                     state: index == 4 ? .resolved : .open, updatedAt: base.addingTimeInterval(Double(index)))
@@ -113,7 +114,7 @@ struct RepositoryTests {
                 let last = first.last!
                 let second = try await repo.conversations(
                     brandId: fixture.brand.id,
-                    filter: .init(limit: 10, before: (Clock.millis(last.updatedAt), last.id)))
+                    filter: .init(limit: 10, before: (StoredTime.millis(last.updatedAt), last.id)))
                 #expect(first.map(\.id) + second.map(\.id) == conversations.reversed().map(\.id))
             }
         }
@@ -170,7 +171,7 @@ struct RepositoryTests {
             let raise = { @Sendable (upTo: Int64, state: DeliveryState) in
                 try await store.write { repo in
                     try await repo.raiseDeliveryState(
-                        conversationId: conversation.id, senderKind: .agent, upToSeq: upTo, to: state, at: Clock.now())
+                        conversationId: conversation.id, senderKind: .agent, upToSeq: upTo, to: state, at: SystemClock().now())
                 }
             }
             #expect(try await raise(3, .read) == 2)
@@ -190,10 +191,10 @@ struct RepositoryTests {
             let conversation = fixture.conversation()
             let event = ConversationEventDTO(
                 conversationId: conversation.id, seq: 2, kind: .receipt, actorKind: .consumer, actorId: fixture.consumer.id,
-                upToSeq: 1, deliveryState: .read, createdAt: Clock.now())
+                upToSeq: 1, deliveryState: .read, createdAt: SystemClock().now())
             let assigned = ConversationEventDTO(
                 conversationId: conversation.id, seq: 3, kind: .assigned, actorKind: .agent, actorId: fixture.agent.id,
-                assigneeId: fixture.agent.id, createdAt: Clock.now())
+                assigneeId: fixture.agent.id, createdAt: SystemClock().now())
             try await store.write { repo in
                 try await repo.insertConversation(conversation)
                 try await repo.insertEvent(event, brandId: fixture.brand.id)
@@ -250,7 +251,7 @@ struct RepositoryTests {
             let acme = try await Fixture.make(in: store, name: "Acme")
             let globex = try await Fixture.make(in: store, name: "Globex")
             let conversation = acme.conversation()
-            let invited = Clock.now()
+            let invited = SystemClock().now()
             var draft = CallDTO(
                 id: Identifier.make(.call), conversationId: conversation.id, media: .voice, state: .ringing, version: 1,
                 invitedBy: acme.agent.id, inviterName: acme.agent.name, invitedAt: invited)
@@ -300,4 +301,45 @@ struct RepositoryTests {
             }
         }
     }
+
+    @Test("voice records round-trip with their message; a corrupt enum column is an error, never a default", arguments: Backend.available)
+    func voiceAndCorruptRows(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let acme = try await Fixture.make(in: store)
+            let conversation = acme.conversation()
+            var draft = acme.message(in: conversation, seq: 1, from: .consumer, text: "")
+            draft.kind = .voice
+            let message = draft
+            let now = SystemClock().now()
+            let voice = VoiceRecord(
+                messageId: message.id, brandId: acme.brand.id, container: "webm", originalKey: "voice/\(message.id)/original",
+                originalBytes: 1234, durationMs: 4200, waveform: [0, 7, 128, 255], state: .ready, opusKey: "voice/o", opusBytes: 99,
+                scan: .clean, scanAttempts: 1, createdAt: now, updatedAt: now)
+            let stored = message
+            try await store.write { repo in
+                try await repo.insertConversation(conversation)
+                try await repo.insertMessage(stored, brandId: acme.brand.id)
+                try await repo.insertVoice(voice)
+            }
+            try await store.read { (repo: any Repository) async throws -> Void in
+                #expect(try await repo.voice(messageId: message.id, brandId: acme.brand.id) == voice)
+                let read = try #require(try await repo.messages(conversationId: conversation.id, afterSeq: 0, limit: 10).first)
+                #expect(read.voice == voice.dto)
+                #expect(try await repo.message(brandId: acme.brand.id, id: message.id)?.voice?.waveform == [0, 7, 128, 255])
+            }
+
+            // MUT: a scan state no version of Parley ever wrote
+            try await store.database.write { db in
+                try await db.raw("UPDATE voice_media SET scan_state = 'probably_fine' WHERE message_id = \(bind: message.id)").run()
+            }
+            // validate: reading it is an error (it used to read as `clean`)
+            await #expect(throws: StoreError.self) {
+                try await store.read { repo in try await repo.voice(messageId: message.id, brandId: acme.brand.id) }
+            }
+            await #expect(throws: StoreError.self) {
+                try await store.read { repo in try await repo.messages(conversationId: conversation.id, afterSeq: 0, limit: 10) }
+            }
+        }
+    }
+
 }

@@ -68,7 +68,7 @@ struct Fixture: Sendable {
     var consumer: ConsumerDTO
 
     static func make(in store: Store, name: String = "Acme") async throws -> Fixture {
-        let now = Clock.now()
+        let now = SystemClock().now()
         let brand = BrandDTO(id: Identifier.make(.brand), name: name, createdAt: now)
         let app = AppDTO(id: Identifier.make(.app), brandId: brand.id, name: "\(name) web", channel: .web, createdAt: now)
         let agent = AgentDTO(
@@ -86,7 +86,7 @@ struct Fixture: Sendable {
         return Fixture(brand: brand, app: app, agent: agent, consumer: consumer)
     }
 
-    func conversation(state: ConversationState = .open, updatedAt: Date = Clock.now()) -> ConversationDTO {
+    func conversation(state: ConversationState = .open, updatedAt: Date = SystemClock().now()) -> ConversationDTO {
         ConversationDTO(
             id: Identifier.make(.conversation), brandId: brand.id, appId: app.id, consumerId: consumer.id, channel: .web,
             state: state, assigneeId: nil, lastSeq: 0, lastMessagePreview: nil, lastMessageAt: nil, createdAt: updatedAt,
@@ -97,6 +97,6 @@ struct Fixture: Sendable {
         MessageDTO(
             id: Identifier.make(.message), conversationId: conversation.id, seq: seq, senderKind: kind,
             senderId: kind == .agent ? agent.id : consumer.id, clientMessageId: "c-\(seq)-\(Identifier.random(4))", kind: .text,
-            text: text, deliveryState: .sent, createdAt: Clock.now())
+            text: text, deliveryState: .sent, createdAt: SystemClock().now())
     }
 }

@@ -84,7 +84,7 @@ struct ConversationController {
     }
 
     static func cursor(for conversation: ConversationDTO) -> String {
-        "\(Clock.millis(conversation.updatedAt)).\(conversation.id)"
+        "\(StoredTime.millis(conversation.updatedAt)).\(conversation.id)"
     }
 
     static func parseCursor(_ cursor: String) throws(ParleyError) -> (updatedAt: Int64, id: String) {

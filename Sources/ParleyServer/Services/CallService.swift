@@ -70,12 +70,14 @@ public final class CallService: Service, Sendable {
     private let conversations: ConversationService
     private let bus: any EventBus
     private let configuration: ParleyConfiguration
+    private let clock: any WallClock
     private let logger: Logger
 
     init(
         store: Store, hub: RealtimeHub, bus: any EventBus, conversations: ConversationService, configuration: ParleyConfiguration,
-        logger: Logger
+        clock: any WallClock, logger: Logger
     ) {
+        self.clock = clock
         self.bus = bus
         self.store = store
         self.hub = hub
@@ -105,7 +107,7 @@ public final class CallService: Service, Sendable {
                 message: "connectionId must be one of your open real-time connections (from its hello frame).", field: "connectionId")
         }
         try CallRules.authorizeInvite(agent, media: request.media, channel: conversation.channel, conversationState: conversation.state)
-        let now = Clock.now()
+        let now = clock.now()
         let call = CallDTO(
             id: Identifier.make(.call), conversationId: conversation.id, media: request.media,
             videoAllowed: CallRules.videoAllowed(inviter: agent), state: .ringing, version: 1,
@@ -139,7 +141,7 @@ public final class CallService: Service, Sendable {
     /// The consumer answers on the device of `connection`; that device becomes the call's consumer side.
     public func accept(_ principal: Principal, callId: String, connection: String) async throws -> CallSessionResponse {
         let call = try await transition(callId, .accept, actor: .principal(principal, connection: connection))
-        return CallSessionResponse(call: call, ice: iceConfiguration(callId: callId, party: .consumer, now: Clock.now()))
+        return CallSessionResponse(call: call, ice: iceConfiguration(callId: callId, party: .consumer, now: clock.now()))
     }
 
     public func reject(_ principal: Principal, callId: String, connection: String) async throws -> CallDTO {
@@ -289,7 +291,7 @@ public final class CallService: Service, Sendable {
 
     @discardableResult
     private func transition(_ callId: String, _ event: CallMachine.Event, actor: Actor) async throws -> CallDTO {
-        let now = Clock.now()
+        let now = clock.now()
         let outcome = try sessions.withLock { sessions throws(ParleyError) -> (Session, changed: Bool)? in
             guard var session = sessions[callId] else { return nil }
             let party: CallParty?
@@ -382,7 +384,7 @@ public final class CallService: Service, Sendable {
         }
         var call = session.call
         do {
-            let event = try await Self.storeEnd(&call, brandId: session.brandId, actor: endActor(session), store: store)
+            let event = try await storeEnd(&call, brandId: session.brandId, actor: endActor(session), store: store)
             await bus.publish(.call(call), to: audience, logger: logger)
             if let event {
                 await bus.publish(.event(event), to: audience, logger: logger)
@@ -402,12 +404,12 @@ public final class CallService: Service, Sendable {
     }
 
     /// Writes the final record and its sequenced timeline event in one transaction.
-    static func storeEnd(_ call: inout CallDTO, brandId: String, actor: ParticipantRef, store: Store) async throws -> ConversationEventDTO? {
+    func storeEnd(_ call: inout CallDTO, brandId: String, actor: ParticipantRef, store: Store) async throws -> ConversationEventDTO? {
         let snapshot = call
         let result = try await store.write { repo -> (CallDTO, ConversationEventDTO)? in
             var call = snapshot
             guard let conversation = try await repo.conversation(brandId: brandId, id: call.conversationId, lock: true) else { return nil }
-            var log = ConversationAppend(conversation)
+            var log = ConversationAppend(conversation, now: self.clock.now())
             let event = log.logCall(&call, by: actor)
             if try await !repo.updateCall(call, brandId: brandId) {
                 guard try await repo.call(brandId: brandId, id: call.id) == nil else { return nil }  // already ended
@@ -422,8 +424,9 @@ public final class CallService: Service, Sendable {
     }
 
     private func schedule(_ event: CallMachine.Event, for callId: String, after seconds: Int) {
+        let clock = clock
         let task = Task { [weak self] in
-            try? await Task.sleep(for: .seconds(seconds))
+            try? await clock.sleep(for: .seconds(seconds))
             guard !Task.isCancelled, let self else { return }
             _ = try? await self.transition(callId, event, actor: .server)
         }
@@ -478,7 +481,7 @@ public final class CallService: Service, Sendable {
         }
         for var session in live {
             session.timer?.cancel()
-            guard session.machine.abort(.serverShutdown, at: Clock.now()) else { continue }
+            guard session.machine.abort(.serverShutdown, at: clock.now()) else { continue }
             session.refresh()
             await changed(session)
         }
@@ -492,11 +495,11 @@ public final class CallService: Service, Sendable {
             for (brandId, record) in open where !live.contains(record.id) {
                 var call = record
                 call.state = .ended
-                call.endedAt = Clock.now()
+                call.endedAt = clock.now()
                 call.outcome = call.answeredAt == nil ? .cancelled : .failed
                 call.endReason = .serverShutdown
                 call.durationSeconds = call.answeredAt.map { max(0, Int(call.endedAt!.timeIntervalSince($0).rounded())) } ?? 0
-                _ = try await Self.storeEnd(&call, brandId: brandId, actor: ParticipantRef(kind: .system, id: "calls"), store: store)
+                _ = try await storeEnd(&call, brandId: brandId, actor: ParticipantRef(kind: .system, id: "calls"), store: store)
             }
             if !open.isEmpty {
                 logger.notice("closed call records left open by a crash", metadata: ["count": "\(open.count)"])

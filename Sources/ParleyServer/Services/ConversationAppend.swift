@@ -23,7 +23,7 @@ struct ConversationAppend: Sendable {
     private(set) var message: MessageDTO?
     private var voice: VoiceRecord?
 
-    init(_ conversation: ConversationDTO, isNew: Bool = false, now: Date = Clock.now()) {
+    init(_ conversation: ConversationDTO, isNew: Bool = false, now: Date) {
         self.conversation = conversation
         self.isNew = isNew
         self.now = now

@@ -10,6 +10,7 @@ public struct ConversationService: Sendable {
     let store: Store
     let bus: any EventBus
     let metrics: ParleyMetrics
+    let clock: any WallClock
     let logger: Logger
 
     /// Largest page of a history or list request.
@@ -60,7 +61,7 @@ public struct ConversationService: Sendable {
         }
         let sender = principal.participant
         let outcome = try await withUniqueRetry {
-            try await store.write { repo in try await Self.append(request, content: content, by: principal, sender: sender, in: repo) }
+            try await store.write { repo in try await self.append(request, content: content, by: principal, sender: sender, in: repo) }
         }
         guard outcome.created else {
             metrics.idempotentReplays.increment()
@@ -105,13 +106,13 @@ public struct ConversationService: Sendable {
     }
 
     /// Appends a new message to the conversation it goes to, or returns the original of a retry.
-    private static func append(
+    private func append(
         _ request: SendMessageRequest, content: Content, by principal: Principal, sender: ParticipantRef, in repo: any Repository
     ) async throws -> AppendOutcome {
-        if let original = try await retried(request, content: content, by: principal, sender: sender, in: repo) { return original }
-        let now = Clock.now()
-        let (conversation, isNew) = try await conversationToWrite(request, by: principal, in: repo, now: now)
-        let body = try await messageBody(content, sender: sender, in: conversation, repo: repo)
+        if let original = try await Self.retried(request, content: content, by: principal, sender: sender, in: repo) { return original }
+        let now = clock.now()
+        let (conversation, isNew) = try await Self.conversationToWrite(request, by: principal, in: repo, now: now)
+        let body = try await Self.messageBody(content, sender: sender, in: conversation, repo: repo)
         var log = ConversationAppend(conversation, isNew: isNew, now: now)
         try log.apply(sender.kind == .consumer ? .consumerWrites : .agentWrites, by: sender)
         var message = MessageDTO(
@@ -237,7 +238,7 @@ public struct ConversationService: Sendable {
         let result = try await store.write { repo -> (ConversationEventDTO, ConversationDTO)? in
             let conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: true)
             try ConversationRules.validateReceipt(request, lastSeq: conversation.lastSeq)
-            var log = ConversationAppend(conversation)
+            var log = ConversationAppend(conversation, now: clock.now())
             let changed = try await repo.raiseDeliveryState(
                 conversationId: conversation.id, senderKind: ConversationRules.recipient(of: actor.kind),
                 upToSeq: request.upToSeq, to: request.state, at: log.now)
@@ -301,7 +302,8 @@ public struct ConversationService: Sendable {
         _ apply: @escaping @Sendable (inout ConversationAppend, any Repository) async throws -> Void
     ) async throws -> ConversationDTO {
         let log = try await store.write { repo -> ConversationAppend in
-            var log = ConversationAppend(try await Self.authorizedConversation(.agent(agent), id: conversationId, in: repo, lock: true))
+            var log = ConversationAppend(
+                try await Self.authorizedConversation(.agent(agent), id: conversationId, in: repo, lock: true), now: clock.now())
             try await apply(&log, repo)
             if !log.isEmpty { try await log.write(in: repo) }
             return log

@@ -10,8 +10,10 @@ public struct IdentityService: Sendable {
     let hasher: PasswordHasher
     let configuration: ParleyConfiguration
     let metrics: ParleyMetrics
+    let clock: any WallClock
 
-    init(store: Store, configuration: ParleyConfiguration, metrics: ParleyMetrics) {
+    init(store: Store, configuration: ParleyConfiguration, metrics: ParleyMetrics, clock: any WallClock) {
+        self.clock = clock
         self.store = store
         self.hasher = PasswordHasher(cost: configuration.bcryptCost)
         self.configuration = configuration
@@ -45,7 +47,7 @@ public struct IdentityService: Sendable {
     }
 
     public func logout(tokenHash: String) async throws {
-        try await store.write { repo in try await repo.revokeSession(tokenHash: tokenHash, at: Clock.now()) }
+        try await store.write { repo in try await repo.revokeSession(tokenHash: tokenHash, at: clock.now()) }
     }
 
     public struct AuthenticatedSession: Sendable {
@@ -96,7 +98,7 @@ public struct IdentityService: Sendable {
 
     private func issueSession(brandId: String, subject: ParticipantRef, appId: String?, ttl: TimeInterval) async throws -> IssuedSession {
         let token = SessionTokens.make()
-        let now = Clock.now()
+        let now = clock.now()
         let record = SessionRecord(
             tokenHash: SessionTokens.hash(token), brandId: brandId, subjectKind: subject.kind, subjectId: subject.id,
             appId: appId, createdAt: now, expiresAt: now.addingTimeInterval(ttl))
@@ -133,7 +135,7 @@ public struct IdentityService: Sendable {
                     let id = Identifier.make(.consumer)
                     let created = ConsumerDTO(
                         id: id, brandId: app.brandId, appId: app.id, externalId: claims.sub.value,
-                        displayName: name ?? IdentityRules.visitorName(for: id), anonymous: false, createdAt: Clock.now())
+                        displayName: name ?? IdentityRules.visitorName(for: id), anonymous: false, createdAt: clock.now())
                     try await repo.insertConsumer(created)
                     return created
                 }
@@ -142,7 +144,7 @@ public struct IdentityService: Sendable {
             let id = Identifier.make(.consumer)
             let created = ConsumerDTO(
                 id: id, brandId: app.brandId, appId: app.id, externalId: nil,
-                displayName: requestedName ?? IdentityRules.visitorName(for: id), anonymous: true, createdAt: Clock.now())
+                displayName: requestedName ?? IdentityRules.visitorName(for: id), anonymous: true, createdAt: clock.now())
             try await store.write { repo in try await repo.insertConsumer(created) }
             consumer = created
         }
@@ -194,7 +196,7 @@ public struct IdentityService: Sendable {
         let hash = try await hasher.hash(request.password)
         let agent = AgentDTO(
             id: Identifier.make(.agent), brandId: brandId, email: email, name: name, role: request.role,
-            permissions: Array(Set(request.permissions ?? [])).sorted { $0.rawValue < $1.rawValue }, createdAt: Clock.now())
+            permissions: Array(Set(request.permissions ?? [])).sorted { $0.rawValue < $1.rawValue }, createdAt: clock.now())
         try await withUniqueRetry(attempts: 1) {
             try await store.write { repo in try await repo.insertAgent(AgentRecord(agent: agent, passwordHash: hash)) }
         }
@@ -221,7 +223,7 @@ public struct IdentityService: Sendable {
         let name = try request.name.map { name throws(ParleyError) in try IdentityRules.validateName(name) }
         if let password = request.password { try IdentityRules.validatePassword(password) }
         let newHash = try await request.password.asyncMap { try await hasher.hash($0) }
-        let now = Clock.now()
+        let now = clock.now()
         let change = try await store.write { repo -> AgentChange in
             guard var record = try await repo.agent(brandId: principal.brandId, id: id), record.deletedAt == nil else {
                 throw ParleyError.notFound("Agent")
@@ -254,7 +256,7 @@ public struct IdentityService: Sendable {
         if id == principal.agentId {
             throw ParleyError(.conflict, code: "cannot_delete_self", message: "Admins cannot delete themselves; ask another admin.")
         }
-        let now = Clock.now()
+        let now = clock.now()
         try await store.write { repo in
             guard var record = try await repo.agent(brandId: principal.brandId, id: id), record.deletedAt == nil else {
                 throw ParleyError.notFound("Agent")
@@ -275,7 +277,7 @@ public struct IdentityService: Sendable {
             throw ParleyError(.forbidden, code: "wrong_password", message: "The current password is wrong.", field: "currentPassword")
         }
         let hash = try await hasher.hash(request.newPassword)
-        let now = Clock.now()
+        let now = clock.now()
         try await store.write { repo in
             guard var current = try await repo.agent(brandId: principal.brandId, id: principal.agentId) else { throw ParleyError.notFound("Agent") }
             current.passwordHash = hash
@@ -286,7 +288,7 @@ public struct IdentityService: Sendable {
 
     /// Signs an agent out of every device, this one included.
     public func logoutEverywhere(_ principal: AgentPrincipal) async throws {
-        try await store.write { repo in try await repo.revokeSessions(subjectId: principal.agentId, except: nil, at: Clock.now()) }
+        try await store.write { repo in try await repo.revokeSessions(subjectId: principal.agentId, except: nil, at: clock.now()) }
     }
 
     public func apps(_ principal: AgentPrincipal) async throws -> [AppDTO] {
@@ -300,7 +302,7 @@ public struct IdentityService: Sendable {
 
     public func createApp(brandId: String, _ request: CreateAppRequest) async throws -> AppDTO {
         let name = try IdentityRules.validateName(request.name)
-        let app = AppDTO(id: Identifier.make(.app), brandId: brandId, name: name, channel: request.channel, createdAt: Clock.now())
+        let app = AppDTO(id: Identifier.make(.app), brandId: brandId, name: name, channel: request.channel, createdAt: clock.now())
         try await store.write { repo in try await repo.insertApp(app) }
         return app
     }
@@ -312,7 +314,7 @@ public struct IdentityService: Sendable {
         return try await store.write { repo in
             guard let app = try await repo.app(id: appId), app.brandId == principal.brandId else { throw ParleyError.notFound("App") }
             let record = AppKeyRecord(
-                kid: kid, appId: app.id, brandId: app.brandId, algorithm: request.algorithm, keyMaterial: request.key, createdAt: Clock.now())
+                kid: kid, appId: app.id, brandId: app.brandId, algorithm: request.algorithm, keyMaterial: request.key, createdAt: clock.now())
             try await repo.insertAppKey(record)
             return record.dto
         }
@@ -349,7 +351,7 @@ public struct IdentityService: Sendable {
     /// Creates a brand with a web app and an admin whose password is generated and returned once.
     public func createBrand(name: String, adminEmail: String, adminName: String, appName: String) async throws -> NewBrand {
         let brandName = try IdentityRules.validateName(name)
-        let brand = BrandDTO(id: Identifier.make(.brand), name: brandName, createdAt: Clock.now())
+        let brand = BrandDTO(id: Identifier.make(.brand), name: brandName, createdAt: clock.now())
         try await store.write { repo in try await repo.insertBrand(brand) }
         let app = try await createApp(brandId: brand.id, CreateAppRequest(name: appName, channel: .web))
         let password = Identifier.random(20)

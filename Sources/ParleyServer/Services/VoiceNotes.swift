@@ -18,6 +18,7 @@ struct VoiceNotes: Sendable {
     let store: Store
     let blobs: LocalBlobStore
     let bus: any EventBus
+    let clock: any WallClock
     let logger: Logger
 
     /// The record of a new note whose original is stored under `key`, with the scan verdict applied.
@@ -26,7 +27,7 @@ struct VoiceNotes: Sendable {
         messageId: String, brandId: String, container: String, originalKey key: String, bytes: Int, analysis: AudioAnalysis,
         scan outcome: MalwareScanning.Outcome
     ) async throws -> VoiceRecord {
-        let now = Clock.now()
+        let now = clock.now()
         var voice = VoiceRecord(
             messageId: messageId, brandId: brandId, container: container, originalKey: key, originalBytes: bytes,
             durationMs: analysis.durationMs, waveform: analysis.waveform, state: .processing, createdAt: now, updatedAt: now)
@@ -70,7 +71,7 @@ struct VoiceNotes: Sendable {
     /// Stores a record whose change nobody sees yet (a note still waiting for the scanner).
     func save(_ voice: VoiceRecord) async throws {
         var record = voice
-        record.updatedAt = Clock.now()
+        record.updatedAt = clock.now()
         let saved = record
         try await store.write { repo in try await repo.updateVoice(saved) }
     }
@@ -80,14 +81,14 @@ struct VoiceNotes: Sendable {
     /// later `resume`) learns of it.
     func settle(_ voice: VoiceRecord) async throws {
         var record = voice
-        record.updatedAt = Clock.now()
+        record.updatedAt = clock.now()
         let settled = record
         let result = try await store.write { repo -> (ConversationEventDTO, ConversationDTO)? in
             try await repo.updateVoice(settled)
             guard let message = try await repo.message(brandId: settled.brandId, id: settled.messageId),
                 let conversation = try await repo.conversation(brandId: settled.brandId, id: message.conversationId, lock: true)
             else { return nil }
-            var log = ConversationAppend(conversation)
+            var log = ConversationAppend(conversation, now: clock.now())
             let event = log.logVoiceProcessed(message)
             try await log.write(in: repo)
             return (event, log.conversation)

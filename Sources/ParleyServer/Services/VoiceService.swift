@@ -50,7 +50,7 @@ public struct VoiceService: Sendable {
             if let value = change.scanFailurePolicy { settings.scanFailurePolicy = value }
             if let value = change.cardMasking { settings.cardMasking = value }
             if let value = change.openConversationsPerConsumer { settings.openConversationsPerConsumer = value }
-            try await repo.saveBrandSettings(settings, brandId: agent.brandId)
+            try await repo.saveBrandSettings(settings, brandId: agent.brandId, at: notes.clock.now())
             return settings
         }
     }

@@ -1,0 +1,28 @@
+import Foundation
+
+/// Milliseconds since 1970: how every timestamp is stored and sent.
+public enum StoredTime {
+    public static func date(_ millis: Int64) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
+    public static func millis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+    /// `date` at the millisecond precision that is stored, so that what a write returns equals what
+    /// a later read finds.
+    public static func truncated(_ date: Date) -> Date { Self.date(millis(date)) }
+}
+
+/// What time it is, and waiting for a while: injected into every service that keeps time (session
+/// expiry, call ring and connect timers, malware rescans), so that tests move a manual clock
+/// instead of sleeping. Not named `Clock`: that is the standard library's protocol for measuring
+/// intervals, which this is not (it is wall time, at stored precision).
+public protocol WallClock: Sendable {
+    /// Now, at the millisecond precision that is stored.
+    func now() -> Date
+    /// Returns once `duration` has passed on this clock; throws if the task is cancelled.
+    func sleep(for duration: Duration) async throws
+}
+
+/// The machine's clock.
+public struct SystemClock: WallClock {
+    public init() {}
+    public func now() -> Date { StoredTime.truncated(Date()) }
+    public func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import ParleyDomain
+import Logging
+import SQLKit
+
+/// One versioned schema change. Statements are plain SQL that SQLite and PostgreSQL both accept.
+public struct Migration: Sendable {
+    public var version: Int
+    public var name: String
+    public var statements: [String]
+}
+
+/// The schema, as the ordered list of every change ever made to it, one file per version in this
+/// folder (`V007_...swift`). Never edit a released migration: add a new file and list it here.
+public enum Migrations {
+    public static let all: [Migration] = [.v1, .v2, .v3, .v4, .v5, .v6, .v7]
+
+    /// Applies every migration not yet recorded in `schema_migrations`, each in its own transaction,
+    /// and returns the versions it applied. Safe to run from several nodes at once on PostgreSQL.
+    @discardableResult
+    public static func apply(to database: any DatabaseClient, logger: Logger) async throws -> [Int] {
+        try await database.write { db in
+            try await db.raw(
+                """
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    applied_at BIGINT NOT NULL
+                )
+                """
+            ).run()
+        }
+        var applied: [Int] = []
+        for migration in all {
+            let didApply = try await database.write { db -> Bool in
+                if database.flavor == .postgres {
+                    // Serializes migrating nodes; released at commit.
+                    try await db.raw("SELECT pg_advisory_xact_lock(72717375)").run()
+                }
+                let existing = try await db.raw(
+                    "SELECT version FROM schema_migrations WHERE version = \(bind: migration.version)"
+                ).first()
+                if existing != nil { return false }
+                for statement in migration.statements {
+                    try await db.raw(SQLQueryString(stringLiteral: statement)).run()
+                }
+                try await db.raw(
+                    """
+                    INSERT INTO schema_migrations (version, name, applied_at)
+                    VALUES (\(bind: migration.version), \(bind: migration.name), \(bind: StoredTime.millis(Date())))
+                    """
+                ).run()
+                return true
+            }
+            if didApply {
+                logger.info("applied migration", metadata: ["version": "\(migration.version)", "name": "\(migration.name)"])
+                applied.append(migration.version)
+            }
+        }
+        return applied
+    }
+
+    /// The versions recorded as applied.
+    public static func appliedVersions(in database: any DatabaseClient) async throws -> [Int] {
+        try await database.read { db in
+            try await db.raw("SELECT version FROM schema_migrations ORDER BY version").all()
+                .map { try $0.decode(column: "version", as: Int.self) }
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import ParleyAPI
+import ParleyDomain
+import SQLKit
+
+/// Voice and video calls: one row per call, written as it rings, connects and ends.
+public protocol CallStore: Sendable {
+    func insertCall(_ call: CallDTO, brandId: String) async throws
+    /// Writes the call as it is now, unless the stored record has already ended (a late write after
+    /// the end must not undo it). Returns whether a row changed.
+    @discardableResult
+    func updateCall(_ call: CallDTO, brandId: String) async throws -> Bool
+    func call(brandId: String, id: String) async throws -> CallDTO?
+    /// A conversation's calls, newest first.
+    func calls(conversationId: String, brandId: String, limit: Int) async throws -> [CallDTO]
+    /// Calls without an end, e.g. left by a crash. Includes the brand id of each.
+    func unfinishedCalls(limit: Int) async throws -> [(brandId: String, call: CallDTO)]
+}
+
+extension SQLRepository: CallStore {
+    public func insertCall(_ call: CallDTO, brandId: String) async throws {
+        try await db.insert(CallRow(call, brandId: brandId))
+    }
+
+    @discardableResult
+    public func updateCall(_ call: CallDTO, brandId: String) async throws -> Bool {
+        let rows = try await db.update(CallRow(call, brandId: brandId))
+            .where("id", .equal, call.id).where("brand_id", .equal, brandId).where("ended_at", .is, SQLLiteral.null)
+            .returning("id").all()
+        return !rows.isEmpty
+    }
+
+    public func call(brandId: String, id: String) async throws -> CallDTO? {
+        try await db.raw("SELECT * FROM calls WHERE id = \(bind: id) AND brand_id = \(bind: brandId)").first(CallRow.self)?.dto
+    }
+
+    public func calls(conversationId: String, brandId: String, limit: Int) async throws -> [CallDTO] {
+        try await db.raw(
+            """
+            SELECT * FROM calls WHERE conversation_id = \(bind: conversationId) AND brand_id = \(bind: brandId)
+            ORDER BY invited_at DESC, id LIMIT \(bind: limit)
+            """
+        ).all(CallRow.self).map(\.dto)
+    }
+
+    public func unfinishedCalls(limit: Int) async throws -> [(brandId: String, call: CallDTO)] {
+        try await db.raw("SELECT * FROM calls WHERE ended_at IS NULL ORDER BY invited_at LIMIT \(bind: limit)")
+            .all(CallRow.self).map { ($0.brandId, $0.dto) }
+    }
+}
+
+struct CallRow: TableRow {
+    static let table = "calls"
+    var id: String
+    var brandId: String
+    var conversationId: String
+    var media: CallMedia
+    var state: CallState
+    var invitedBy: String
+    var inviterName: String
+    var answeredBy: String?
+    var invitedAt: Int64
+    var answeredAt: Int64?
+    var connectedAt: Int64?
+    var endedAt: Int64?
+    var outcome: CallOutcome?
+    var endReason: CallEndReason?
+    var endedBy: ParticipantKind?
+    var durationSeconds: Int?
+    /// The sequence number of the call's entry in the conversation's log, once it has ended.
+    var eventSeq: Int64?
+
+    init(_ c: CallDTO, brandId: String) {
+        (id, self.brandId, conversationId, media, state) = (c.id, brandId, c.conversationId, c.media, c.state)
+        (invitedBy, inviterName, answeredBy) = (c.invitedBy, c.inviterName, c.answeredBy)
+        invitedAt = StoredTime.millis(c.invitedAt)
+        answeredAt = c.answeredAt.map(StoredTime.millis)
+        connectedAt = c.connectedAt.map(StoredTime.millis)
+        endedAt = c.endedAt.map(StoredTime.millis)
+        (outcome, endReason, endedBy, durationSeconds, eventSeq) = (c.outcome, c.endReason, c.endedBy, c.durationSeconds, c.seq)
+    }
+
+    var dto: CallDTO {
+        CallDTO(
+            id: id, conversationId: conversationId, media: media, state: state, version: 0, invitedBy: invitedBy,
+            inviterName: inviterName, answeredBy: answeredBy, invitedAt: StoredTime.date(invitedAt),
+            answeredAt: answeredAt.map(StoredTime.date), connectedAt: connectedAt.map(StoredTime.date),
+            endedAt: endedAt.map(StoredTime.date), outcome: outcome, endReason: endReason, endedBy: endedBy,
+            durationSeconds: durationSeconds, seq: eventSeq)
+    }
+}

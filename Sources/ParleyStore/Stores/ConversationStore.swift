@@ -1,0 +1,272 @@
+import Foundation
+import ParleyAPI
+import ParleyDomain
+import SQLKit
+
+/// Conversations, their messages and their sequenced events. Only `ConversationAppend` (in the
+/// server) writes a conversation's log; this is where it is kept.
+public protocol ConversationStore: Sendable {
+    func insertConversation(_ conversation: ConversationDTO) async throws
+    /// `lock` takes the row lock for the rest of the transaction (PostgreSQL; SQLite writers are serial).
+    func conversation(brandId: String, id: String, lock: Bool) async throws -> ConversationDTO?
+    func latestConversation(consumerId: String, appId: String, channel: Channel, lock: Bool) async throws -> ConversationDTO?
+    /// How many of a consumer's conversations in an app are not resolved.
+    func openConversationCount(consumerId: String, appId: String) async throws -> Int
+    func updateConversation(_ conversation: ConversationDTO) async throws
+    func conversations(brandId: String, filter: ConversationFilter) async throws -> [ConversationDTO]
+    func conversations(consumerId: String, brandId: String, limit: Int) async throws -> [ConversationDTO]
+
+    func insertMessage(_ message: MessageDTO, brandId: String) async throws
+    func message(senderId: String, clientMessageId: String) async throws -> MessageDTO?
+    /// A message of the brand by id (any conversation of the brand), with its voice note if it has one.
+    func message(brandId: String, id: String) async throws -> MessageDTO?
+    func messages(conversationId: String, afterSeq: Int64, limit: Int) async throws -> [MessageDTO]
+    /// Raises the delivery state of every message sent by `senderKind` with `seq <= upToSeq` to `state`.
+    /// Returns how many messages changed.
+    func raiseDeliveryState(
+        conversationId: String, senderKind: ParticipantKind, upToSeq: Int64, to state: DeliveryState, at: Date
+    ) async throws -> Int
+    func insertEvent(_ event: ConversationEventDTO, brandId: String) async throws
+    func events(conversationId: String, afterSeq: Int64, limit: Int) async throws -> [ConversationEventDTO]
+}
+
+extension SQLRepository: ConversationStore {
+    public func insertConversation(_ conversation: ConversationDTO) async throws {
+        try await db.insert(ConversationRow(conversation))
+    }
+
+    public func conversation(brandId: String, id: String, lock: Bool) async throws -> ConversationDTO? {
+        try await db.raw("SELECT * FROM conversations WHERE id = \(bind: id) AND brand_id = \(bind: brandId)\(lockClause(lock))")
+            .first(ConversationRow.self)?.dto
+    }
+
+    public func latestConversation(consumerId: String, appId: String, channel: Channel, lock: Bool) async throws -> ConversationDTO? {
+        try await db.raw(
+            """
+            SELECT * FROM conversations
+            WHERE consumer_id = \(bind: consumerId) AND app_id = \(bind: appId) AND channel = \(bind: channel.rawValue)
+            ORDER BY updated_at DESC, id DESC LIMIT 1\(lockClause(lock))
+            """
+        ).first(ConversationRow.self)?.dto
+    }
+
+    public func openConversationCount(consumerId: String, appId: String) async throws -> Int {
+        let row = try await db.raw(
+            """
+            SELECT COUNT(*) AS n FROM conversations
+            WHERE consumer_id = \(bind: consumerId) AND app_id = \(bind: appId) AND state <> \(bind: ConversationState.resolved.rawValue)
+            """
+        ).first()
+        return try row?.decode(column: "n", as: Int.self) ?? 0
+    }
+
+    public func updateConversation(_ conversation: ConversationDTO) async throws {
+        try await db.update(ConversationRow(conversation))
+            .where("id", .equal, conversation.id).where("brand_id", .equal, conversation.brandId).run()
+    }
+
+    public func conversations(brandId: String, filter: ConversationFilter) async throws -> [ConversationDTO] {
+        var query = SQLQueryString("SELECT * FROM conversations WHERE brand_id = \(bind: brandId)")
+        if !filter.states.isEmpty {
+            query.appendInterpolation(unsafeRaw: " AND state IN (")
+            for (index, state) in filter.states.enumerated() {
+                if index > 0 { query.appendInterpolation(unsafeRaw: ", ") }
+                query.appendInterpolation(bind: state.rawValue)
+            }
+            query.appendInterpolation(unsafeRaw: ")")
+        }
+        switch filter.assignee {
+        case .any: break
+        case .unassigned: query.appendInterpolation(unsafeRaw: " AND assignee_id IS NULL")
+        case .agent(let id):
+            query.appendInterpolation(unsafeRaw: " AND assignee_id = ")
+            query.appendInterpolation(bind: id)
+        }
+        if let channel = filter.channel {
+            query.appendInterpolation(unsafeRaw: " AND channel = ")
+            query.appendInterpolation(bind: channel.rawValue)
+        }
+        if let before = filter.before {
+            query.appendInterpolation(unsafeRaw: " AND (updated_at < ")
+            query.appendInterpolation(bind: before.updatedAt)
+            query.appendInterpolation(unsafeRaw: " OR (updated_at = ")
+            query.appendInterpolation(bind: before.updatedAt)
+            query.appendInterpolation(unsafeRaw: " AND id < ")
+            query.appendInterpolation(bind: before.id)
+            query.appendInterpolation(unsafeRaw: "))")
+        }
+        query.appendInterpolation(unsafeRaw: " ORDER BY updated_at DESC, id DESC LIMIT ")
+        query.appendInterpolation(bind: filter.limit)
+        return try await db.raw(query).all(ConversationRow.self).map(\.dto)
+    }
+
+    public func conversations(consumerId: String, brandId: String, limit: Int) async throws -> [ConversationDTO] {
+        try await db.raw(
+            """
+            SELECT * FROM conversations WHERE consumer_id = \(bind: consumerId) AND brand_id = \(bind: brandId)
+            ORDER BY updated_at DESC, id DESC LIMIT \(bind: limit)
+            """
+        ).all(ConversationRow.self).map(\.dto)
+    }
+
+    public func insertMessage(_ message: MessageDTO, brandId: String) async throws {
+        try await db.insert(MessageRow(message, brandId: brandId))
+    }
+
+    /// Runs on every send (the idempotency check), and almost always finds nothing: a plain indexed
+    /// lookup of the id first.
+    public func message(senderId: String, clientMessageId: String) async throws -> MessageDTO? {
+        guard let row = try await db.raw(
+            "SELECT id, brand_id FROM messages WHERE sender_id = \(bind: senderId) AND client_message_id = \(bind: clientMessageId)"
+        ).first() else { return nil }
+        return try await message(brandId: row.decode(column: "brand_id", as: String.self), id: row.decode(column: "id", as: String.self))
+    }
+
+    public func message(brandId: String, id: String) async throws -> MessageDTO? {
+        let rows = try await db.raw("SELECT * FROM messages WHERE id = \(bind: id) AND brand_id = \(bind: brandId)").all(MessageRow.self)
+        return try await withVoice(rows).first
+    }
+
+    public func messages(conversationId: String, afterSeq: Int64, limit: Int) async throws -> [MessageDTO] {
+        let rows = try await db.raw(
+            "SELECT * FROM messages WHERE conversation_id = \(bind: conversationId) AND seq > \(bind: afterSeq) ORDER BY seq LIMIT \(bind: limit)"
+        ).all(MessageRow.self)
+        return try await withVoice(rows)
+    }
+
+    /// The messages with their voice notes, read in one more query when any of them is a voice note.
+    private func withVoice(_ rows: [MessageRow]) async throws -> [MessageDTO] {
+        let voiceIds = rows.filter { $0.kind == .voice }.map(\.id)
+        var voices: [String: VoiceDTO] = [:]
+        if !voiceIds.isEmpty {
+            for voice in try await db.select().column("*").from(VoiceRow.table).where("message_id", .in, voiceIds).all(VoiceRow.self) {
+                voices[voice.messageId] = voice.record.dto
+            }
+        }
+        return try rows.map { try $0.dto(voice: voices[$0.id]) }
+    }
+
+    public func raiseDeliveryState(
+        conversationId: String, senderKind: ParticipantKind, upToSeq: Int64, to state: DeliveryState, at: Date
+    ) async throws -> Int {
+        let now = StoredTime.millis(at)
+        let readAt: SQLQueryString = state == .read ? "\(bind: now)" : "read_at"
+        let rows = try await db.raw(
+            """
+            UPDATE messages SET delivery_state = \(bind: state.rank), delivered_at = COALESCE(delivered_at, \(bind: now)),
+                read_at = \(readAt)
+            WHERE conversation_id = \(bind: conversationId) AND sender_kind = \(bind: senderKind.rawValue)
+                AND seq <= \(bind: upToSeq) AND delivery_state < \(bind: state.rank)
+            RETURNING seq
+            """
+        ).all()
+        return rows.count
+    }
+
+    public func insertEvent(_ event: ConversationEventDTO, brandId: String) async throws {
+        try await db.insert(EventRow(event, brandId: brandId))
+    }
+
+    public func events(conversationId: String, afterSeq: Int64, limit: Int) async throws -> [ConversationEventDTO] {
+        try await db.raw(
+            """
+            SELECT * FROM conversation_events WHERE conversation_id = \(bind: conversationId) AND seq > \(bind: afterSeq)
+            ORDER BY seq LIMIT \(bind: limit)
+            """
+        ).all(EventRow.self).map(\.dto)
+    }
+}
+
+// MARK: - Rows
+
+struct ConversationRow: TableRow {
+    static let table = "conversations"
+    var id: String
+    var brandId: String
+    var appId: String
+    var consumerId: String
+    var channel: Channel
+    var state: ConversationState
+    var assigneeId: String?
+    var lastSeq: Int64
+    var lastMessagePreview: String?
+    var lastMessageAt: Int64?
+    var createdAt: Int64
+    var updatedAt: Int64
+
+    init(_ c: ConversationDTO) {
+        (id, brandId, appId, consumerId, channel, state) = (c.id, c.brandId, c.appId, c.consumerId, c.channel, c.state)
+        (assigneeId, lastSeq, lastMessagePreview) = (c.assigneeId, c.lastSeq, c.lastMessagePreview)
+        lastMessageAt = c.lastMessageAt.map(StoredTime.millis)
+        createdAt = StoredTime.millis(c.createdAt)
+        updatedAt = StoredTime.millis(c.updatedAt)
+    }
+
+    var dto: ConversationDTO {
+        ConversationDTO(
+            id: id, brandId: brandId, appId: appId, consumerId: consumerId, channel: channel, state: state, assigneeId: assigneeId,
+            lastSeq: lastSeq, lastMessagePreview: lastMessagePreview, lastMessageAt: lastMessageAt.map(StoredTime.date),
+            createdAt: StoredTime.date(createdAt), updatedAt: StoredTime.date(updatedAt))
+    }
+}
+
+struct MessageRow: TableRow {
+    static let table = "messages"
+    var id: String
+    var brandId: String
+    var conversationId: String
+    var seq: Int64
+    var senderKind: ParticipantKind
+    var senderId: String
+    var clientMessageId: String
+    var kind: MessageKind
+    var body: String
+    /// `DeliveryState.rank`, so that raising it is a comparison in SQL.
+    var deliveryState: Int
+    var deliveredAt: Int64?
+    var readAt: Int64?
+    var createdAt: Int64
+
+    init(_ m: MessageDTO, brandId: String) {
+        (id, self.brandId, conversationId, seq, senderKind, senderId) = (m.id, brandId, m.conversationId, m.seq, m.senderKind, m.senderId)
+        (clientMessageId, kind, body, deliveryState) = (m.clientMessageId, m.kind, m.text, m.deliveryState.rank)
+        createdAt = StoredTime.millis(m.createdAt)
+    }
+
+    func dto(voice: VoiceDTO?) throws -> MessageDTO {
+        guard let state = DeliveryState(rank: deliveryState) else { throw StoreError.corrupt("message \(id) has delivery state \(deliveryState)") }
+        return MessageDTO(
+            id: id, conversationId: conversationId, seq: seq, senderKind: senderKind, senderId: senderId, clientMessageId: clientMessageId,
+            kind: kind, text: body, deliveryState: state, createdAt: StoredTime.date(createdAt), voice: voice)
+    }
+}
+
+struct EventRow: TableRow {
+    static let table = "conversation_events"
+    var conversationId: String
+    var seq: Int64
+    var brandId: String
+    var kind: ConversationEventDTO.Kind
+    var actorKind: ParticipantKind
+    var actorId: String
+    var upToSeq: Int64?
+    var deliveryState: DeliveryState?
+    var state: ConversationState?
+    var assigneeId: String?
+    var messageId: String?
+    var callId: String?
+    var createdAt: Int64
+
+    init(_ e: ConversationEventDTO, brandId: String) {
+        (conversationId, seq, self.brandId, kind, actorKind, actorId) = (e.conversationId, e.seq, brandId, e.kind, e.actorKind, e.actorId)
+        (upToSeq, deliveryState, state, assigneeId, messageId, callId) = (e.upToSeq, e.deliveryState, e.state, e.assigneeId, e.messageId, e.callId)
+        createdAt = StoredTime.millis(e.createdAt)
+    }
+
+    var dto: ConversationEventDTO {
+        ConversationEventDTO(
+            conversationId: conversationId, seq: seq, kind: kind, actorKind: actorKind, actorId: actorId, upToSeq: upToSeq,
+            deliveryState: deliveryState, state: state, assigneeId: assigneeId, messageId: messageId, callId: callId,
+            createdAt: StoredTime.date(createdAt))
+    }
+}

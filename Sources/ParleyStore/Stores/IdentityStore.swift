@@ -1,0 +1,327 @@
+import Foundation
+import ParleyAPI
+import ParleyDomain
+import SQLKit
+
+/// Brands, apps and their keys, brand settings, agents, consumers and sessions.
+public protocol IdentityStore: Sendable {
+    func insertBrand(_ brand: BrandDTO) async throws
+    func brand(id: String) async throws -> BrandDTO?
+    func brandCount() async throws -> Int
+    func insertApp(_ app: AppDTO) async throws
+    /// Apps are looked up by their public id without a brand: the widget only knows the app id.
+    func app(id: String) async throws -> AppDTO?
+    func apps(brandId: String) async throws -> [AppDTO]
+    /// Throws `409 key_exists` when the app already has a key with this kid.
+    func insertAppKey(_ key: AppKeyRecord) async throws
+    func appKeys(appId: String) async throws -> [AppKeyRecord]
+
+    func brandSettings(brandId: String) async throws -> BrandSettingsDTO
+    func saveBrandSettings(_ settings: BrandSettingsDTO, brandId: String, at: Date) async throws
+
+    /// Throws `409 email_taken` when an agent (of any brand) has the email.
+    func insertAgent(_ record: AgentRecord) async throws
+    func updateAgent(_ record: AgentRecord) async throws
+    func agent(brandId: String, id: String) async throws -> AgentRecord?
+    func agent(email: String) async throws -> AgentRecord?
+    func agents(brandId: String) async throws -> [AgentDTO]
+
+    func insertConsumer(_ consumer: ConsumerDTO) async throws
+    func updateConsumer(_ consumer: ConsumerDTO) async throws
+    func consumer(brandId: String, id: String) async throws -> ConsumerDTO?
+    func consumer(brandId: String, externalId: String) async throws -> ConsumerDTO?
+    /// Holds the consumer's row until the transaction ends (PostgreSQL; SQLite's writers are serial),
+    /// so that two first messages of one consumer cannot each open a conversation.
+    func lockConsumer(brandId: String, id: String) async throws
+
+    func insertSession(_ session: SessionRecord) async throws
+    func session(tokenHash: String) async throws -> SessionRecord?
+    func revokeSession(tokenHash: String, at: Date) async throws
+    /// Revokes every session of one subject except the one with `tokenHash` (nil: all of them).
+    func revokeSessions(subjectId: String, except tokenHash: String?, at: Date) async throws
+}
+
+extension SQLRepository: IdentityStore {
+    public func insertBrand(_ brand: BrandDTO) async throws {
+        try await db.insert(BrandRow(brand))
+    }
+
+    public func brand(id: String) async throws -> BrandDTO? {
+        try await db.raw("SELECT * FROM brands WHERE id = \(bind: id)").first(BrandRow.self)?.dto
+    }
+
+    public func brandCount() async throws -> Int {
+        try await db.raw("SELECT COUNT(*) AS n FROM brands").first()?.decode(column: "n", as: Int.self) ?? 0
+    }
+
+    public func insertApp(_ app: AppDTO) async throws {
+        try await db.insert(AppRow(app))
+    }
+
+    public func app(id: String) async throws -> AppDTO? {
+        try await db.raw("SELECT * FROM apps WHERE id = \(bind: id)").first(AppRow.self)?.dto
+    }
+
+    public func apps(brandId: String) async throws -> [AppDTO] {
+        try await db.raw("SELECT * FROM apps WHERE brand_id = \(bind: brandId) ORDER BY created_at, id").all(AppRow.self).map(\.dto)
+    }
+
+    public func insertAppKey(_ key: AppKeyRecord) async throws {
+        let existing = try await db.raw("SELECT kid FROM app_keys WHERE app_id = \(bind: key.appId) AND kid = \(bind: key.kid)").first()
+        if existing != nil {
+            throw ParleyError(.conflict, code: "key_exists", message: "The app already has a key with kid '\(key.kid)'.", field: "kid")
+        }
+        try await db.insert(AppKeyRow(key))
+    }
+
+    public func appKeys(appId: String) async throws -> [AppKeyRecord] {
+        try await db.raw("SELECT * FROM app_keys WHERE app_id = \(bind: appId) ORDER BY created_at, kid").all(AppKeyRow.self).map(\.record)
+    }
+
+    public func brandSettings(brandId: String) async throws -> BrandSettingsDTO {
+        try await db.raw("SELECT * FROM brand_settings WHERE brand_id = \(bind: brandId)").first(BrandSettingsRow.self)?.dto
+            ?? BrandSettingsDTO()
+    }
+
+    public func saveBrandSettings(_ settings: BrandSettingsDTO, brandId: String, at: Date) async throws {
+        let row = BrandSettingsRow(settings, brandId: brandId, at: at)
+        try await db.insert(into: BrandSettingsRow.table).model(row, with: RowCoding.encoder)
+            .onConflict(with: ["brand_id"]) { try $0.set(excludedContentOf: row, with: RowCoding.encoder) }
+            .run()
+    }
+
+    public func insertAgent(_ record: AgentRecord) async throws {
+        if try await agent(email: record.agent.email) != nil {
+            throw ParleyError(.conflict, code: "email_taken", message: "An agent with this email already exists.", field: "email")
+        }
+        try await db.insert(AgentRow(record))
+    }
+
+    public func updateAgent(_ record: AgentRecord) async throws {
+        try await db.update(AgentRow(record))
+            .where("id", .equal, record.agent.id).where("brand_id", .equal, record.agent.brandId).run()
+    }
+
+    public func agent(brandId: String, id: String) async throws -> AgentRecord? {
+        try await db.raw("SELECT * FROM agents WHERE id = \(bind: id) AND brand_id = \(bind: brandId)").first(AgentRow.self)?.record
+    }
+
+    public func agent(email: String) async throws -> AgentRecord? {
+        try await db.raw("SELECT * FROM agents WHERE email = \(bind: email)").first(AgentRow.self)?.record
+    }
+
+    public func agents(brandId: String) async throws -> [AgentDTO] {
+        try await db.raw("SELECT * FROM agents WHERE brand_id = \(bind: brandId) AND deleted_at IS NULL ORDER BY name, id")
+            .all(AgentRow.self).map { try $0.record.agent }
+    }
+
+    public func insertConsumer(_ consumer: ConsumerDTO) async throws {
+        try await db.insert(ConsumerRow(consumer))
+    }
+
+    public func updateConsumer(_ consumer: ConsumerDTO) async throws {
+        try await db.update(ConsumerRow(consumer)).where("id", .equal, consumer.id).where("brand_id", .equal, consumer.brandId).run()
+    }
+
+    public func consumer(brandId: String, id: String) async throws -> ConsumerDTO? {
+        try await db.raw("SELECT * FROM consumers WHERE id = \(bind: id) AND brand_id = \(bind: brandId)").first(ConsumerRow.self)?.dto
+    }
+
+    public func consumer(brandId: String, externalId: String) async throws -> ConsumerDTO? {
+        try await db.raw("SELECT * FROM consumers WHERE brand_id = \(bind: brandId) AND external_id = \(bind: externalId)")
+            .first(ConsumerRow.self)?.dto
+    }
+
+    public func lockConsumer(brandId: String, id: String) async throws {
+        guard flavor == .postgres else { return }  // SQLite's writers are serial
+        _ = try await db.raw("SELECT id FROM consumers WHERE id = \(bind: id) AND brand_id = \(bind: brandId) FOR UPDATE").first()
+    }
+
+    public func insertSession(_ session: SessionRecord) async throws {
+        try await db.insert(SessionRow(session))
+    }
+
+    public func session(tokenHash: String) async throws -> SessionRecord? {
+        try await db.raw("SELECT * FROM sessions WHERE token_hash = \(bind: tokenHash)").first(SessionRow.self)?.record
+    }
+
+    public func revokeSessions(subjectId: String, except tokenHash: String?, at: Date) async throws {
+        try await db.raw(
+            """
+            UPDATE sessions SET revoked_at = \(bind: StoredTime.millis(at))
+            WHERE subject_id = \(bind: subjectId) AND revoked_at IS NULL AND token_hash <> \(bind: tokenHash ?? "")
+            """
+        ).run()
+    }
+
+    public func revokeSession(tokenHash: String, at: Date) async throws {
+        try await db.raw(
+            "UPDATE sessions SET revoked_at = \(bind: StoredTime.millis(at)) WHERE token_hash = \(bind: tokenHash) AND revoked_at IS NULL"
+        ).run()
+    }
+}
+
+// MARK: - Rows
+
+struct BrandRow: TableRow {
+    static let table = "brands"
+    var id: String
+    var name: String
+    var createdAt: Int64
+
+    init(_ brand: BrandDTO) {
+        (id, name, createdAt) = (brand.id, brand.name, StoredTime.millis(brand.createdAt))
+    }
+
+    var dto: BrandDTO { BrandDTO(id: id, name: name, createdAt: StoredTime.date(createdAt)) }
+}
+
+struct AppRow: TableRow {
+    static let table = "apps"
+    var id: String
+    var brandId: String
+    var name: String
+    var channel: Channel
+    var createdAt: Int64
+
+    init(_ app: AppDTO) {
+        (id, brandId, name, channel, createdAt) = (app.id, app.brandId, app.name, app.channel, StoredTime.millis(app.createdAt))
+    }
+
+    var dto: AppDTO { AppDTO(id: id, brandId: brandId, name: name, channel: channel, createdAt: StoredTime.date(createdAt)) }
+}
+
+struct AppKeyRow: TableRow {
+    static let table = "app_keys"
+    var appId: String
+    var kid: String
+    var brandId: String
+    var algorithm: String
+    var keyMaterial: String
+    var createdAt: Int64
+
+    init(_ key: AppKeyRecord) {
+        (appId, kid, brandId, algorithm, keyMaterial) = (key.appId, key.kid, key.brandId, key.algorithm, key.keyMaterial)
+        createdAt = StoredTime.millis(key.createdAt)
+    }
+
+    var record: AppKeyRecord {
+        AppKeyRecord(kid: kid, appId: appId, brandId: brandId, algorithm: algorithm, keyMaterial: keyMaterial, createdAt: StoredTime.date(createdAt))
+    }
+}
+
+struct BrandSettingsRow: TableRow {
+    static let table = "brand_settings"
+    var brandId: String
+    var voiceMaxSeconds: Int
+    var voiceFromConsumers: Int
+    var voiceFromAgents: Int
+    var scanFailurePolicy: ScanFailurePolicy
+    var cardMasking: CardMasking
+    var openConversationsPerConsumer: Int
+    var updatedAt: Int64
+
+    init(_ settings: BrandSettingsDTO, brandId: String, at: Date) {
+        self.brandId = brandId
+        voiceMaxSeconds = settings.voiceMaxSeconds
+        voiceFromConsumers = settings.voiceFromConsumers ? 1 : 0
+        voiceFromAgents = settings.voiceFromAgents ? 1 : 0
+        scanFailurePolicy = settings.scanFailurePolicy
+        cardMasking = settings.cardMasking
+        openConversationsPerConsumer = settings.openConversationsPerConsumer
+        updatedAt = StoredTime.millis(at)
+    }
+
+    var dto: BrandSettingsDTO {
+        BrandSettingsDTO(
+            voiceMaxSeconds: voiceMaxSeconds, voiceFromConsumers: voiceFromConsumers != 0, voiceFromAgents: voiceFromAgents != 0,
+            scanFailurePolicy: scanFailurePolicy, cardMasking: cardMasking, openConversationsPerConsumer: openConversationsPerConsumer)
+    }
+}
+
+struct AgentRow: TableRow {
+    static let table = "agents"
+    var id: String
+    var brandId: String
+    var email: String
+    var name: String
+    var passwordHash: String
+    var role: AgentRole
+    /// Comma-separated, sorted.
+    var permissions: String
+    var createdAt: Int64
+    var disabledAt: Int64?
+    var deletedAt: Int64?
+
+    init(_ record: AgentRecord) {
+        let agent = record.agent
+        (id, brandId, email, name, role) = (agent.id, agent.brandId, agent.email, agent.name, agent.role)
+        passwordHash = record.passwordHash
+        permissions = agent.permissions.map(\.rawValue).sorted().joined(separator: ",")
+        createdAt = StoredTime.millis(agent.createdAt)
+        disabledAt = record.disabledAt.map(StoredTime.millis)
+        deletedAt = record.deletedAt.map(StoredTime.millis)
+    }
+
+    var record: AgentRecord {
+        get throws {
+            let permissions = try permissions.split(separator: ",").map { name in
+                guard let permission = AgentPermission(rawValue: String(name)) else {
+                    throw StoreError.corrupt("agent \(id) has an unknown permission '\(name)'")
+                }
+                return permission
+            }
+            return AgentRecord(
+                agent: AgentDTO(
+                    id: id, brandId: brandId, email: email, name: name, role: role, permissions: permissions,
+                    createdAt: StoredTime.date(createdAt), disabled: disabledAt != nil),
+                passwordHash: passwordHash, disabledAt: disabledAt.map(StoredTime.date), deletedAt: deletedAt.map(StoredTime.date))
+        }
+    }
+}
+
+struct ConsumerRow: TableRow {
+    static let table = "consumers"
+    var id: String
+    var brandId: String
+    var appId: String
+    var externalId: String?
+    var displayName: String
+    var createdAt: Int64
+
+    init(_ consumer: ConsumerDTO) {
+        (id, brandId, appId, externalId, displayName) = (consumer.id, consumer.brandId, consumer.appId, consumer.externalId, consumer.displayName)
+        createdAt = StoredTime.millis(consumer.createdAt)
+    }
+
+    var dto: ConsumerDTO {
+        ConsumerDTO(
+            id: id, brandId: brandId, appId: appId, externalId: externalId, displayName: displayName, anonymous: externalId == nil,
+            createdAt: StoredTime.date(createdAt))
+    }
+}
+
+struct SessionRow: TableRow {
+    static let table = "sessions"
+    var tokenHash: String
+    var brandId: String
+    var subjectKind: ParticipantKind
+    var subjectId: String
+    var appId: String?
+    var createdAt: Int64
+    var expiresAt: Int64
+    var revokedAt: Int64?
+
+    init(_ session: SessionRecord) {
+        (tokenHash, brandId, subjectKind, subjectId, appId) = (session.tokenHash, session.brandId, session.subjectKind, session.subjectId, session.appId)
+        createdAt = StoredTime.millis(session.createdAt)
+        expiresAt = StoredTime.millis(session.expiresAt)
+        revokedAt = session.revokedAt.map(StoredTime.millis)
+    }
+
+    var record: SessionRecord {
+        SessionRecord(
+            tokenHash: tokenHash, brandId: brandId, subjectKind: subjectKind, subjectId: subjectId, appId: appId,
+            createdAt: StoredTime.date(createdAt), expiresAt: StoredTime.date(expiresAt), revokedAt: revokedAt.map(StoredTime.date))
+    }
+}
