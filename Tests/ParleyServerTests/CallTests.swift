@@ -27,13 +27,6 @@ struct CallTests {
         configuration.callConnectSeconds = 30
     }
 
-    /// Short ring and connect timers, for the test of what they do.
-    static func configureShortTimers(_ configuration: inout ParleyConfiguration) {
-        configure(&configuration)
-        configuration.callRingSeconds = 2
-        configuration.callConnectSeconds = 2
-    }
-
     /// A brand with a calling agent, a consumer with an open web conversation, and both connected.
     struct Party: Sendable {
         let acme: BrandScenario
@@ -288,9 +281,12 @@ struct CallTests {
 
     @Test("missed, rejected, cancelled, failed to connect, and a page that closes: each gets its record")
     func endings() async throws {
-        try await TestServer.run(configure: Self.configureShortTimers) { server in
+        // The ring and connect timers run on a manual clock: the test moves it past them.
+        let clock = ManualClock()
+        try await TestServer.run(clock: clock, configure: Self.configure) { server in
             let party = try await Party.make(server)
             func start() async throws -> String {
+                clock.advance(by: .seconds(1))  // each call invited at its own time, for the list's order
                 let reply = try await party.invite(server)
                 #expect(reply.status == .created)
                 let id = try reply.decode(CallSessionResponse.self).call.id
@@ -301,10 +297,20 @@ struct CallTests {
                 let event = try await party.agentSocket.next(within: 10, where: { Self.callEvent($0)?.callId == id })
                 return try #require(Self.callEvent(event)?.call)
             }
+            /// Moves the clock past the 30 s timers until the call's record arrives.
+            func endedByTimer(_ id: String) async throws -> CallDTO {
+                for _ in 0..<20 {
+                    try await clock.advanceOnceSleeping(by: .seconds(31))
+                    if let event = try? await party.agentSocket.next(within: 0.5, where: { Self.callEvent($0)?.callId == id }) {
+                        return try #require(Self.callEvent(event)?.call)
+                    }
+                }
+                throw TestFailure("call \(id) did not end on its timer")
+            }
 
-            // Nobody answers within the ring timeout (2 s here).
+            // Nobody answers within the ring timeout.
             let missed = try await start()
-            let missedRecord = try await endedRecord(missed)
+            let missedRecord = try await endedByTimer(missed)
             #expect(missedRecord.outcome == .missed)
             #expect(missedRecord.endReason == .noAnswer)
             #expect(missedRecord.durationSeconds == 0)
@@ -325,7 +331,7 @@ struct CallTests {
             // Answered, but media never connects within the connect timeout.
             let stuck = try await start()
             _ = try await Self.request(party.consumerSocket, .callAccept(id: "s", callId: stuck), id: "s").get()
-            let stuckRecord = try await endedRecord(stuck)
+            let stuckRecord = try await endedByTimer(stuck)
             #expect(stuckRecord.outcome == .failed)
             #expect(stuckRecord.endReason == .connectTimeout)
 

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import ParleyAPI
+import ParleyDomain
 import ParleyServer
 import ParleyStore
 import SQLKit
@@ -34,6 +35,7 @@ struct TestServer: Sendable {
     /// otherwise each run gets a new one.
     static func run(
         database kept: TestDatabase? = nil,
+        clock: any WallClock = SystemClock(),
         configure: (inout ParleyConfiguration) -> Void = { _ in },
         _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
@@ -60,7 +62,7 @@ struct TestServer: Sendable {
         logger.logLevel = .warning
         let services: ParleyServices
         do {
-            services = try await ParleyServices.make(configuration: configuration, logger: logger)
+            services = try await ParleyServices.make(configuration: configuration, clock: clock, logger: logger)
         } catch {
             await owned.drop()
             throw TestFailure("the server did not start: \(String(reflecting: error))")
