@@ -223,7 +223,7 @@ async function renderList() {
     const who = Object.assign(document.createElement("span"), { className: "who", textContent: person.displayName });
     const when = Object.assign(document.createElement("span"), { className: "when", textContent: conversation.lastMessageAt ? timeFormat.format(new Date(conversation.lastMessageAt)) : "" });
     const preview = Object.assign(document.createElement("span"), { className: "preview" });
-    const isVoice = conversation.lastMessagePreview?.startsWith("Audio message");
+    const isVoice = conversation.lastMessageKind === "voice";
     if (isVoice) preview.insertAdjacentHTML("afterbegin", icon("mic"));
     preview.append(text(conversation.lastMessagePreview ?? ""));
     const tags = Object.assign(document.createElement("span"), { className: "tags" });
@@ -367,6 +367,7 @@ function receive(frame) {
     if (known) {
       update({
         ...known, lastSeq: Math.max(known.lastSeq, message.seq), updatedAt: message.createdAt, lastMessageAt: message.createdAt,
+        lastMessageKind: message.kind,
         lastMessagePreview: message.kind !== "voice" ? message.text.split("\n").join(" ").slice(0, 120)
           : message.voice?.state === "blocked" ? "Audio message blocked" : `Audio message ${clockOf(message)}`,
       });

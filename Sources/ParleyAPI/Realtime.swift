@@ -74,6 +74,62 @@ public enum ServerFrame: Sendable {
 
 
 
+// MARK: - Frame types
+
+/// The `type` of a client frame: the one list of tags the coder uses.
+public enum ClientFrameType: String, Codable, Sendable, CaseIterable {
+    case send, receipt, typing, view, resume
+    case callAccept = "call.accept"
+    case callReject = "call.reject"
+    case callHangUp = "call.hangup"
+    case callSignal = "call.signal"
+    case callMedia = "call.media"
+    case callReport = "call.report"
+}
+
+/// The `type` of a server frame: the one list of tags the coder and the pre-encoded fast path use.
+public enum ServerFrameType: String, Codable, Sendable, CaseIterable {
+    case hello, ack, error, message, event, conversation, typing, resumed, call
+    case callSignal = "call.signal"
+    case callMedia = "call.media"
+}
+
+extension ClientFrame {
+    public var type: ClientFrameType {
+        switch self {
+        case .send: .send
+        case .receipt: .receipt
+        case .typing: .typing
+        case .view: .view
+        case .resume: .resume
+        case .callAccept: .callAccept
+        case .callReject: .callReject
+        case .callHangUp: .callHangUp
+        case .callSignal: .callSignal
+        case .callMedia: .callMedia
+        case .callReport: .callReport
+        }
+    }
+}
+
+extension ServerFrame {
+    public var type: ServerFrameType {
+        switch self {
+        case .hello: .hello
+        case .ack, .callAck: .ack
+        case .error: .error
+        case .message: .message
+        case .event: .event
+        case .conversation: .conversation
+        case .typing: .typing
+        case .resumed: .resumed
+        case .call: .call
+        case .callSignal: .callSignal
+        case .callMedia: .callMedia
+        }
+    }
+}
+
 // MARK: - Codable
 
 private enum FrameKeys: String, CodingKey {
@@ -82,109 +138,96 @@ private enum FrameKeys: String, CodingKey {
     case callId, call, ice, signal, media, report, reason, from
 }
 
+extension KeyedDecodingContainer where K == FrameKeys {
+    fileprivate func frameType<T: RawRepresentable & Decodable>(_: T.Type) throws -> T where T.RawValue == String {
+        let raw = try decode(String.self, forKey: .type)
+        guard let type = T(rawValue: raw) else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: self, debugDescription: "unknown frame type '\(raw)'")
+        }
+        return type
+    }
+}
+
 extension ClientFrame: Codable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: FrameKeys.self)
-        let type = try c.decode(String.self, forKey: .type)
-        switch type {
-        case "send":
+        func id() throws -> String { try c.decode(String.self, forKey: .id) }
+        func callId() throws -> String { try c.decode(String.self, forKey: .callId) }
+        switch try c.frameType(ClientFrameType.self) {
+        case .send:
             self = .send(
-                id: try c.decode(String.self, forKey: .id),
+                id: try id(),
                 SendMessageRequest(
                     clientMessageId: try c.decode(String.self, forKey: .clientMessageId),
                     text: try c.decode(String.self, forKey: .text),
                     conversationId: try c.decodeIfPresent(String.self, forKey: .conversationId),
                     channel: try c.decodeIfPresent(Channel.self, forKey: .channel)))
-        case "receipt":
+        case .receipt:
             self = .receipt(
-                id: try c.decode(String.self, forKey: .id),
-                conversationId: try c.decode(String.self, forKey: .conversationId),
-                ReceiptRequest(
-                    upToSeq: try c.decode(Int64.self, forKey: .upToSeq),
-                    state: try c.decode(DeliveryState.self, forKey: .state)))
-        case "typing":
-            self = .typing(
-                conversationId: try c.decode(String.self, forKey: .conversationId),
-                isTyping: try c.decode(Bool.self, forKey: .isTyping))
-        case "view":
+                id: try id(), conversationId: try c.decode(String.self, forKey: .conversationId),
+                ReceiptRequest(upToSeq: try c.decode(Int64.self, forKey: .upToSeq), state: try c.decode(DeliveryState.self, forKey: .state)))
+        case .typing:
+            self = .typing(conversationId: try c.decode(String.self, forKey: .conversationId), isTyping: try c.decode(Bool.self, forKey: .isTyping))
+        case .view:
             self = .view(conversationId: try c.decodeIfPresent(String.self, forKey: .conversationId))
-        case "resume":
-            self = .resume(
-                id: try c.decode(String.self, forKey: .id),
-                cursors: try c.decode([String: Int64].self, forKey: .cursors))
-        case "call.accept":
-            self = .callAccept(id: try c.decode(String.self, forKey: .id), callId: try c.decode(String.self, forKey: .callId))
-        case "call.reject":
-            self = .callReject(id: try c.decode(String.self, forKey: .id), callId: try c.decode(String.self, forKey: .callId))
-        case "call.hangup":
-            self = .callHangUp(id: try c.decode(String.self, forKey: .id), callId: try c.decode(String.self, forKey: .callId))
-        case "call.signal":
-            self = .callSignal(
-                id: try c.decode(String.self, forKey: .id), callId: try c.decode(String.self, forKey: .callId),
-                try c.decode(CallSignal.self, forKey: .signal))
-        case "call.media":
-            self = .callMedia(
-                id: try c.decode(String.self, forKey: .id), callId: try c.decode(String.self, forKey: .callId),
-                try c.decode(CallMediaState.self, forKey: .media))
-        case "call.report":
+        case .resume:
+            self = .resume(id: try id(), cursors: try c.decode([String: Int64].self, forKey: .cursors))
+        case .callAccept:
+            self = .callAccept(id: try id(), callId: try callId())
+        case .callReject:
+            self = .callReject(id: try id(), callId: try callId())
+        case .callHangUp:
+            self = .callHangUp(id: try id(), callId: try callId())
+        case .callSignal:
+            self = .callSignal(id: try id(), callId: try callId(), try c.decode(CallSignal.self, forKey: .signal))
+        case .callMedia:
+            self = .callMedia(id: try id(), callId: try callId(), try c.decode(CallMediaState.self, forKey: .media))
+        case .callReport:
             self = .callReport(
-                id: try c.decode(String.self, forKey: .id), callId: try c.decode(String.self, forKey: .callId),
-                try c.decode(CallConnectionReport.self, forKey: .report),
+                id: try id(), callId: try callId(), try c.decode(CallConnectionReport.self, forKey: .report),
                 reason: try c.decodeIfPresent(CallEndReason.self, forKey: .reason))
-        default:
-            throw DecodingError.dataCorruptedError(
-                forKey: .type, in: c, debugDescription: "unknown frame type '\(type)'")
         }
     }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: FrameKeys.self)
+        try c.encode(type, forKey: .type)
         switch self {
         case .send(let id, let request):
-            try c.encode("send", forKey: .type)
             try c.encode(id, forKey: .id)
             try c.encode(request.clientMessageId, forKey: .clientMessageId)
             try c.encode(request.text, forKey: .text)
             try c.encodeIfPresent(request.conversationId, forKey: .conversationId)
             try c.encodeIfPresent(request.channel, forKey: .channel)
         case .receipt(let id, let conversationId, let receipt):
-            try c.encode("receipt", forKey: .type)
             try c.encode(id, forKey: .id)
             try c.encode(conversationId, forKey: .conversationId)
             try c.encode(receipt.upToSeq, forKey: .upToSeq)
             try c.encode(receipt.state, forKey: .state)
         case .typing(let conversationId, let isTyping):
-            try c.encode("typing", forKey: .type)
             try c.encode(conversationId, forKey: .conversationId)
             try c.encode(isTyping, forKey: .isTyping)
         case .view(let conversationId):
-            try c.encode("view", forKey: .type)
             try c.encodeIfPresent(conversationId, forKey: .conversationId)
         case .resume(let id, let cursors):
-            try c.encode("resume", forKey: .type)
             try c.encode(id, forKey: .id)
             try c.encode(cursors, forKey: .cursors)
-        case .callAccept(let id, let callId):
-            try encodeCall("call.accept", id, callId)
-        case .callReject(let id, let callId):
-            try encodeCall("call.reject", id, callId)
-        case .callHangUp(let id, let callId):
-            try encodeCall("call.hangup", id, callId)
-        case .callSignal(let id, let callId, let signal):
-            try encodeCall("call.signal", id, callId)
-            try c.encode(signal, forKey: .signal)
-        case .callMedia(let id, let callId, let media):
-            try encodeCall("call.media", id, callId)
-            try c.encode(media, forKey: .media)
-        case .callReport(let id, let callId, let report, let reason):
-            try encodeCall("call.report", id, callId)
-            try c.encode(report, forKey: .report)
-            try c.encodeIfPresent(reason, forKey: .reason)
-        }
-        func encodeCall(_ type: String, _ id: String, _ callId: String) throws {
-            try c.encode(type, forKey: .type)
+        case .callAccept(let id, let callId), .callReject(let id, let callId), .callHangUp(let id, let callId):
             try c.encode(id, forKey: .id)
             try c.encode(callId, forKey: .callId)
+        case .callSignal(let id, let callId, let signal):
+            try c.encode(id, forKey: .id)
+            try c.encode(callId, forKey: .callId)
+            try c.encode(signal, forKey: .signal)
+        case .callMedia(let id, let callId, let media):
+            try c.encode(id, forKey: .id)
+            try c.encode(callId, forKey: .callId)
+            try c.encode(media, forKey: .media)
+        case .callReport(let id, let callId, let report, let reason):
+            try c.encode(id, forKey: .id)
+            try c.encode(callId, forKey: .callId)
+            try c.encode(report, forKey: .report)
+            try c.encodeIfPresent(reason, forKey: .reason)
         }
     }
 }
@@ -192,113 +235,95 @@ extension ClientFrame: Codable {
 extension ServerFrame: Codable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: FrameKeys.self)
-        let type = try c.decode(String.self, forKey: .type)
-        switch type {
-        case "hello":
+        switch try c.frameType(ServerFrameType.self) {
+        case .hello:
             self = .hello(
                 connectionId: try c.decode(String.self, forKey: .connectionId),
                 participant: try c.decode(ParticipantRef.self, forKey: .participant),
                 brandId: try c.decode(String.self, forKey: .brandId),
                 heartbeatSeconds: try c.decode(Int.self, forKey: .heartbeatSeconds))
-        case "ack" where c.contains(.call):
+        case .ack where c.contains(.call):
             self = .callAck(
                 id: try c.decode(String.self, forKey: .id), call: try c.decode(CallDTO.self, forKey: .call),
                 ice: try c.decodeIfPresent(IceConfigurationDTO.self, forKey: .ice))
-        case "ack":
+        case .ack:
             self = .ack(
                 id: try c.decode(String.self, forKey: .id),
                 message: try c.decodeIfPresent(MessageDTO.self, forKey: .message),
                 conversation: try c.decodeIfPresent(ConversationDTO.self, forKey: .conversation),
                 event: try c.decodeIfPresent(ConversationEventDTO.self, forKey: .event))
-        case "error":
-            self = .error(
-                id: try c.decodeIfPresent(String.self, forKey: .id),
-                try c.decode(ErrorBody.Detail.self, forKey: .error))
-        case "message":
+        case .error:
+            self = .error(id: try c.decodeIfPresent(String.self, forKey: .id), try c.decode(ErrorBody.Detail.self, forKey: .error))
+        case .message:
             self = .message(try c.decode(MessageDTO.self, forKey: .message))
-        case "event":
+        case .event:
             self = .event(try c.decode(ConversationEventDTO.self, forKey: .event))
-        case "conversation":
+        case .conversation:
             self = .conversation(try c.decode(ConversationDTO.self, forKey: .conversation))
-        case "typing":
+        case .typing:
             self = .typing(
                 conversationId: try c.decode(String.self, forKey: .conversationId),
                 participant: try c.decode(ParticipantRef.self, forKey: .participant),
                 isTyping: try c.decode(Bool.self, forKey: .isTyping))
-        case "resumed":
+        case .resumed:
             self = .resumed(
-                id: try c.decode(String.self, forKey: .id),
-                cursors: try c.decode([String: Int64].self, forKey: .cursors),
+                id: try c.decode(String.self, forKey: .id), cursors: try c.decode([String: Int64].self, forKey: .cursors),
                 complete: try c.decode(Bool.self, forKey: .complete))
-        case "call":
+        case .call:
             self = .call(try c.decode(CallDTO.self, forKey: .call))
-        case "call.signal":
+        case .callSignal:
             self = .callSignal(
                 callId: try c.decode(String.self, forKey: .callId), from: try c.decode(ParticipantKind.self, forKey: .from),
                 try c.decode(CallSignal.self, forKey: .signal))
-        case "call.media":
+        case .callMedia:
             self = .callMedia(
                 callId: try c.decode(String.self, forKey: .callId), from: try c.decode(ParticipantKind.self, forKey: .from),
                 try c.decode(CallMediaState.self, forKey: .media))
-        default:
-            throw DecodingError.dataCorruptedError(
-                forKey: .type, in: c, debugDescription: "unknown frame type '\(type)'")
         }
     }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: FrameKeys.self)
+        try c.encode(type, forKey: .type)
         switch self {
         case .hello(let connectionId, let participant, let brandId, let heartbeatSeconds):
-            try c.encode("hello", forKey: .type)
             try c.encode(connectionId, forKey: .connectionId)
             try c.encode(participant, forKey: .participant)
             try c.encode(brandId, forKey: .brandId)
             try c.encode(heartbeatSeconds, forKey: .heartbeatSeconds)
         case .ack(let id, let message, let conversation, let event):
-            try c.encode("ack", forKey: .type)
             try c.encode(id, forKey: .id)
             try c.encodeIfPresent(message, forKey: .message)
             try c.encodeIfPresent(conversation, forKey: .conversation)
             try c.encodeIfPresent(event, forKey: .event)
         case .error(let id, let detail):
-            try c.encode("error", forKey: .type)
             try c.encodeIfPresent(id, forKey: .id)
             try c.encode(detail, forKey: .error)
         case .message(let message):
-            try c.encode("message", forKey: .type)
             try c.encode(message, forKey: .message)
         case .event(let event):
-            try c.encode("event", forKey: .type)
             try c.encode(event, forKey: .event)
         case .conversation(let conversation):
-            try c.encode("conversation", forKey: .type)
             try c.encode(conversation, forKey: .conversation)
         case .typing(let conversationId, let participant, let isTyping):
-            try c.encode("typing", forKey: .type)
             try c.encode(conversationId, forKey: .conversationId)
             try c.encode(participant, forKey: .participant)
             try c.encode(isTyping, forKey: .isTyping)
         case .resumed(let id, let cursors, let complete):
-            try c.encode("resumed", forKey: .type)
             try c.encode(id, forKey: .id)
             try c.encode(cursors, forKey: .cursors)
             try c.encode(complete, forKey: .complete)
         case .callAck(let id, let call, let ice):
-            try c.encode("ack", forKey: .type)
             try c.encode(id, forKey: .id)
             try c.encode(call, forKey: .call)
             try c.encodeIfPresent(ice, forKey: .ice)
         case .call(let call):
-            try c.encode("call", forKey: .type)
             try c.encode(call, forKey: .call)
         case .callSignal(let callId, let from, let signal):
-            try c.encode("call.signal", forKey: .type)
             try c.encode(callId, forKey: .callId)
             try c.encode(from, forKey: .from)
             try c.encode(signal, forKey: .signal)
         case .callMedia(let callId, let from, let media):
-            try c.encode("call.media", forKey: .type)
             try c.encode(callId, forKey: .callId)
             try c.encode(from, forKey: .from)
             try c.encode(media, forKey: .media)

@@ -105,7 +105,10 @@ public struct ConversationDTO: Codable, Sendable, Hashable {
     public var assigneeId: String?
     /// Highest sequence number used in this conversation (messages and stored events share it).
     public var lastSeq: Int64
+    /// A short text of the last message, for lists ("Audio message 0:42" for a voice note).
     public var lastMessagePreview: String?
+    /// What the last message is, so that a list can show an icon without reading the preview.
+    public var lastMessageKind: MessageKind?
     public var lastMessageAt: Date?
     public var createdAt: Date
     public var updatedAt: Date
@@ -113,8 +116,9 @@ public struct ConversationDTO: Codable, Sendable, Hashable {
     public init(
         id: String, brandId: String, appId: String, consumerId: String, channel: Channel,
         state: ConversationState, assigneeId: String?, lastSeq: Int64, lastMessagePreview: String?,
-        lastMessageAt: Date?, createdAt: Date, updatedAt: Date
+        lastMessageKind: MessageKind? = nil, lastMessageAt: Date?, createdAt: Date, updatedAt: Date
     ) {
+        self.lastMessageKind = lastMessageKind
         self.id = id
         self.brandId = brandId
         self.appId = appId
@@ -132,22 +136,31 @@ public struct ConversationDTO: Codable, Sendable, Hashable {
 
 /// Where media is served from.
 public enum MediaPaths {
-    /// `/v1/media/{messageId}/{format}` with `format` `original`, `opus` or `aac`.
-    public static func voice(messageId: String, format: String) -> String {
-        "/v1/media/\(messageId)/\(format)"
+    /// `/v1/media/{messageId}/{format}`.
+    public static func voice(messageId: String, format: VoiceFormat) -> String {
+        "/v1/media/\(messageId)/\(format.rawValue)"
     }
+}
+
+/// A voice note's files: what was uploaded, and the renditions made from it.
+public enum VoiceFormat: String, Codable, Sendable, Hashable, CaseIterable {
+    /// The upload as it was sent (its own container and codec).
+    case original
+    /// Ogg/Opus, mono: the voice-note format, and what WhatsApp takes.
+    case opus
+    /// AAC in M4A, for Safari and iOS.
+    case aac
 }
 
 /// One playable form of a voice note.
 public struct VoiceRenditionDTO: Codable, Sendable, Hashable {
-    /// `original`, `opus` (Ogg/Opus) or `aac` (M4A).
-    public var format: String
+    public var format: VoiceFormat
     public var contentType: String
     public var bytes: Int
     /// Where to fetch it (Range requests supported).
     public var url: String
 
-    public init(format: String, contentType: String, bytes: Int, url: String) {
+    public init(format: VoiceFormat, contentType: String, bytes: Int, url: String) {
         self.format = format
         self.contentType = contentType
         self.bytes = bytes

@@ -1,3 +1,4 @@
+import ParleyAPI
 /// The audio containers Parley accepts, recognised from their first bytes (the client's
 /// Content-Type and file name are never trusted).
 public enum AudioContainer: String, Sendable, CaseIterable, Codable {
@@ -68,6 +69,7 @@ public enum VoiceRendition: String, Sendable, CaseIterable, Codable {
     /// AAC in M4A, for Safari and iOS.
     case aac
 
+    public var format: VoiceFormat { self == .opus ? .opus : .aac }
     public var fileExtension: String { self == .opus ? "ogg" : "m4a" }
     public var contentType: String { self == .opus ? "audio/ogg" : "audio/mp4" }
 }

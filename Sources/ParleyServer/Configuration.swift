@@ -112,11 +112,30 @@ public struct ParleyConfiguration: Sendable {
 
     /// The scanner endpoint the settings name, or nil for none.
     public var clamdEndpoint: ClamdScanner.Endpoint? {
-        switch clamd {
-        case "off": return nil
-        case "auto":
+        switch ClamdChoice(clamd) {
+        case .off, nil: return nil
+        case .auto:
             return FileManager.default.fileExists(atPath: Self.debianClamdSocket) ? .unix(path: Self.debianClamdSocket) : nil
-        default: return ClamdScanner.Endpoint(url: clamd)
+        case .endpoint(let endpoint): return endpoint
+        }
+    }
+
+    /// What `PARLEY_CLAMD` says, parsed in one place.
+    enum ClamdChoice {
+        /// Debian's clamav-daemon socket when it exists, else none.
+        case auto
+        case off
+        case endpoint(ClamdScanner.Endpoint)
+
+        /// nil: not `auto`, `off`, `tcp://HOST:PORT` or `unix:///PATH`.
+        init?(_ text: String) {
+            switch text {
+            case "auto": self = .auto
+            case "off": self = .off
+            default:
+                guard let endpoint = ClamdScanner.Endpoint(url: text) else { return nil }
+                self = .endpoint(endpoint)
+            }
         }
     }
 
@@ -211,7 +230,7 @@ public struct ParleyConfiguration: Sendable {
         if !turnURLs.isEmpty, turnSecret == nil {
             throw ConfigurationError(setting: "PARLEY_TURN_SECRET (--turn-secret)", message: "is needed when TURN servers are set")
         }
-        if clamd != "off", clamd != "auto", ClamdScanner.Endpoint(url: clamd) == nil {
+        if ClamdChoice(clamd) == nil {
             throw ConfigurationError(setting: "PARLEY_CLAMD (--clamd)", message: "'\(clamd)' is not auto, off, tcp://HOST:PORT or unix:///PATH")
         }
         if callRelayOnly, turnURLs.isEmpty {

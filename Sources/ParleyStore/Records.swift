@@ -127,14 +127,14 @@ public struct VoiceRecord: Sendable, Hashable {
         }
         var renditions = [
             VoiceRenditionDTO(
-                format: "original", contentType: Self.contentType(ofContainer: container), bytes: originalBytes,
-                url: MediaPaths.voice(messageId: messageId, format: "original"))
+                format: .original, contentType: Self.contentType(ofContainer: container), bytes: originalBytes,
+                url: MediaPaths.voice(messageId: messageId, format: .original))
         ]
         for (rendition, key, bytes) in [(VoiceRendition.opus, opusKey, opusBytes), (.aac, aacKey, aacBytes)] {
             if let bytes, key != nil {
                 renditions.append(.init(
-                    format: rendition.rawValue, contentType: rendition.contentType, bytes: bytes,
-                    url: MediaPaths.voice(messageId: messageId, format: rendition.rawValue)))
+                    format: rendition.format, contentType: rendition.contentType, bytes: bytes,
+                    url: MediaPaths.voice(messageId: messageId, format: rendition.format)))
             }
         }
         return VoiceDTO(durationMs: durationMs, waveform: waveform, state: state, failureReason: failureReason, scan: scan, renditions: renditions)

@@ -27,6 +27,7 @@ struct MessagingTests {
             #expect(second.conversation.id == first.conversation.id)
             #expect(second.message.seq == 2)
             #expect(second.conversation.lastMessagePreview == "Order 1234")
+            #expect(second.conversation.lastMessageKind == .text)
         }
     }
 

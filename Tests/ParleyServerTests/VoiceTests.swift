@@ -55,22 +55,23 @@ struct VoiceTests {
             #expect(abs(voice.durationMs - spoken) < 350, "\(file): \(voice.durationMs) ms vs \(spoken) ms")
             #expect(voice.waveform.count == 64)
             #expect(voice.waveform.max() == 255)
-            #expect(voice.renditions.map(\.format) == ["original"])
+            #expect(voice.renditions.map(\.format) == [.original])
             #expect(sent.message.text == "[audio message \(VoiceRulesClock.clock(voice.durationMs))]")
             #expect(sent.conversation.lastMessagePreview == "Audio message \(VoiceRulesClock.clock(voice.durationMs))")
+            #expect(sent.conversation.lastMessageKind == .voice)
 
             let ready = try await Self.processed(server, sent.message, token: acme.adminToken)
             let done = try #require(ready.voice)
             #expect(done.state == .ready)
-            #expect(done.renditions.map(\.format) == ["original", "opus", "aac"])
-            let opus = try await server.get(MediaPaths.voice(messageId: ready.id, format: "opus"), token: acme.adminToken)
+            #expect(done.renditions.map(\.format) == [.original, .opus, .aac])
+            let opus = try await server.get(MediaPaths.voice(messageId: ready.id, format: .opus), token: acme.adminToken)
             #expect(opus.headers[.contentType] == "audio/ogg")
             #expect(AudioContainer.sniff(opus.body) == .ogg)
-            let aac = try await server.get(MediaPaths.voice(messageId: ready.id, format: "aac"), token: token)
+            let aac = try await server.get(MediaPaths.voice(messageId: ready.id, format: .aac), token: token)
             #expect(aac.headers[.contentType] == "audio/mp4")
             #expect(AudioContainer.sniff(aac.body) == .mp4)
             // The original comes back byte for byte.
-            let original = try await server.get(MediaPaths.voice(messageId: ready.id, format: "original") + "?download=1", token: acme.adminToken)
+            let original = try await server.get(MediaPaths.voice(messageId: ready.id, format: .original) + "?download=1", token: acme.adminToken)
             #expect(original.body == (try fixtures.data(file)))
             #expect(original.headers[.contentDisposition]?.hasPrefix("attachment") == true)
         }
@@ -156,7 +157,7 @@ struct VoiceTests {
             let (stranger, _) = try await acme.consumer()
             let original = try fixtures.data("note.webm")
             let sent = try await Self.upload(server, original, token: token).decode(SendMessageResponse.self)
-            let path = MediaPaths.voice(messageId: sent.message.id, format: "original")
+            let path = MediaPaths.voice(messageId: sent.message.id, format: .original)
 
             let full = try await server.get(path, token: acme.adminToken)
             #expect(full.status == .ok)
@@ -183,7 +184,7 @@ struct VoiceTests {
             #expect(try await server.get(path, token: stranger).status == .notFound)
             #expect(try await server.get(path, token: globex.adminToken).status == .notFound)
             #expect(try await server.get(path).status == .unauthorized)
-            #expect(try await server.get(MediaPaths.voice(messageId: sent.message.id, format: "flac"), token: acme.adminToken).status == .notFound)
+            #expect(try await server.get("/v1/media/\(sent.message.id)/flac", token: acme.adminToken).status == .notFound)
         }
     }
 
@@ -251,7 +252,7 @@ struct VoiceTests {
                 try await Task.sleep(for: .milliseconds(50))
             }
             #expect(state == .ready)
-            let media = try await server.get(MediaPaths.voice(messageId: messageId, format: "opus"), token: adminToken)
+            let media = try await server.get(MediaPaths.voice(messageId: messageId, format: .opus), token: adminToken)
             #expect(media.status == .ok)
         }
         await database.drop()
@@ -283,8 +284,8 @@ extension VoiceTests {
             #expect(failed.voice?.state == .failed)
             #expect(failed.voice?.failureReason?.isEmpty == false)
             // The original still plays; the missing renditions say why.
-            #expect(try await server.get(MediaPaths.voice(messageId: failed.id, format: "original"), token: token).status == .ok)
-            let opus = try await server.get(MediaPaths.voice(messageId: failed.id, format: "opus"), token: token)
+            #expect(try await server.get(MediaPaths.voice(messageId: failed.id, format: .original), token: token).status == .ok)
+            let opus = try await server.get(MediaPaths.voice(messageId: failed.id, format: .opus), token: token)
             #expect(try opus.error.code == "rendition_failed")
             // Everything else goes on.
             #expect(try await server.get("/health").status == .ok)

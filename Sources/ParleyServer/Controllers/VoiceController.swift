@@ -55,9 +55,11 @@ struct VoiceController {
     @Sendable func media(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let principal = try context.requirePrincipal()
         let messageId = try context.id("messageId", .message, what: "Voice message")
-        let format = context.parameters.get("format") ?? ""
+        guard let format = context.parameters.get("format").flatMap(VoiceFormat.init(rawValue:)) else {
+            throw ParleyError.notFound("Rendition")
+        }
         let file = try await voice.media(principal, messageId: messageId, format: format)
-        let etag = "\"\(messageId)-\(format)-\(file.bytes)\""
+        let etag = "\"\(messageId)-\(format.rawValue)-\(file.bytes)\""
         var headers: HTTPFields = [
             .contentType: file.contentType,
             .acceptRanges: "bytes",

@@ -86,12 +86,12 @@ enum ParleyCoders {
     /// `{"type":"message","message":…}` around an already encoded message: the same text
     /// `text(.message(_))` makes, without encoding the message again.
     static func messageFrame(json: String) -> String {
-        #"{"type":"message","message":"# + json + "}"
+        #"{"type":""# + ServerFrameType.message.rawValue + #"","message":"# + json + "}"
     }
 
     /// The ack of a `send` frame around an already encoded message (see `ServerFrame.ack`).
     static func sendAck(id: String, messageJSON: String, conversation: ConversationDTO?) throws -> String {
-        var text = #"{"type":"ack","id":"# + (try json(id)) + #","message":"# + messageJSON
+        var text = #"{"type":""# + ServerFrameType.ack.rawValue + #"","id":"# + (try json(id)) + #","message":"# + messageJSON
         if let conversation { text += #","conversation":"# + (try json(conversation)) }
         return text + "}"
     }

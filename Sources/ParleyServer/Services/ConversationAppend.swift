@@ -59,6 +59,7 @@ struct ConversationAppend: Sendable {
         message.seq = nextSeq()
         message.createdAt = now
         conversation.lastMessagePreview = preview
+        conversation.lastMessageKind = message.kind
         conversation.lastMessageAt = now
         conversation.updatedAt = now
         self.message = message

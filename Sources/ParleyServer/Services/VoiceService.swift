@@ -265,7 +265,7 @@ public struct VoiceService: Sendable {
     }
 
     /// A stored voice note's file, for playback, if the principal may hear it.
-    public func media(_ principal: Principal, messageId: String, format: String) async throws -> (key: String, contentType: String, bytes: Int, fileExtension: String) {
+    public func media(_ principal: Principal, messageId: String, format: VoiceFormat) async throws -> (key: String, contentType: String, bytes: Int, fileExtension: String) {
         let (message, voice) = try await store.read { repo -> (MessageDTO?, VoiceRecord?) in
             guard let message = try await repo.message(brandId: principal.brandId, id: messageId) else { return (nil, nil) }
             return (message, try await repo.voice(messageId: messageId, brandId: principal.brandId))
@@ -283,17 +283,15 @@ public struct VoiceService: Sendable {
                 message: "This voice message is waiting for its malware scan; it can be played once the scan passes.")
         }
         switch format {
-        case "original":
+        case .original:
             let fileExtension = AudioContainer(rawValue: voice.container)?.fileExtension ?? "bin"
             return (voice.originalKey, VoiceRecord.contentType(ofContainer: voice.container), voice.originalBytes, fileExtension)
-        case "opus":
+        case .opus:
             guard let key = voice.opusKey, let bytes = voice.opusBytes else { throw renditionNotReady(voice) }
             return (key, VoiceRendition.opus.contentType, bytes, VoiceRendition.opus.fileExtension)
-        case "aac":
+        case .aac:
             guard let key = voice.aacKey, let bytes = voice.aacBytes else { throw renditionNotReady(voice) }
             return (key, VoiceRendition.aac.contentType, bytes, VoiceRendition.aac.fileExtension)
-        default:
-            throw ParleyError.notFound("Rendition")
         }
     }
 

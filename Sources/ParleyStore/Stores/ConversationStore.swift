@@ -190,13 +190,14 @@ struct ConversationRow: TableRow {
     var assigneeId: String?
     var lastSeq: Int64
     var lastMessagePreview: String?
+    var lastMessageKind: MessageKind?
     var lastMessageAt: Int64?
     var createdAt: Int64
     var updatedAt: Int64
 
     init(_ c: ConversationDTO) {
         (id, brandId, appId, consumerId, channel, state) = (c.id, c.brandId, c.appId, c.consumerId, c.channel, c.state)
-        (assigneeId, lastSeq, lastMessagePreview) = (c.assigneeId, c.lastSeq, c.lastMessagePreview)
+        (assigneeId, lastSeq, lastMessagePreview, lastMessageKind) = (c.assigneeId, c.lastSeq, c.lastMessagePreview, c.lastMessageKind)
         lastMessageAt = c.lastMessageAt.map(StoredTime.millis)
         createdAt = StoredTime.millis(c.createdAt)
         updatedAt = StoredTime.millis(c.updatedAt)
@@ -205,7 +206,7 @@ struct ConversationRow: TableRow {
     var dto: ConversationDTO {
         ConversationDTO(
             id: id, brandId: brandId, appId: appId, consumerId: consumerId, channel: channel, state: state, assigneeId: assigneeId,
-            lastSeq: lastSeq, lastMessagePreview: lastMessagePreview, lastMessageAt: lastMessageAt.map(StoredTime.date),
+            lastSeq: lastSeq, lastMessagePreview: lastMessagePreview, lastMessageKind: lastMessageKind, lastMessageAt: lastMessageAt.map(StoredTime.date),
             createdAt: StoredTime.date(createdAt), updatedAt: StoredTime.date(updatedAt))
     }
 }

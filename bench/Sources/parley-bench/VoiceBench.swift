@@ -141,14 +141,14 @@ enum VoiceBench {
         await agent.close()
         guard let last, let voice = last.voice, voice.state == .ready else { throw BenchError("the voice note did not become ready") }
         var renditions: [String: Int] = [:]
-        for rendition in voice.renditions { renditions[rendition.format] = rendition.bytes }
+        for rendition in voice.renditions { renditions[rendition.format.rawValue] = rendition.bytes }
         let report = Report(
             noteSeconds: noteSeconds, noteBytes: noteBytes.count, runs: runs, bareAnalysisMs: median(bareAnalysis),
             bareTranscodeMs: median(bareTranscode), uploadAnsweredMs: median(answered), publishedMs: median(published),
             renditionsReadyMs: median(ready), renditionBytes: renditions, durationMs: voice.durationMs, waveformBars: voice.waveform.count)
 
         // Playback: listeners fetch the Opus rendition with a Range request, as <audio> does.
-        guard let opus = voice.renditions.first(where: { $0.format == "opus" }) else { throw BenchError("no opus rendition") }
+        guard let opus = voice.renditions.first(where: { $0.format == .opus }) else { throw BenchError("no opus rendition") }
         let playback = try await playback(port: port, path: opus.url, token: agentToken, listeners: listeners, requests: requestsPerListener)
         return (report, playback)
     }
