@@ -48,6 +48,7 @@ public struct ParleyServices: Sendable {
             throw error
         }
         let store = Store(database: database)
+        let limits = RateLimits(configuration)
         let blobs = try LocalBlobStore(root: URL(fileURLWithPath: configuration.mediaDirectory))
         let removed = try blobs.removePartialWrites()
         if removed > 0 {
@@ -56,7 +57,7 @@ public struct ParleyServices: Sendable {
         let hub = RealtimeHub(
             bus: bus, queueLimit: configuration.realtimeQueueLimit, writeTimeout: .seconds(configuration.realtimeWriteTimeoutSeconds),
             metrics: metrics, logger: logger)
-        let conversations = ConversationService(store: store, bus: bus, metrics: metrics, clock: clock, logger: logger)
+        let conversations = ConversationService(store: store, bus: bus, metrics: metrics, limits: limits, clock: clock, logger: logger)
         let ffmpeg = ProcessRunner.locate(configuration.ffmpeg).map(ProcessRunner.init(executable:))
         if ffmpeg == nil {
             logger.warning("ffmpeg was not found: voice messages are refused until it is installed", metadata: ["ffmpeg": "\(configuration.ffmpeg)"])
@@ -86,13 +87,13 @@ public struct ParleyServices: Sendable {
                 deadline: .seconds(configuration.uploadDeadlineSeconds)),
             analyses: WorkSlots(limit: configuration.voiceAnalyses, queueLimit: configuration.voiceQueue),
             uploads: UploadGate(perConsumer: configuration.uploadsPerConsumer, perAddress: configuration.uploadsPerAddress),
-            metrics: metrics, logger: logger)
+            limits: limits, metrics: metrics, logger: logger)
         return ParleyServices(
             configuration: configuration, store: store, bus: bus, hub: hub, metrics: metrics,
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics, clock: clock),
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
             calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
-            scanning: scanning, limits: RateLimits(configuration), connections: ConnectionCounter(),
+            scanning: scanning, limits: limits, connections: ConnectionCounter(),
             janitor: MediaJanitor(
                 store: store, blobs: blobs, minimumAge: TimeInterval(configuration.orphanMediaAgeSeconds), interval: .seconds(15 * 60),
                 metrics: metrics, logger: logger),
@@ -109,20 +110,21 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     let router = Router(context: ParleyRequestContext.self)
     router.add(middleware: SecurityHeadersMiddleware())
     router.add(middleware: ErrorMiddleware())
-    router.add(middleware: AuthMiddleware(identity: services.identity, allowedOrigins: services.configuration.allowedOrigins))
+    // Static files first: serving the pages and their scripts looks up no session.
     router.add(middleware: FileMiddleware(services.configuration.publicDirectory, searchForIndexHtml: true))
+    let routes = RouteGroups(
+        router, authentication: AuthMiddleware(identity: services.identity, allowedOrigins: services.configuration.allowedOrigins))
     AuthController(identity: services.identity, hub: services.hub, configuration: services.configuration, limits: services.limits)
-        .addRoutes(to: router)
+        .addRoutes(to: routes)
     ConversationController(
-        conversations: services.conversations, identity: services.identity, configuration: services.configuration, limits: services.limits)
-        .addRoutes(to: router)
-    AdminController(identity: services.identity, hub: services.hub, configuration: services.configuration).addRoutes(to: router)
-    SystemController(store: services.store, metrics: services.metrics, configuration: services.configuration).addRoutes(to: router)
+        conversations: services.conversations, identity: services.identity, configuration: services.configuration)
+        .addRoutes(to: routes)
+    AdminController(identity: services.identity, hub: services.hub, configuration: services.configuration).addRoutes(to: routes)
+    SystemController(store: services.store, metrics: services.metrics, configuration: services.configuration).addRoutes(to: routes)
     VoiceController(
-        voice: services.voice, identity: services.identity, blobs: services.blobs, configuration: services.configuration,
-        limits: services.limits
-    ).addRoutes(to: router)
-    CallController(calls: services.calls, configuration: services.configuration).addRoutes(to: router)
+        voice: services.voice, identity: services.identity, blobs: services.blobs, configuration: services.configuration
+    ).addRoutes(to: routes)
+    CallController(calls: services.calls, configuration: services.configuration).addRoutes(to: routes)
     return router
 }
 

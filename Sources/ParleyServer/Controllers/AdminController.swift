@@ -8,16 +8,16 @@ struct AdminController {
     let hub: RealtimeHub
     let configuration: ParleyConfiguration
 
-    func addRoutes(to router: Router<ParleyRequestContext>) {
-        router.get("/v1/brand", use: brand)
-        router.get("/v1/agents", use: listAgents)
-        router.post("/v1/agents", use: createAgent)
-        router.patch("/v1/agents/{agentId}", use: updateAgent)
-        router.delete("/v1/agents/{agentId}", use: deleteAgent)
-        router.get("/v1/apps", use: listApps)
-        router.post("/v1/apps", use: createApp)
-        router.get("/v1/apps/{appId}/keys", use: listKeys)
-        router.post("/v1/apps/{appId}/keys", use: addKey)
+    func addRoutes(to routes: RouteGroups) {
+        routes.agents.get("/v1/brand", use: brand)
+        routes.agents.get("/v1/agents", use: listAgents)
+        routes.admins.post("/v1/agents", use: createAgent)
+        routes.admins.patch("/v1/agents/{agentId}", use: updateAgent)
+        routes.admins.delete("/v1/agents/{agentId}", use: deleteAgent)
+        routes.agents.get("/v1/apps", use: listApps)
+        routes.admins.post("/v1/apps", use: createApp)
+        routes.agents.get("/v1/apps/{appId}/keys", use: listKeys)
+        routes.admins.post("/v1/apps/{appId}/keys", use: addKey)
     }
 
     @Sendable func brand(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<BrandDTO> {
@@ -30,14 +30,12 @@ struct AdminController {
 
     @Sendable func createAgent(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AgentDTO> {
         let admin = try context.requireAgent()
-        try admin.require(.admin)
         let body = try await request.decodeJSON(CreateAgentRequest.self, limit: configuration.maxJSONBodyBytes)
         return JSONResponse(.created, try await identity.createAgent(admin, body))
     }
 
     @Sendable func updateAgent(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AgentDTO> {
         let admin = try context.requireAgent()
-        try admin.require(.admin)
         let id = try context.id("agentId", .agent, what: "Agent")
         let body = try await request.decodeJSON(UpdateAgentRequest.self, limit: configuration.maxJSONBodyBytes)
         let change = try await identity.updateAgent(admin, id: id, body, sessionTokenHash: context.sessionTokenHash)
@@ -62,7 +60,6 @@ struct AdminController {
 
     @Sendable func createApp(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AppDTO> {
         let admin = try context.requireAgent()
-        try admin.require(.admin)
         let body = try await request.decodeJSON(CreateAppRequest.self, limit: configuration.maxJSONBodyBytes)
         return JSONResponse(.created, try await identity.createApp(admin, body))
     }
@@ -75,7 +72,6 @@ struct AdminController {
 
     @Sendable func addKey(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AppKeyDTO> {
         let admin = try context.requireAgent()
-        try admin.require(.admin)
         let appId = try context.id("appId", .app, what: "App")
         let body = try await request.decodeJSON(AddAppKeyRequest.self, limit: configuration.maxJSONBodyBytes)
         return JSONResponse(.created, try await identity.addAppKey(admin, appId: appId, body))

@@ -10,14 +10,14 @@ struct AuthController {
     let configuration: ParleyConfiguration
     let limits: RateLimits
 
-    func addRoutes(to router: Router<ParleyRequestContext>) {
-        router.post("/v1/auth/login", use: login)
-        router.post("/v1/auth/logout", use: logout)
-        router.post("/v1/auth/logout-all", use: logoutEverywhere)
-        router.post("/v1/me/password", use: changePassword)
-        router.get("/v1/me", use: me)
-        router.post("/v1/consumer/session", use: consumerSession)
-        router.get("/v1/consumer/me", use: consumerMe)
+    func addRoutes(to routes: RouteGroups) {
+        routes.anyone.post("/v1/auth/login", use: login)
+        routes.anyone.post("/v1/auth/logout", use: logout)
+        routes.agents.post("/v1/auth/logout-all", use: logoutEverywhere)
+        routes.agents.post("/v1/me/password", use: changePassword)
+        routes.agents.get("/v1/me", use: me)
+        routes.anyone.post("/v1/consumer/session", use: consumerSession)
+        routes.consumers.get("/v1/consumer/me", use: consumerMe)
     }
 
     @Sendable func login(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AgentSessionResponse> {

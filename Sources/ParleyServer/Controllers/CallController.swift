@@ -9,10 +9,10 @@ struct CallController {
     let calls: CallService
     let configuration: ParleyConfiguration
 
-    func addRoutes(to router: Router<ParleyRequestContext>) {
-        router.post("/v1/conversations/{conversationId}/calls", use: start)
-        router.get("/v1/conversations/{conversationId}/calls", use: list)
-        router.get("/v1/consumer/conversations/{conversationId}/calls", use: list)
+    func addRoutes(to routes: RouteGroups) {
+        routes.agents.post("/v1/conversations/{conversationId}/calls", use: start)
+        routes.agents.get("/v1/conversations/{conversationId}/calls", use: list)
+        routes.consumers.get("/v1/consumer/conversations/{conversationId}/calls", use: list)
     }
 
     @Sendable func start(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<CallSessionResponse> {

@@ -10,27 +10,26 @@ struct ConversationController {
     let conversations: ConversationService
     let identity: IdentityService
     let configuration: ParleyConfiguration
-    let limits: RateLimits
 
-    func addRoutes(to router: Router<ParleyRequestContext>) {
+    func addRoutes(to routes: RouteGroups) {
         // Agents
-        router.get("/v1/conversations", use: list)
-        router.get("/v1/conversations/{conversationId}", use: show)
-        router.get("/v1/conversations/{conversationId}/messages", use: messages)
-        router.post("/v1/conversations/{conversationId}/messages", use: agentSend)
-        router.get("/v1/conversations/{conversationId}/events", use: events)
-        router.post("/v1/conversations/{conversationId}/receipts", use: receipt)
-        router.post("/v1/conversations/{conversationId}/assign", use: assign)
-        router.post("/v1/conversations/{conversationId}/resolve", use: resolve)
-        router.post("/v1/conversations/{conversationId}/reopen", use: reopen)
-        router.get("/v1/consumers/{consumerId}", use: consumer)
+        routes.agents.get("/v1/conversations", use: list)
+        routes.agents.get("/v1/conversations/{conversationId}", use: show)
+        routes.agents.get("/v1/conversations/{conversationId}/messages", use: messages)
+        routes.agents.post("/v1/conversations/{conversationId}/messages", use: agentSend)
+        routes.agents.get("/v1/conversations/{conversationId}/events", use: events)
+        routes.agents.post("/v1/conversations/{conversationId}/receipts", use: receipt)
+        routes.agents.post("/v1/conversations/{conversationId}/assign", use: assign)
+        routes.agents.post("/v1/conversations/{conversationId}/resolve", use: resolve)
+        routes.agents.post("/v1/conversations/{conversationId}/reopen", use: reopen)
+        routes.agents.get("/v1/consumers/{consumerId}", use: consumer)
         // Consumers
-        router.get("/v1/consumer/conversations", use: consumerList)
-        router.post("/v1/consumer/messages", use: consumerSend)
-        router.get("/v1/consumer/conversations/{conversationId}", use: show)
-        router.get("/v1/consumer/conversations/{conversationId}/messages", use: messages)
-        router.get("/v1/consumer/conversations/{conversationId}/events", use: events)
-        router.post("/v1/consumer/conversations/{conversationId}/receipts", use: receipt)
+        routes.consumers.get("/v1/consumer/conversations", use: consumerList)
+        routes.consumers.post("/v1/consumer/messages", use: consumerSend)
+        routes.consumers.get("/v1/consumer/conversations/{conversationId}", use: show)
+        routes.consumers.get("/v1/consumer/conversations/{conversationId}/messages", use: messages)
+        routes.consumers.get("/v1/consumer/conversations/{conversationId}/events", use: events)
+        routes.consumers.post("/v1/consumer/conversations/{conversationId}/receipts", use: receipt)
     }
 
     private func conversationId(_ context: ParleyRequestContext) throws -> String {
@@ -164,10 +163,9 @@ struct ConversationController {
 
     @Sendable func consumerSend(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
         let consumer = try context.requireConsumer()
-        try limits.consumerMessages.check(consumer.consumerId, "messages")
-        try limits.ipWrites.check(context.clientIP(request, trustProxy: configuration.trustProxy), "requests from this address")
         let body = try await request.decodeJSON(SendMessageRequest.self, limit: configuration.maxJSONBodyBytes)
-        let response = try await conversations.send(.consumer(consumer), body)
+        let response = try await conversations.send(
+            .consumer(consumer), body, from: context.clientIP(request, trustProxy: configuration.trustProxy))
         return JSONResponse(response.created ? .created : .ok, response)
     }
 }

@@ -14,10 +14,10 @@ struct SystemController {
         var database: String
     }
 
-    func addRoutes(to router: Router<ParleyRequestContext>) {
-        router.get("/health", use: health)
-        router.get("/metrics", use: prometheus)
-        router.get(RouterPath(stringLiteral: RealtimeController.path), use: upgradeRequired)
+    func addRoutes(to routes: RouteGroups) {
+        routes.open.get("/health", use: health)
+        routes.open.get("/metrics", use: prometheus)
+        routes.anyone.get(RouterPath(stringLiteral: RealtimeController.path), use: upgradeRequired)
     }
 
     @Sendable func health(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<Health> {

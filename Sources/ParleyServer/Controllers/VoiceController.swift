@@ -11,23 +11,20 @@ struct VoiceController {
     let identity: IdentityService
     let blobs: LocalBlobStore
     let configuration: ParleyConfiguration
-    let limits: RateLimits
 
-    func addRoutes(to router: Router<ParleyRequestContext>) {
-        router.post("/v1/consumer/voice-messages", use: consumerUpload)
-        router.post("/v1/conversations/{conversationId}/voice-messages", use: agentUpload)
-        router.get("/v1/media/{messageId}/{format}", use: media)
-        router.get("/v1/brand/settings", use: brandSettings)
-        router.patch("/v1/brand/settings", use: updateBrandSettings)
-        router.get("/v1/consumer/settings", use: consumerSettings)
+    func addRoutes(to routes: RouteGroups) {
+        routes.consumers.post("/v1/consumer/voice-messages", use: consumerUpload)
+        routes.agents.post("/v1/conversations/{conversationId}/voice-messages", use: agentUpload)
+        routes.anyone.get("/v1/media/{messageId}/{format}", use: media)
+        routes.agents.get("/v1/brand/settings", use: brandSettings)
+        routes.admins.patch("/v1/brand/settings", use: updateBrandSettings)
+        routes.consumers.get("/v1/consumer/settings", use: consumerSettings)
     }
 
     // MARK: Uploads
 
     @Sendable func consumerUpload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
         let consumer = try context.requireConsumer()
-        try limits.consumerMessages.check(consumer.consumerId, "messages")
-        try limits.ipWrites.check(context.clientIP(request, trustProxy: configuration.trustProxy), "requests from this address")
         let conversationId = request.queryString("conversationId")
         if let conversationId, !Identifier.isWellFormed(conversationId, .conversation) { throw ParleyError.notFound("Conversation") }
         return try await upload(.consumer(consumer), conversationId: conversationId, request, context: context)
@@ -105,7 +102,6 @@ struct VoiceController {
 
     @Sendable func updateBrandSettings(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<BrandSettingsDTO> {
         let agent = try context.requireAgent()
-        try agent.require(.admin)
         let change = try await request.decodeJSON(UpdateBrandSettingsRequest.self, limit: 4096)
         return JSONResponse(.ok, try await voice.updateSettings(agent, change))
     }

@@ -82,6 +82,14 @@ public struct RateLimits: Sendable {
     /// Senders recently closed with 4008 for flooding the real-time API.
     let floods: FloodCooldown
 
+    /// The one rule for messages: a consumer's message (text or voice, over HTTP or real time)
+    /// counts against that consumer's limit and the address's write limit. Agents are not limited here.
+    func admitMessage(from principal: Principal, address: String?) throws(ParleyError) {
+        guard case .consumer(let consumer) = principal else { return }
+        try consumerMessages.check(consumer.consumerId, "messages")
+        if let address { try ipWrites.check(address, "requests from this address") }
+    }
+
     public init(_ configuration: ParleyConfiguration) {
         floods = FloodCooldown(duration: .seconds(configuration.realtimeFloodCooldownSeconds))
         consumerMessages = RateLimiter(name: "consumer messages", limit: configuration.rateConsumerMessages, per: .seconds(60))

@@ -152,11 +152,8 @@ struct RealtimeController {
             switch frame {
             case .send(let id, let request):
                 replyId = id
-                if case .consumer(let consumer) = principal {
-                    try limits.consumerMessages.check(consumer.consumerId, "messages")
-                    if let ip { try limits.ipWrites.check(ip, "requests from this address") }
-                }
-                let (response, messageJSON) = try await conversations.sendEncoded(principal, request, fromConnection: outbox.connectionId)
+                let (response, messageJSON) = try await conversations.sendEncoded(
+                    principal, request, from: ip, fromConnection: outbox.connectionId)
                 // The conversation rides along when it is new or changed beyond this message.
                 let changed = !response.created || response.message.seq == 1 || response.conversation.lastSeq != response.message.seq
                 if let messageJSON, let text = try? ParleyCoders.sendAck(id: id, messageJSON: messageJSON, conversation: changed ? response.conversation : nil) {

@@ -10,6 +10,7 @@ public struct ConversationService: Sendable {
     let store: Store
     let bus: any EventBus
     let metrics: ParleyMetrics
+    let limits: RateLimits
     let clock: any WallClock
     let logger: Logger
 
@@ -29,16 +30,18 @@ public struct ConversationService: Sendable {
         case voice(VoiceRecord)
     }
 
+    /// A text message from `principal` (from `address`, for the rate limits).
     public func send(
-        _ principal: Principal, _ request: SendMessageRequest, fromConnection connectionId: String? = nil
+        _ principal: Principal, _ request: SendMessageRequest, from address: String? = nil, fromConnection connectionId: String? = nil
     ) async throws -> SendMessageResponse {
-        try await send(principal, request, content: .text(request.text), fromConnection: connectionId)
+        try await sendEncoded(principal, request, from: address, fromConnection: connectionId).response
     }
 
     func sendEncoded(
-        _ principal: Principal, _ request: SendMessageRequest, fromConnection connectionId: String? = nil
+        _ principal: Principal, _ request: SendMessageRequest, from address: String? = nil, fromConnection connectionId: String? = nil
     ) async throws -> (response: SendMessageResponse, messageJSON: String?) {
-        try await sendEncoded(principal, request, content: .text(request.text), fromConnection: connectionId)
+        try limits.admitMessage(from: principal, address: address)
+        return try await sendEncoded(principal, request, content: .text(request.text), fromConnection: connectionId)
     }
 
     func send(

@@ -23,6 +23,7 @@ public struct VoiceService: Sendable {
     /// Analyses at once (and waiting), and uploads in progress per consumer and per address.
     let analyses: WorkSlots
     let uploads: UploadGate
+    let limits: RateLimits
     let metrics: ParleyMetrics
     let logger: Logger
 
@@ -63,7 +64,8 @@ public struct VoiceService: Sendable {
         _ principal: Principal, clientMessageId: String, conversationId: String?, contentLength: Int?, body: RequestBody,
         clientAddress: String? = nil
     ) async throws -> SendMessageResponse {
-        try await uploads.run(consumer: principal.participant.id, address: clientAddress) {
+        try limits.admitMessage(from: principal, address: clientAddress)
+        return try await uploads.run(consumer: principal.participant.id, address: clientAddress) {
             try await receiveUpload(principal, clientMessageId: clientMessageId, conversationId: conversationId, contentLength: contentLength, body: body)
         }
     }
