@@ -95,6 +95,17 @@ public enum ServerFrameType: String, Codable, Sendable, CaseIterable {
 }
 
 extension ClientFrame {
+    /// The id the client chose, which the server's `ack` or `error` repeats (`typing` and `view` have none).
+    public var replyId: String? {
+        switch self {
+        case .send(let id, _), .receipt(let id, _, _), .resume(let id, _), .callAccept(let id, _), .callReject(let id, _),
+            .callHangUp(let id, _), .callSignal(let id, _, _), .callMedia(let id, _, _), .callReport(let id, _, _, _):
+            id
+        case .typing, .view:
+            nil
+        }
+    }
+
     public var type: ClientFrameType {
         switch self {
         case .send: .send

@@ -59,47 +59,13 @@ final class SQLiteHandle: Sendable {
             guard let handle = connection.handle else {
                 throw SQLiteStatementError(code: SQLITE_MISUSE, message: "the database is closed")
             }
-            let prepared: Prepared
-            if let cached = connection.statements[sql] {
-                prepared = cached
-            } else {
-                var statement: OpaquePointer?
-                let status = sqlite_nio_sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
-                guard status == SQLITE_OK, let statement else {
-                    throw SQLiteStatementError(code: status, message: String(cString: sqlite_nio_sqlite3_errmsg(handle)))
-                }
-                let count = sqlite_nio_sqlite3_column_count(statement)
-                let names = (0..<count).map { String(cString: sqlite_nio_sqlite3_column_name(statement, $0)) }
-                prepared = Prepared(statement: statement, columns: SQLiteColumns(names: names))
-                if connection.statements.count >= Self.cacheLimit {
-                    for old in connection.statements.values { sqlite_nio_sqlite3_finalize(old.statement) }
-                    connection.statements.removeAll()
-                }
-                connection.statements[sql] = prepared
-            }
+            let prepared = try Self.prepared(sql, in: &connection, handle: handle)
             let statement = prepared.statement
             defer {
                 sqlite_nio_sqlite3_reset(statement)
                 sqlite_nio_sqlite3_clear_bindings(statement)
             }
-            for (offset, bind) in binds.enumerated() {
-                let index = Int32(offset + 1)
-                let status: Int32
-                switch bind {
-                case .integer(let value): status = sqlite_nio_sqlite3_bind_int64(statement, index, Int64(value))
-                case .float(let value): status = sqlite_nio_sqlite3_bind_double(statement, index, value)
-                case .text(let value):
-                    status = sqlite_nio_sqlite3_bind_text64(statement, index, value, UInt64(value.utf8.count), transient, UInt8(SQLITE_UTF8))
-                case .blob(let value):
-                    status = value.withUnsafeReadableBytes {
-                        sqlite_nio_sqlite3_bind_blob64(statement, index, $0.baseAddress, UInt64($0.count), transient)
-                    }
-                case .null: status = sqlite_nio_sqlite3_bind_null(statement, index)
-                }
-                guard status == SQLITE_OK else {
-                    throw SQLiteStatementError(code: status, message: String(cString: sqlite_nio_sqlite3_errmsg(handle)))
-                }
-            }
+            try Self.bind(binds, to: statement, handle: handle)
             let width = prepared.columns.names.count
             while true {
                 let status = sqlite_nio_sqlite3_step(statement)
@@ -107,32 +73,77 @@ final class SQLiteHandle: Sendable {
                 guard status == SQLITE_ROW else {
                     throw SQLiteStatementError(code: status, message: String(cString: sqlite_nio_sqlite3_errmsg(handle)))
                 }
-                var values: [SQLiteData] = []
-                values.reserveCapacity(width)
-                for column in 0..<Int32(width) {
-                    switch sqlite_nio_sqlite3_column_type(statement, column) {
-                    case SQLITE_INTEGER: values.append(.integer(Int(sqlite_nio_sqlite3_column_int64(statement, column))))
-                    case SQLITE_FLOAT: values.append(.float(sqlite_nio_sqlite3_column_double(statement, column)))
-                    case SQLITE_TEXT:
-                        let bytes = Int(sqlite_nio_sqlite3_column_bytes(statement, column))
-                        if let text = sqlite_nio_sqlite3_column_text(statement, column) {
-                            values.append(.text(String(decoding: UnsafeBufferPointer(start: text, count: bytes), as: UTF8.self)))
-                        } else {
-                            values.append(.text(""))
-                        }
-                    case SQLITE_BLOB:
-                        let bytes = Int(sqlite_nio_sqlite3_column_bytes(statement, column))
-                        var buffer = ByteBufferAllocator().buffer(capacity: bytes)
-                        if let blob = sqlite_nio_sqlite3_column_blob(statement, column) {
-                            buffer.writeBytes(UnsafeRawBufferPointer(start: blob, count: bytes))
-                        }
-                        values.append(.blob(buffer))
-                    default: values.append(.null)
-                    }
-                }
-                onRow(DirectSQLiteRow(columns: prepared.columns, values: values))
+                onRow(DirectSQLiteRow(columns: prepared.columns, values: Self.row(of: statement, width: width)))
             }
         }
+    }
+
+    /// The statement for `sql`, from the cache or prepared now (and kept).
+    private static func prepared(_ sql: String, in connection: inout Connection, handle: OpaquePointer) throws -> Prepared {
+        if let cached = connection.statements[sql] { return cached }
+        var statement: OpaquePointer?
+        let status = sqlite_nio_sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard status == SQLITE_OK, let statement else {
+            throw SQLiteStatementError(code: status, message: String(cString: sqlite_nio_sqlite3_errmsg(handle)))
+        }
+        let count = sqlite_nio_sqlite3_column_count(statement)
+        let names = (0..<count).map { String(cString: sqlite_nio_sqlite3_column_name(statement, $0)) }
+        let prepared = Prepared(statement: statement, columns: SQLiteColumns(names: names))
+        if connection.statements.count >= cacheLimit {
+            for old in connection.statements.values { sqlite_nio_sqlite3_finalize(old.statement) }
+            connection.statements.removeAll()
+        }
+        connection.statements[sql] = prepared
+        return prepared
+    }
+
+    private static func bind(_ binds: [SQLiteData], to statement: OpaquePointer, handle: OpaquePointer) throws {
+        for (offset, bind) in binds.enumerated() {
+            let index = Int32(offset + 1)
+            let status: Int32
+            switch bind {
+            case .integer(let value): status = sqlite_nio_sqlite3_bind_int64(statement, index, Int64(value))
+            case .float(let value): status = sqlite_nio_sqlite3_bind_double(statement, index, value)
+            case .text(let value):
+                status = sqlite_nio_sqlite3_bind_text64(statement, index, value, UInt64(value.utf8.count), transient, UInt8(SQLITE_UTF8))
+            case .blob(let value):
+                status = value.withUnsafeReadableBytes {
+                    sqlite_nio_sqlite3_bind_blob64(statement, index, $0.baseAddress, UInt64($0.count), transient)
+                }
+            case .null: status = sqlite_nio_sqlite3_bind_null(statement, index)
+            }
+            guard status == SQLITE_OK else {
+                throw SQLiteStatementError(code: status, message: String(cString: sqlite_nio_sqlite3_errmsg(handle)))
+            }
+        }
+    }
+
+    /// The current row's values.
+    private static func row(of statement: OpaquePointer, width: Int) -> [SQLiteData] {
+        var values: [SQLiteData] = []
+        values.reserveCapacity(width)
+        for column in 0..<Int32(width) {
+            switch sqlite_nio_sqlite3_column_type(statement, column) {
+            case SQLITE_INTEGER: values.append(.integer(Int(sqlite_nio_sqlite3_column_int64(statement, column))))
+            case SQLITE_FLOAT: values.append(.float(sqlite_nio_sqlite3_column_double(statement, column)))
+            case SQLITE_TEXT:
+                let bytes = Int(sqlite_nio_sqlite3_column_bytes(statement, column))
+                if let text = sqlite_nio_sqlite3_column_text(statement, column) {
+                    values.append(.text(String(decoding: UnsafeBufferPointer(start: text, count: bytes), as: UTF8.self)))
+                } else {
+                    values.append(.text(""))
+                }
+            case SQLITE_BLOB:
+                let bytes = Int(sqlite_nio_sqlite3_column_bytes(statement, column))
+                var buffer = ByteBufferAllocator().buffer(capacity: bytes)
+                if let blob = sqlite_nio_sqlite3_column_blob(statement, column) {
+                    buffer.writeBytes(UnsafeRawBufferPointer(start: blob, count: bytes))
+                }
+                values.append(.blob(buffer))
+            default: values.append(.null)
+            }
+        }
+        return values
     }
 }
 

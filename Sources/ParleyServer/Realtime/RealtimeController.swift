@@ -62,72 +62,87 @@ struct RealtimeController {
 
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                var limiter = FrameLimiter(perSecond: configuration.realtimeFramesPerSecond)
-                var assembler = MessageAssembler(maxSize: configuration.maxRealtimeFrameBytes)
-                do {
-                    for try await frame in inbound {
-                        let message: WebSocketMessage
-                        do {
-                            guard let complete = try assembler.add(frame) else { continue }
-                            message = complete
-                        } catch MessageAssembler.Failure.tooLarge {
-                            outbox.close(code: 1009, text: "message too large")
-                            return
-                        } catch {
-                            outbox.close(code: 1002, text: "protocol error")
-                            return
-                        }
-                        // The limit comes before any decoding: a flood costs the server as little as possible.
-                        switch limiter.take() {
-                        case .allow:
-                            break
-                        case .refuse:
-                            metrics.realtimeFramesRefused.increment()
-                            if case .text(let text) = message, let id = Self.frameId(in: text) {
-                                send(.error(id: id, .init(code: "rate_limited", message: "Too many frames; slow down.", retryAfter: 1)), to: outbox)
-                            }
-                            continue
-                        case .close:
-                            metrics.realtimeFloodCloses.increment()
-                            if let sessionTokenHash { limits.floods.penalize(sessionTokenHash) }
-                            outbox.close(code: RealtimeCloseCode.tooManyFrames, text: "too many frames: slow down")
-                            return
-                        }
-                        switch message {
-                        case .text(let text):
-                            await handle(text, principal: principal, ip: ip, outbox: outbox, typingGate: typingGate)
-                        case .binary:
-                            send(.error(id: nil, .init(code: "unsupported_frame", message: "Send JSON frames as text.")), to: outbox)
-                        }
-                    }
-                } catch {
-                    logger.debug("real-time connection ended", metadata: ["error": "\(error)"])
-                }
-                outbox.finish()  // the client went away: stop writing
+                await read(
+                    inbound, principal: principal, sessionTokenHash: sessionTokenHash, ip: ip, outbox: outbox, typingGate: typingGate,
+                    logger: logger)
             }
-            // This task writes: it drains the outbox until the client leaves or the connection is closed.
-            for await frame in outbox.stream {
-                if outbox.pendingClose != nil { break }
-                // A write waits while the client's receive buffer is full; the hub closes the socket
-                // of a write that waits past the write timeout (a client that stopped reading).
-                outbox.writeBegins()
-                do {
-                    try await outbound.write(.text(frame))
-                } catch {
-                    outbox.writeEnds()
-                    break
-                }
-                outbox.writeEnds()
-            }
-            if let reason = outbox.pendingClose, outbox.channel?.isActive ?? true {
-                outbox.writeBegins()
-                try? await outbound.close(Self.closeCode(reason.code), reason: reason.text)
-                outbox.writeEnds()
-            }
+            await write(outbox, to: outbound)
             group.cancelAll()
         }
         // A call this connection took part in ends with it.
         await calls.connectionClosed(outbox.connectionId)
+    }
+
+    /// Reads the client's frames: reassembles them within the size limit, applies the frame budget
+    /// before any decoding (a flood costs the server as little as possible), and handles each one.
+    private func read(
+        _ inbound: WebSocketInboundStream, principal: Principal, sessionTokenHash: String?, ip: String?, outbox: Outbox,
+        typingGate: TypingGate, logger: Logger
+    ) async {
+        var limiter = FrameLimiter(perSecond: configuration.realtimeFramesPerSecond)
+        var assembler = MessageAssembler(maxSize: configuration.maxRealtimeFrameBytes)
+        do {
+            for try await frame in inbound {
+                let message: WebSocketMessage
+                do {
+                    guard let complete = try assembler.add(frame) else { continue }
+                    message = complete
+                } catch MessageAssembler.Failure.tooLarge {
+                    outbox.close(code: 1009, text: "message too large")
+                    return
+                } catch {
+                    outbox.close(code: 1002, text: "protocol error")
+                    return
+                }
+                // The limit comes before any decoding: a flood costs the server as little as possible.
+                switch limiter.take() {
+                case .allow:
+                    break
+                case .refuse:
+                    metrics.realtimeFramesRefused.increment()
+                    if case .text(let text) = message, let id = Self.frameId(in: text) {
+                        send(.error(id: id, .init(code: "rate_limited", message: "Too many frames; slow down.", retryAfter: 1)), to: outbox)
+                    }
+                    continue
+                case .close:
+                    metrics.realtimeFloodCloses.increment()
+                    if let sessionTokenHash { limits.floods.penalize(sessionTokenHash) }
+                    outbox.close(code: RealtimeCloseCode.tooManyFrames, text: "too many frames: slow down")
+                    return
+                }
+                switch message {
+                case .text(let text):
+                    await handle(text, principal: principal, ip: ip, outbox: outbox, typingGate: typingGate)
+                case .binary:
+                    send(.error(id: nil, .init(code: "unsupported_frame", message: "Send JSON frames as text.")), to: outbox)
+                }
+            }
+        } catch {
+            logger.debug("real-time connection ended", metadata: ["error": "\(error)"])
+        }
+        outbox.finish()  // the client went away: stop writing
+    }
+
+    /// Drains the outbox to the socket until the client leaves or the connection is closed.
+    private func write(_ outbox: Outbox, to outbound: WebSocketOutboundWriter) async {
+    for await frame in outbox.stream {
+        if outbox.pendingClose != nil { break }
+        // A write waits while the client's receive buffer is full; the hub closes the socket
+        // of a write that waits past the write timeout (a client that stopped reading).
+        outbox.writeBegins()
+        do {
+            try await outbound.write(.text(frame))
+        } catch {
+            outbox.writeEnds()
+            break
+        }
+        outbox.writeEnds()
+    }
+    if let reason = outbox.pendingClose, outbox.channel?.isActive ?? true {
+        outbox.writeBegins()
+        try? await outbound.close(Self.closeCode(reason.code), reason: reason.text)
+        outbox.writeEnds()
+    }
     }
 
     static func closeCode(_ code: UInt16) -> WebSocketErrorCode {
@@ -135,23 +150,10 @@ struct RealtimeController {
     }
 
     private func handle(_ text: String, principal: Principal, ip: String?, outbox: Outbox, typingGate: TypingGate) async {
-        let frame: ClientFrame
-        do {
-            frame = try ParleyCoders.decoder.decode(ClientFrame.self, from: Data(text.utf8))
-        } catch let error as DecodingError {
-            let parleyError = ParleyError.from(error)
-            let id = Self.frameId(in: text)
-            send(.error(id: id, .init(code: parleyError.code, message: parleyError.message, field: parleyError.field)), to: outbox)
-            return
-        } catch {
-            send(.error(id: nil, .init(code: "invalid_json", message: "The frame is not valid JSON.")), to: outbox)
-            return
-        }
-        var replyId: String?
+        guard let frame = decode(text, outbox: outbox) else { return }
         do {
             switch frame {
             case .send(let id, let request):
-                replyId = id
                 let (response, messageJSON) = try await conversations.sendEncoded(
                     principal, request, from: ip, fromConnection: outbox.connectionId)
                 // The conversation rides along when it is new or changed beyond this message.
@@ -162,7 +164,6 @@ struct RealtimeController {
                     send(.ack(id: id, message: response.message, conversation: changed ? response.conversation : nil, event: nil), to: outbox)
                 }
             case .receipt(let id, let conversationId, let receipt):
-                replyId = id
                 let event = try await conversations.receipt(principal, conversationId: conversationId, receipt, fromConnection: outbox.connectionId)
                 send(.ack(id: id, message: nil, conversation: nil, event: event), to: outbox)
             case .typing(let conversationId, let isTyping):
@@ -180,34 +181,50 @@ struct RealtimeController {
                 }
                 hub.view(connectionId: outbox.connectionId, conversationId: conversationId)
             case .resume(let id, let cursors):
-                replyId = id
                 try await resume(id: id, cursors: cursors, principal: principal, outbox: outbox)
-            case .callAccept(let id, let callId):
-                replyId = id
-                let session = try await calls.accept(principal, callId: callId, connection: outbox.connectionId)
-                send(.callAck(id: id, call: session.call, ice: session.ice), to: outbox)
-            case .callReject(let id, let callId):
-                replyId = id
-                send(.callAck(id: id, call: try await calls.reject(principal, callId: callId, connection: outbox.connectionId), ice: nil), to: outbox)
-            case .callHangUp(let id, let callId):
-                replyId = id
-                send(.callAck(id: id, call: try await calls.hangUp(principal, callId: callId, connection: outbox.connectionId), ice: nil), to: outbox)
-            case .callSignal(let id, let callId, let signal):
-                replyId = id
-                let call = try await calls.signal(principal, callId: callId, signal, connection: outbox.connectionId)
-                send(.callAck(id: id, call: call, ice: nil), to: outbox)
-            case .callMedia(let id, let callId, let media):
-                replyId = id
-                send(.callAck(id: id, call: try await calls.media(principal, callId: callId, media, connection: outbox.connectionId), ice: nil), to: outbox)
-            case .callReport(let id, let callId, let report, let reason):
-                replyId = id
-                let call = try await calls.report(principal, callId: callId, report, reason: reason, connection: outbox.connectionId)
-                send(.callAck(id: id, call: call, ice: nil), to: outbox)
+            case .callAccept, .callReject, .callHangUp, .callSignal, .callMedia, .callReport:
+                try await handleCall(frame, principal: principal, outbox: outbox)
             }
         } catch let error as ParleyError {
-            send(.error(id: replyId, .init(code: error.code, message: error.message, field: error.field, retryAfter: error.retryAfter)), to: outbox)
+            send(.error(id: frame.replyId, .init(code: error.code, message: error.message, field: error.field, retryAfter: error.retryAfter)), to: outbox)
         } catch {
-            send(.error(id: replyId, .init(code: "internal_error", message: "Something went wrong on our side. Try again.")), to: outbox)
+            send(.error(id: frame.replyId, .init(code: "internal_error", message: "Something went wrong on our side. Try again.")), to: outbox)
+        }
+    }
+
+    /// The frame, or nil after telling the client why it is not one.
+    private func decode(_ text: String, outbox: Outbox) -> ClientFrame? {
+        do {
+            return try ParleyCoders.decoder.decode(ClientFrame.self, from: Data(text.utf8))
+        } catch let error as DecodingError {
+            let parleyError = ParleyError.from(error)
+            send(.error(id: Self.frameId(in: text), .init(code: parleyError.code, message: parleyError.message, field: parleyError.field)), to: outbox)
+        } catch {
+            send(.error(id: nil, .init(code: "invalid_json", message: "The frame is not valid JSON.")), to: outbox)
+        }
+        return nil
+    }
+
+    /// A call frame: the call service decides, the ack carries the call as it is now.
+    private func handleCall(_ frame: ClientFrame, principal: Principal, outbox: Outbox) async throws {
+        let connection = outbox.connectionId
+        switch frame {
+        case .callAccept(let id, let callId):
+            let session = try await calls.accept(principal, callId: callId, connection: connection)
+            send(.callAck(id: id, call: session.call, ice: session.ice), to: outbox)
+        case .callReject(let id, let callId):
+            send(.callAck(id: id, call: try await calls.reject(principal, callId: callId, connection: connection), ice: nil), to: outbox)
+        case .callHangUp(let id, let callId):
+            send(.callAck(id: id, call: try await calls.hangUp(principal, callId: callId, connection: connection), ice: nil), to: outbox)
+        case .callSignal(let id, let callId, let signal):
+            send(.callAck(id: id, call: try await calls.signal(principal, callId: callId, signal, connection: connection), ice: nil), to: outbox)
+        case .callMedia(let id, let callId, let media):
+            send(.callAck(id: id, call: try await calls.media(principal, callId: callId, media, connection: connection), ice: nil), to: outbox)
+        case .callReport(let id, let callId, let report, let reason):
+            let call = try await calls.report(principal, callId: callId, report, reason: reason, connection: connection)
+            send(.callAck(id: id, call: call, ice: nil), to: outbox)
+        case .send, .receipt, .typing, .view, .resume:
+            preconditionFailure("not a call frame")
         }
     }
 

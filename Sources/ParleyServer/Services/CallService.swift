@@ -16,62 +16,14 @@ import Synchronization
 ///
 /// A `Service`: at start it closes records a crash left open; on shutdown it ends every live call.
 public final class CallService: Service, Sendable {
-    struct Session: Sendable {
-        var call: CallDTO
-        var machine: CallMachine
-        var negotiation = CallNegotiation()
-        let brandId: String
-        let consumerId: String
-        let agentId: String
-        let videoAllowed: Bool
-        let agentConnection: String
-        var consumerConnection: String?
-        var timer: Task<Void, Never>?
-
-        func party(of principal: Principal) -> CallParty? {
-            switch principal {
-            case .agent(let agent) where agent.brandId == brandId && agent.agentId == agentId: .agent
-            case .consumer(let consumer) where consumer.brandId == brandId && consumer.consumerId == consumerId: .consumer
-            default: nil
-            }
-        }
-
-        func connection(of party: CallParty) -> String? {
-            party == .agent ? agentConnection : consumerConnection
-        }
-
-        /// The call as clients see it, refreshed from the machine.
-        mutating func refresh() {
-            call.state = machine.state
-            call.answeredAt = machine.answeredAt
-            call.connectedAt = machine.connectedAt
-            call.endedAt = machine.endedAt
-            call.outcome = machine.outcome
-            call.endReason = machine.endReason
-            call.endedBy = machine.endedBy?.participantKind
-            call.durationSeconds = machine.durationSeconds
-            if machine.state != .ringing { call.ringsUntil = nil }
-            call.version += 1
-        }
-    }
-
-    /// Who causes a transition.
-    enum Actor: Sendable {
-        case principal(Principal, connection: String?)
-        /// A timer or the server itself.
-        case server
-        /// A side whose connection closed.
-        case departed(CallParty)
-    }
-
-    private let sessions = Mutex<[String: Session]>([:])
-    private let store: Store
-    private let hub: RealtimeHub
-    private let conversations: ConversationService
-    private let bus: any EventBus
-    private let configuration: ParleyConfiguration
-    private let clock: any WallClock
-    private let logger: Logger
+    let sessions = Mutex<[String: Session]>([:])
+    let store: Store
+    let hub: RealtimeHub
+    let conversations: ConversationService
+    let bus: any EventBus
+    let configuration: ParleyConfiguration
+    let clock: any WallClock
+    let logger: Logger
 
     init(
         store: Store, hub: RealtimeHub, bus: any EventBus, conversations: ConversationService, configuration: ParleyConfiguration,
@@ -370,7 +322,7 @@ public final class CallService: Service, Sendable {
     }
 
     /// Stores and publishes a call's new state. An ended call also gets its timeline event.
-    private func changed(_ session: Session) async {
+    func changed(_ session: Session) async {
         let audience = RealtimeEvent.Audience.conversation(brandId: session.brandId, consumerId: session.consumerId)
         guard session.call.state == .ended else {
             let call = session.call
@@ -437,75 +389,5 @@ public final class CallService: Service, Sendable {
             return true
         }
         if !kept { task.cancel() }
-    }
-
-    // MARK: ICE
-
-    /// STUN and TURN settings for one side of one call. TURN credentials follow coturn's REST API
-    /// format: the user name is `<expiry unix time>:<call id>.<side>` and the password is
-    /// base64(HMAC-SHA1(secret, user name)), so coturn checks them without asking Parley.
-    func iceConfiguration(callId: String, party: CallParty, now: Date) -> IceConfigurationDTO {
-        Self.iceConfiguration(configuration, callId: callId, party: party, now: now)
-    }
-
-    static func iceConfiguration(_ configuration: ParleyConfiguration, callId: String, party: CallParty, now: Date) -> IceConfigurationDTO {
-        var servers: [IceServerDTO] = []
-        if !configuration.stunURLs.isEmpty {
-            servers.append(IceServerDTO(urls: configuration.stunURLs))
-        }
-        var expiresAt: Date?
-        if !configuration.turnURLs.isEmpty, let secret = configuration.turnSecret {
-            let expiry = Int(now.timeIntervalSince1970) + configuration.turnCredentialSeconds
-            let username = "\(expiry):\(callId).\(party.rawValue)"
-            servers.append(IceServerDTO(urls: configuration.turnURLs, username: username, credential: turnPassword(username: username, secret: secret)))
-            expiresAt = Date(timeIntervalSince1970: TimeInterval(expiry))
-        }
-        return IceConfigurationDTO(
-            iceServers: servers, iceTransportPolicy: configuration.callRelayOnly ? "relay" : "all", expiresAt: expiresAt)
-    }
-
-    static func turnPassword(username: String, secret: String) -> String {
-        let mac = HMAC<Insecure.SHA1>.authenticationCode(for: Data(username.utf8), using: SymmetricKey(data: Data(secret.utf8)))
-        return Data(mac).base64EncodedString()
-    }
-
-    // MARK: Service
-
-    public func run() async throws {
-        await closeInterruptedRecords()
-        try? await gracefulShutdown()
-        let live = sessions.withLock { sessions -> [Session] in
-            let all = Array(sessions.values)
-            sessions.removeAll()
-            return all
-        }
-        for var session in live {
-            session.timer?.cancel()
-            guard session.machine.abort(.serverShutdown, at: clock.now()) else { continue }
-            session.refresh()
-            await changed(session)
-        }
-    }
-
-    /// Records a crash left without an end are ended as failed (or cancelled if never answered).
-    public func closeInterruptedRecords() async {
-        do {
-            let open = try await store.read { repo in try await repo.unfinishedCalls(limit: 1000) }
-            let live = sessions.withLock { Set($0.keys) }
-            for (brandId, record) in open where !live.contains(record.id) {
-                var call = record
-                call.state = .ended
-                call.endedAt = clock.now()
-                call.outcome = call.answeredAt == nil ? .cancelled : .failed
-                call.endReason = .serverShutdown
-                call.durationSeconds = call.answeredAt.map { max(0, Int(call.endedAt!.timeIntervalSince($0).rounded())) } ?? 0
-                _ = try await storeEnd(&call, brandId: brandId, actor: ParticipantRef(kind: .system, id: "calls"), store: store)
-            }
-            if !open.isEmpty {
-                logger.notice("closed call records left open by a crash", metadata: ["count": "\(open.count)"])
-            }
-        } catch {
-            logger.error("could not close interrupted call records", metadata: ["error": "\(error)"])
-        }
     }
 }

@@ -80,18 +80,7 @@ public struct VoiceService: Sendable {
         let settings = try await settings(brandId: principal.brandId)
         try VoiceRules.authorize(principal, settings: settings)
         let request = SendMessageRequest(clientMessageId: clientMessageId, text: "", conversationId: conversationId)
-        if let existing = try await store.read({ repo in
-            try await repo.message(senderId: principal.participant.id, clientMessageId: clientMessageId)
-        }) {
-            // A retry of an upload that was stored: the original message, nothing read or stored.
-            guard existing.kind == .voice else {
-                throw ParleyError(
-                    .conflict, code: "client_message_id_reused",
-                    message: "This client message id was already used for a different message.", field: "clientMessageId")
-            }
-            let conversation = try await conversations.conversation(principal, id: existing.conversationId)
-            return SendMessageResponse(message: existing, conversation: conversation, created: false)
-        }
+        if let original = try await retriedUpload(principal, clientMessageId: clientMessageId) { return original }
         if let conversationId {
             _ = try await conversations.conversation(principal, id: conversationId)  // 404 before reading the body
         }
@@ -101,21 +90,7 @@ public struct VoiceService: Sendable {
 
         let partial = blobs.partialFile()
         defer { try? FileManager.default.removeItem(at: partial) }
-        let size: Int
-        do {
-            size = try await receive(body, into: partial)
-        } catch let error as ParleyError where error.code != "upload_stalled" && error.code != "upload_too_slow" {
-            throw error  // too large: refused, not abandoned
-        } catch {
-            // The client went away before the last byte: nothing is kept, and it is not a server fault.
-            try? FileManager.default.removeItem(at: partial)
-            metrics.uploadsAbandoned.increment()
-            if error is ParleyError { throw error }
-            throw ParleyError(.badRequest, code: "upload_incomplete", message: "The upload ended before its last byte. Send it again.")
-        }
-        if size == 0 {
-            throw ParleyError(.unprocessable, code: "empty_audio", message: "The upload has no bytes.")
-        }
+        let size = try await receiveWhole(body, into: partial)
         // The malware scan comes first, before any decoder touches the bytes. A file with malware is
         // kept (in quarantine) as a blocked message whatever it claims to be, so the sender and the
         // agents see that something was stopped.
@@ -149,6 +124,41 @@ public struct VoiceService: Sendable {
         return try await store(
             partial, principal: principal, request: request, container: container.rawValue, fileExtension: container.fileExtension,
             size: size, analysis: analysis, outcome: outcome)
+    }
+
+    /// A retry of an upload that was stored: the original message, nothing read or stored.
+    private func retriedUpload(_ principal: Principal, clientMessageId: String) async throws -> SendMessageResponse? {
+        guard let existing = try await store.read({ repo in
+            try await repo.message(senderId: principal.participant.id, clientMessageId: clientMessageId)
+        }) else { return nil }
+        guard existing.kind == .voice else {
+            throw ParleyError(
+                .conflict, code: "client_message_id_reused",
+                message: "This client message id was already used for a different message.", field: "clientMessageId")
+        }
+        let conversation = try await conversations.conversation(principal, id: existing.conversationId)
+        return SendMessageResponse(message: existing, conversation: conversation, created: false)
+    }
+
+    /// The whole body into `partial`, or a clear error: too large (refused), abandoned or stalled
+    /// (nothing kept), or empty.
+    private func receiveWhole(_ body: RequestBody, into partial: URL) async throws -> Int {
+        let size: Int
+        do {
+            size = try await receive(body, into: partial)
+        } catch let error as ParleyError where error.code != "upload_stalled" && error.code != "upload_too_slow" {
+            throw error  // too large: refused, not abandoned
+        } catch {
+            // The client went away before the last byte: nothing is kept, and it is not a server fault.
+            try? FileManager.default.removeItem(at: partial)
+            metrics.uploadsAbandoned.increment()
+            if error is ParleyError { throw error }
+            throw ParleyError(.badRequest, code: "upload_incomplete", message: "The upload ended before its last byte. Send it again.")
+        }
+        if size == 0 {
+            throw ParleyError(.unprocessable, code: "empty_audio", message: "The upload has no bytes.")
+        }
+        return size
     }
 
     /// Stores a received, scanned (and, unless blocked, measured) upload and publishes its message.

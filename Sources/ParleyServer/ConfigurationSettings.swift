@@ -1,0 +1,208 @@
+import Foundation
+import Logging
+import ParleyMedia
+
+/// The settings table: every flag of `parley serve`, its `PARLEY_*` variable, its `--help` line and
+/// how its value is parsed and checked. The flags, the environment, `--help` and the README's table
+/// (a test compares them) all come from here. To add a setting: a property with its default in
+/// `ParleyConfiguration`, a row here, a row in the README.
+extension ParleyConfiguration {
+    struct Setting: Sendable {
+        var flag: String
+        var environment: String
+        var help: String
+        var apply: @Sendable (inout ParleyConfiguration, String, String) throws(ConfigurationError) -> Void
+    }
+
+    static let settings: [Setting] = [
+        Setting(flag: "host", environment: "PARLEY_HOST", help: "address to listen on (default 127.0.0.1)") { c, v, _ in c.host = v },
+        Setting(flag: "port", environment: "PARLEY_PORT", help: "port to listen on, 0 for any free port (default 8080)") { c, v, name throws(ConfigurationError) in
+            c.port = try parseInt(v, name, range: 0...65535, what: "a port number")
+        },
+        Setting(flag: "data-dir", environment: "PARLEY_DATA_DIR", help: "directory for the SQLite file and media (default ./data)") { c, v, name throws(ConfigurationError) in
+            guard !v.isEmpty else { throw ConfigurationError(setting: name, message: "cannot be empty") }
+            c.dataDirectory = v
+        },
+        Setting(flag: "database-url", environment: "PARLEY_DATABASE_URL", help: "sqlite://PATH or postgres://USER:PASSWORD@HOST:PORT/DB") { c, v, _ in c.databaseURL = v },
+        Setting(flag: "sqlite-synchronous", environment: "PARLEY_SQLITE_SYNCHRONOUS", help: "normal (a commit survives a crash) or full (also a power loss; every commit fsyncs) (default normal)") { c, v, name throws(ConfigurationError) in
+            switch v.lowercased() {
+            case "normal": c.sqliteFullSync = false
+            case "full": c.sqliteFullSync = true
+            default: throw ConfigurationError(setting: name, message: "'\(v)' is not normal or full")
+            }
+        },
+        Setting(flag: "public-dir", environment: "PARLEY_PUBLIC_DIR", help: "directory of the web pages (default ./Public)") { c, v, _ in c.publicDirectory = v },
+        Setting(flag: "log-level", environment: "PARLEY_LOG_LEVEL", help: "trace, debug, info, notice, warning, error or critical") { c, v, name throws(ConfigurationError) in
+            guard let level = Logger.Level(rawValue: v.lowercased()) else {
+                throw ConfigurationError(setting: name, message: "'\(v)' is not a log level (trace, debug, info, notice, warning, error, critical)")
+            }
+            c.logLevel = level
+        },
+        Setting(flag: "bcrypt-cost", environment: "PARLEY_BCRYPT_COST", help: "bcrypt work factor for passwords, 4-31 (default 12)") { c, v, name throws(ConfigurationError) in
+            c.bcryptCost = try parseInt(v, name, range: 4...31, what: "a bcrypt cost")
+        },
+        Setting(flag: "agent-session-ttl", environment: "PARLEY_AGENT_SESSION_TTL", help: "seconds an agent stays signed in (default 43200)") { c, v, name throws(ConfigurationError) in
+            c.agentSessionTTL = TimeInterval(try parseInt(v, name, range: 60...31_536_000, what: "a number of seconds"))
+        },
+        Setting(flag: "consumer-session-ttl", environment: "PARLEY_CONSUMER_SESSION_TTL", help: "seconds a consumer token is valid (default 2592000)") { c, v, name throws(ConfigurationError) in
+            c.consumerSessionTTL = TimeInterval(try parseInt(v, name, range: 60...31_536_000, what: "a number of seconds"))
+        },
+        Setting(flag: "secure-cookies", environment: "PARLEY_SECURE_COOKIES", help: "mark the session cookie Secure (true behind HTTPS)") { c, v, name throws(ConfigurationError) in
+            c.secureCookies = try parseBool(v, name)
+        },
+        Setting(flag: "seed-demo", environment: "PARLEY_SEED_DEMO", help: "create a demo brand on first run (default true)") { c, v, name throws(ConfigurationError) in
+            c.seedDemo = try parseBool(v, name)
+        },
+        Setting(flag: "ffmpeg", environment: "PARLEY_FFMPEG", help: "the ffmpeg program, by name or path (default ffmpeg)") { c, v, _ in c.ffmpeg = v },
+        Setting(flag: "max-voice-bytes", environment: "PARLEY_MAX_VOICE_BYTES", help: "largest voice upload in bytes (default 16777216)") { c, v, name throws(ConfigurationError) in
+            c.maxVoiceBytes = try parseInt(v, name, range: 1024...1_073_741_824, what: "a byte count")
+        },
+        Setting(flag: "voice-workers", environment: "PARLEY_VOICE_WORKERS", help: "voice notes transcoded at once (default 2)") { c, v, name throws(ConfigurationError) in
+            c.voiceWorkers = try parseInt(v, name, range: 1...64, what: "a worker count")
+        },
+        Setting(flag: "ffmpeg-timeout", environment: "PARLEY_FFMPEG_TIMEOUT", help: "seconds an ffmpeg run may take (default 120)") { c, v, name throws(ConfigurationError) in
+            c.ffmpegTimeoutSeconds = try parseInt(v, name, range: 1...3600, what: "a number of seconds")
+        },
+        Setting(flag: "realtime-queue-limit", environment: "PARLEY_REALTIME_QUEUE_LIMIT", help: "frames waiting per WebSocket before it is closed with 4000 (default 512)") { c, v, name throws(ConfigurationError) in
+            c.realtimeQueueLimit = try parseInt(v, name, range: 8...1_000_000, what: "a frame count")
+        },
+        Setting(flag: "call-ring-timeout", environment: "PARLEY_CALL_RING_TIMEOUT", help: "seconds a call rings before it is missed (default 45)") { c, v, name throws(ConfigurationError) in
+            c.callRingSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
+        },
+        Setting(flag: "call-connect-timeout", environment: "PARLEY_CALL_CONNECT_TIMEOUT", help: "seconds from answer to connected media (default 30)") { c, v, name throws(ConfigurationError) in
+            c.callConnectSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
+        },
+        Setting(flag: "stun-urls", environment: "PARLEY_STUN_URLS", help: "comma-separated stun: URLs for calls (default none)") { c, v, name throws(ConfigurationError) in
+            c.stunURLs = try parseURLs(v, name, schemes: ["stun", "stuns"])
+        },
+        Setting(flag: "turn-urls", environment: "PARLEY_TURN_URLS", help: "comma-separated turn:/turns: URLs of coturn for calls (default none)") { c, v, name throws(ConfigurationError) in
+            c.turnURLs = try parseURLs(v, name, schemes: ["turn", "turns"])
+        },
+        Setting(flag: "turn-secret", environment: "PARLEY_TURN_SECRET", help: "coturn's static-auth-secret, for short-lived TURN credentials") { c, v, name throws(ConfigurationError) in
+            guard v.utf8.count >= 16 else { throw ConfigurationError(setting: name, message: "must be at least 16 characters") }
+            c.turnSecret = v
+        },
+        Setting(flag: "turn-credential-ttl", environment: "PARLEY_TURN_CREDENTIAL_TTL", help: "seconds a call's TURN credentials are valid (default 14400)") { c, v, name throws(ConfigurationError) in
+            c.turnCredentialSeconds = try parseInt(v, name, range: 60...86_400, what: "a number of seconds")
+        },
+        Setting(flag: "call-relay-only", environment: "PARLEY_CALL_RELAY_ONLY", help: "send all call media through TURN (default false)") { c, v, name throws(ConfigurationError) in
+            c.callRelayOnly = try parseBool(v, name)
+        },
+        Setting(flag: "upload-idle-timeout", environment: "PARLEY_UPLOAD_IDLE_TIMEOUT", help: "seconds an upload may send nothing before it is abandoned (default 15)") { c, v, name throws(ConfigurationError) in
+            c.uploadIdleTimeoutSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
+        },
+        Setting(flag: "rate-consumer-messages", environment: "PARLEY_RATE_CONSUMER_MESSAGES", help: "messages per minute per consumer, 0 for no limit (default 60)") { c, v, name throws(ConfigurationError) in
+            c.rateConsumerMessages = try parseInt(v, name, range: 0...1_000_000, what: "a count")
+        },
+        Setting(flag: "rate-ip-writes", environment: "PARLEY_RATE_IP_WRITES", help: "consumer writes per minute per IP address (default 600)") { c, v, name throws(ConfigurationError) in
+            c.rateIPWrites = try parseInt(v, name, range: 0...10_000_000, what: "a count")
+        },
+        Setting(flag: "rate-consumer-sessions", environment: "PARLEY_RATE_CONSUMER_SESSIONS", help: "new consumer sessions per minute per IP address (default 30)") { c, v, name throws(ConfigurationError) in
+            c.rateConsumerSessions = try parseInt(v, name, range: 0...1_000_000, what: "a count")
+        },
+        Setting(flag: "rate-logins", environment: "PARLEY_RATE_LOGINS", help: "sign-in attempts per minute per IP address (default 20)") { c, v, name throws(ConfigurationError) in
+            c.rateLogins = try parseInt(v, name, range: 0...1_000_000, what: "a count")
+        },
+        Setting(flag: "trust-proxy", environment: "PARLEY_TRUST_PROXY", help: "take client addresses from X-Forwarded-For (default false)") { c, v, name throws(ConfigurationError) in
+            c.trustProxy = try parseBool(v, name)
+        },
+        Setting(flag: "header-timeout", environment: "PARLEY_HEADER_TIMEOUT", help: "seconds a new connection has to send its first request head (default 10)") { c, v, name throws(ConfigurationError) in
+            c.headerTimeoutSeconds = try parseInt(v, name, range: 1...300, what: "a number of seconds")
+        },
+        Setting(flag: "idle-timeout", environment: "PARLEY_IDLE_TIMEOUT", help: "seconds a keep-alive connection may sit idle (default 60)") { c, v, name throws(ConfigurationError) in
+            c.idleTimeoutSeconds = try parseInt(v, name, range: 1...3600, what: "a number of seconds")
+        },
+        Setting(flag: "max-header-bytes", environment: "PARLEY_MAX_HEADER_BYTES", help: "largest request head in bytes (default 32768)") { c, v, name throws(ConfigurationError) in
+            c.maxHeaderBytes = try parseInt(v, name, range: 1024...1_048_576, what: "a byte count")
+        },
+        Setting(flag: "max-connections-per-address", environment: "PARLEY_MAX_CONNECTIONS_PER_ADDRESS", help: "open connections per client address, 0 for no limit (default 512)") { c, v, name throws(ConfigurationError) in
+            c.maxConnectionsPerAddress = try parseInt(v, name, range: 0...1_000_000, what: "a count")
+        },
+        Setting(flag: "upload-min-rate", environment: "PARLEY_UPLOAD_MIN_RATE", help: "slowest upload in bytes per second over 10 s windows (default 1024)") { c, v, name throws(ConfigurationError) in
+            c.uploadMinBytesPerSecond = try parseInt(v, name, range: 0...100_000_000, what: "a byte rate")
+        },
+        Setting(flag: "upload-deadline", environment: "PARLEY_UPLOAD_DEADLINE", help: "seconds a whole upload may take (default 300)") { c, v, name throws(ConfigurationError) in
+            c.uploadDeadlineSeconds = try parseInt(v, name, range: 1...3600, what: "a number of seconds")
+        },
+        Setting(flag: "voice-analyses", environment: "PARLEY_VOICE_ANALYSES", help: "voice notes decoded for analysis at once (default 2)") { c, v, name throws(ConfigurationError) in
+            c.voiceAnalyses = try parseInt(v, name, range: 1...64, what: "a count")
+        },
+        Setting(flag: "voice-queue", environment: "PARLEY_VOICE_QUEUE", help: "voice notes that may wait for analysis before 503 (default 8)") { c, v, name throws(ConfigurationError) in
+            c.voiceQueue = try parseInt(v, name, range: 0...10_000, what: "a count")
+        },
+        Setting(flag: "uploads-per-consumer", environment: "PARLEY_UPLOADS_PER_CONSUMER", help: "voice uploads in progress per consumer (default 2)") { c, v, name throws(ConfigurationError) in
+            c.uploadsPerConsumer = try parseInt(v, name, range: 1...1000, what: "a count")
+        },
+        Setting(flag: "uploads-per-address", environment: "PARLEY_UPLOADS_PER_ADDRESS", help: "voice uploads in progress per client address (default 4)") { c, v, name throws(ConfigurationError) in
+            c.uploadsPerAddress = try parseInt(v, name, range: 1...100_000, what: "a count")
+        },
+        Setting(flag: "realtime-frame-rate", environment: "PARLEY_REALTIME_FRAME_RATE", help: "frames per second one WebSocket may send (default 20)") { c, v, name throws(ConfigurationError) in
+            c.realtimeFramesPerSecond = try parseInt(v, name, range: 1...100_000, what: "a frame rate")
+        },
+        Setting(flag: "realtime-write-timeout", environment: "PARLEY_REALTIME_WRITE_TIMEOUT", help: "seconds a WebSocket write may wait before the socket is closed (default 10)") { c, v, name throws(ConfigurationError) in
+            c.realtimeWriteTimeoutSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
+        },
+        Setting(flag: "realtime-flood-cooldown", environment: "PARLEY_REALTIME_FLOOD_COOLDOWN", help: "seconds a session closed with 4008 for flooding is refused new real-time connections, 0 for none (default 10)") { c, v, name throws(ConfigurationError) in
+            c.realtimeFloodCooldownSeconds = try parseInt(v, name, range: 0...3600, what: "a number of seconds")
+        },
+        Setting(flag: "allowed-origins", environment: "PARLEY_ALLOWED_ORIGINS", help: "comma-separated origins allowed to use the session cookie besides the server's own") { c, v, name throws(ConfigurationError) in
+            c.allowedOrigins = try parseOrigins(v, name)
+        },
+        Setting(flag: "metrics-token", environment: "PARLEY_METRICS_TOKEN", help: "bearer token for /metrics (default: loopback only)") { c, v, name throws(ConfigurationError) in
+            guard v.utf8.count >= 16 else { throw ConfigurationError(setting: name, message: "must be at least 16 characters") }
+            c.metricsToken = v
+        },
+        Setting(flag: "orphan-media-age", environment: "PARLEY_ORPHAN_MEDIA_AGE", help: "seconds before a media file no row refers to is removed (default 3600)") { c, v, name throws(ConfigurationError) in
+            c.orphanMediaAgeSeconds = try parseInt(v, name, range: 60...31_536_000, what: "a number of seconds")
+        },
+        Setting(flag: "clamd", environment: "PARLEY_CLAMD", help: "malware scanner: auto, off, tcp://HOST:PORT or unix:///PATH (default auto)") { c, v, _ in
+            c.clamd = v
+        },
+        Setting(flag: "clamd-timeout", environment: "PARLEY_CLAMD_TIMEOUT", help: "seconds a malware scan may take (default 10)") { c, v, name throws(ConfigurationError) in
+            c.clamdTimeoutSeconds = try parseInt(v, name, range: 1...300, what: "a number of seconds")
+        },
+        Setting(flag: "scan-retry", environment: "PARLEY_SCAN_RETRY", help: "seconds before an unscanned note is tried again, doubling (default 10)") { c, v, name throws(ConfigurationError) in
+            c.scanRetrySeconds = try parseInt(v, name, range: 1...3600, what: "a number of seconds")
+        },
+        Setting(flag: "scan-max-attempts", environment: "PARLEY_SCAN_MAX_ATTEMPTS", help: "scans tried before an unscannable note is blocked (default 40)") { c, v, name throws(ConfigurationError) in
+            c.scanMaxAttempts = try parseInt(v, name, range: 1...10_000, what: "a count")
+        },
+    ]
+
+    fileprivate static func parseURLs(_ value: String, _ name: String, schemes: Set<String>) throws(ConfigurationError) -> [String] {
+        let urls = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        for url in urls {
+            guard let scheme = url.split(separator: ":").first.map(String.init), schemes.contains(scheme), url.count > scheme.count + 1 else {
+                throw ConfigurationError(setting: name, message: "'\(url)' is not a \(schemes.sorted().joined(separator: " or ")) URL")
+            }
+        }
+        return urls
+    }
+
+    fileprivate static func parseOrigins(_ value: String, _ name: String) throws(ConfigurationError) -> [String] {
+        let origins = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        for origin in origins {
+            guard let url = URL(string: origin), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil,
+                url.path.isEmpty, url.query == nil
+            else {
+                throw ConfigurationError(setting: name, message: "'\(origin)' is not an origin like https://app.example.com")
+            }
+        }
+        return origins.map { $0.lowercased() }
+    }
+
+    fileprivate static func parseInt(_ value: String, _ name: String, range: ClosedRange<Int>, what: String) throws(ConfigurationError) -> Int {
+        guard let number = Int(value.trimmingCharacters(in: .whitespaces)), range.contains(number) else {
+            throw ConfigurationError(setting: name, message: "'\(value)' is not \(what) (\(range.lowerBound)-\(range.upperBound))")
+        }
+        return number
+    }
+
+    fileprivate static func parseBool(_ value: String, _ name: String) throws(ConfigurationError) -> Bool {
+        switch value.lowercased() {
+        case "1", "true", "yes", "on": return true
+        case "0", "false", "no", "off": return false
+        default: throw ConfigurationError(setting: name, message: "'\(value)' is not true or false")
+        }
+    }
+}
