@@ -68,8 +68,8 @@ public struct CallMediaState: Codable, Sendable, Hashable {
 
 /// A call, live or ended. The stored record is the ended form.
 public struct CallDTO: Codable, Sendable, Hashable {
-    public var id: String
-    public var conversationId: String
+    public var id: CallID
+    public var conversationId: ConversationID
     /// `video` once either side used video, else `voice`.
     public var media: CallMedia
     /// Whether a side may turn its camera on: the inviting agent may make video calls.
@@ -100,7 +100,7 @@ public struct CallDTO: Codable, Sendable, Hashable {
     public var seq: Int64?
 
     public init(
-        id: String, conversationId: String, media: CallMedia, videoAllowed: Bool = false, state: CallState, version: Int, invitedBy: String,
+        id: CallID, conversationId: ConversationID, media: CallMedia, videoAllowed: Bool = false, state: CallState, version: Int, invitedBy: String,
         inviterName: String, answeredBy: String? = nil, invitedAt: Date, answeredAt: Date? = nil, connectedAt: Date? = nil,
         endedAt: Date? = nil, outcome: CallOutcome? = nil, endReason: CallEndReason? = nil, endedBy: ParticipantKind? = nil,
         durationSeconds: Int? = nil, ringsUntil: Date? = nil, agentMedia: CallMediaState? = nil,
@@ -162,9 +162,9 @@ public struct IceConfigurationDTO: Codable, Sendable, Hashable {
 public struct StartCallRequest: Codable, Sendable, Hashable {
     public var media: CallMedia
     /// The agent's own real-time connection (from its `hello` frame): signalling for the call goes there.
-    public var connectionId: String
+    public var connectionId: ConnectionID
 
-    public init(media: CallMedia, connectionId: String) {
+    public init(media: CallMedia, connectionId: ConnectionID) {
         self.media = media
         self.connectionId = connectionId
     }

@@ -28,36 +28,36 @@ public struct ParticipantRef: Codable, Sendable, Hashable {
 /// the server answers it with an `ack` or an `error` frame with the same `id`.
 public enum ClientFrame: Sendable, Hashable {
     case send(id: String, SendMessageRequest)
-    case receipt(id: String, conversationId: String, ReceiptRequest)
-    case typing(conversationId: String, isTyping: Bool)
+    case receipt(id: String, conversationId: ConversationID, ReceiptRequest)
+    case typing(conversationId: ConversationID, isTyping: Bool)
     /// An agent opened a conversation on this connection (nil: closed it). Typing and receipts of a
     /// conversation go to its consumer, its assignee and the agents who have it open.
-    case view(conversationId: String?)
+    case view(conversationId: ConversationID?)
     /// Replays everything stored after the given sequence numbers, per conversation, then `resumed`.
     case resume(id: String, cursors: [String: Int64])
     /// The consumer answers a ringing call on this device; the ack carries the ICE settings.
-    case callAccept(id: String, callId: String)
+    case callAccept(id: String, callId: CallID)
     /// The consumer declines a ringing call.
-    case callReject(id: String, callId: String)
+    case callReject(id: String, callId: CallID)
     /// Either side ends the call (the agent cancels it while it rings).
-    case callHangUp(id: String, callId: String)
+    case callHangUp(id: String, callId: CallID)
     /// An SDP offer or answer, or an ICE candidate, for the other side of the call.
-    case callSignal(id: String, callId: String, CallSignal)
+    case callSignal(id: String, callId: CallID, CallSignal)
     /// This side's microphone and camera state, for the other side.
-    case callMedia(id: String, callId: String, CallMediaState)
+    case callMedia(id: String, callId: CallID, CallMediaState)
     /// This side's media connected, or failed for `reason` (one of `CallEndReason.reportableByClient`).
-    case callReport(id: String, callId: String, CallConnectionReport, reason: CallEndReason?)
+    case callReport(id: String, callId: CallID, CallConnectionReport, reason: CallEndReason?)
 }
 
 /// A frame sent by the server.
 public enum ServerFrame: Sendable {
-    case hello(connectionId: String, participant: ParticipantRef, brandId: String, heartbeatSeconds: Int)
+    case hello(connectionId: ConnectionID, participant: ParticipantRef, brandId: BrandID, heartbeatSeconds: Int)
     case ack(id: String, message: MessageDTO?, conversation: ConversationDTO?, event: ConversationEventDTO?)
     case error(id: String?, ErrorBody.Detail)
     case message(MessageDTO)
     case event(ConversationEventDTO)
     case conversation(ConversationDTO)
-    case typing(conversationId: String, participant: ParticipantRef, isTyping: Bool)
+    case typing(conversationId: ConversationID, participant: ParticipantRef, isTyping: Bool)
     /// End of a replay. `cursors` says how far each conversation was replayed; when `complete` is false
     /// the replay was cut to protect the connection's queue: send `resume` again from `cursors`.
     case resumed(id: String, cursors: [String: Int64], complete: Bool)
@@ -67,9 +67,9 @@ public enum ServerFrame: Sendable {
     /// A call of a conversation the recipient can see changed state (ringing, connecting, active, ended).
     case call(CallDTO)
     /// Signalling from the other side of the recipient's call.
-    case callSignal(callId: String, from: ParticipantKind, CallSignal)
+    case callSignal(callId: CallID, from: ParticipantKind, CallSignal)
     /// The other side of the recipient's call muted, unmuted, or turned its camera on or off.
-    case callMedia(callId: String, from: ParticipantKind, CallMediaState)
+    case callMedia(callId: CallID, from: ParticipantKind, CallMediaState)
 }
 
 
@@ -163,7 +163,7 @@ extension ClientFrame: Codable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: FrameKeys.self)
         func id() throws -> String { try c.decode(String.self, forKey: .id) }
-        func callId() throws -> String { try c.decode(String.self, forKey: .callId) }
+        func callId() throws -> CallID { try c.decode(CallID.self, forKey: .callId) }
         switch try c.frameType(ClientFrameType.self) {
         case .send:
             self = .send(
@@ -171,16 +171,16 @@ extension ClientFrame: Codable {
                 SendMessageRequest(
                     clientMessageId: try c.decode(String.self, forKey: .clientMessageId),
                     text: try c.decode(String.self, forKey: .text),
-                    conversationId: try c.decodeIfPresent(String.self, forKey: .conversationId),
+                    conversationId: try c.decodeIfPresent(ConversationID.self, forKey: .conversationId),
                     channel: try c.decodeIfPresent(Channel.self, forKey: .channel)))
         case .receipt:
             self = .receipt(
-                id: try id(), conversationId: try c.decode(String.self, forKey: .conversationId),
+                id: try id(), conversationId: try c.decode(ConversationID.self, forKey: .conversationId),
                 ReceiptRequest(upToSeq: try c.decode(Int64.self, forKey: .upToSeq), state: try c.decode(DeliveryState.self, forKey: .state)))
         case .typing:
-            self = .typing(conversationId: try c.decode(String.self, forKey: .conversationId), isTyping: try c.decode(Bool.self, forKey: .isTyping))
+            self = .typing(conversationId: try c.decode(ConversationID.self, forKey: .conversationId), isTyping: try c.decode(Bool.self, forKey: .isTyping))
         case .view:
-            self = .view(conversationId: try c.decodeIfPresent(String.self, forKey: .conversationId))
+            self = .view(conversationId: try c.decodeIfPresent(ConversationID.self, forKey: .conversationId))
         case .resume:
             self = .resume(id: try id(), cursors: try c.decode([String: Int64].self, forKey: .cursors))
         case .callAccept:
@@ -249,9 +249,9 @@ extension ServerFrame: Codable {
         switch try c.frameType(ServerFrameType.self) {
         case .hello:
             self = .hello(
-                connectionId: try c.decode(String.self, forKey: .connectionId),
+                connectionId: try c.decode(ConnectionID.self, forKey: .connectionId),
                 participant: try c.decode(ParticipantRef.self, forKey: .participant),
-                brandId: try c.decode(String.self, forKey: .brandId),
+                brandId: try c.decode(BrandID.self, forKey: .brandId),
                 heartbeatSeconds: try c.decode(Int.self, forKey: .heartbeatSeconds))
         case .ack where c.contains(.call):
             self = .callAck(
@@ -273,7 +273,7 @@ extension ServerFrame: Codable {
             self = .conversation(try c.decode(ConversationDTO.self, forKey: .conversation))
         case .typing:
             self = .typing(
-                conversationId: try c.decode(String.self, forKey: .conversationId),
+                conversationId: try c.decode(ConversationID.self, forKey: .conversationId),
                 participant: try c.decode(ParticipantRef.self, forKey: .participant),
                 isTyping: try c.decode(Bool.self, forKey: .isTyping))
         case .resumed:
@@ -284,11 +284,11 @@ extension ServerFrame: Codable {
             self = .call(try c.decode(CallDTO.self, forKey: .call))
         case .callSignal:
             self = .callSignal(
-                callId: try c.decode(String.self, forKey: .callId), from: try c.decode(ParticipantKind.self, forKey: .from),
+                callId: try c.decode(CallID.self, forKey: .callId), from: try c.decode(ParticipantKind.self, forKey: .from),
                 try c.decode(CallSignal.self, forKey: .signal))
         case .callMedia:
             self = .callMedia(
-                callId: try c.decode(String.self, forKey: .callId), from: try c.decode(ParticipantKind.self, forKey: .from),
+                callId: try c.decode(CallID.self, forKey: .callId), from: try c.decode(ParticipantKind.self, forKey: .from),
                 try c.decode(CallMediaState.self, forKey: .media))
         }
     }

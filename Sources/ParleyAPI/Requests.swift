@@ -27,12 +27,12 @@ public struct AgentSessionResponse: Codable, Sendable {
 
 public struct ConsumerSessionRequest: Codable, Sendable {
     /// The public id of the brand's app (the widget's embed code names it).
-    public var appId: String
+    public var appId: AppID
     /// A JWT signed by the brand's backend with a key registered on the app. Absent: anonymous visitor.
     public var identityToken: String?
     /// A name shown to agents. For authenticated consumers the JWT's `name` claim wins.
     public var displayName: String?
-    public init(appId: String, identityToken: String? = nil, displayName: String? = nil) {
+    public init(appId: AppID, identityToken: String? = nil, displayName: String? = nil) {
         self.appId = appId
         self.identityToken = identityToken
         self.displayName = displayName
@@ -58,7 +58,7 @@ public struct SendMessageRequest: Codable, Sendable, Hashable {
     public var text: String
     /// Consumers only: the conversation to write to. Absent: the consumer's latest conversation on
     /// this app and channel is continued (reopened if resolved), or a new one is opened.
-    public var conversationId: String?
+    public var conversationId: ConversationID?
     /// Consumers only: the app's channel, or absent. Naming another channel is refused: the channel
     /// comes from the app the consumer signed in with.
     public var channel: Channel?
@@ -67,7 +67,7 @@ public struct SendMessageRequest: Codable, Sendable, Hashable {
     /// (`openConversationsPerConsumer`, 1 by default).
     public var newConversation: Bool?
     public init(
-        clientMessageId: String, text: String, conversationId: String? = nil, channel: Channel? = nil, newConversation: Bool? = nil
+        clientMessageId: String, text: String, conversationId: ConversationID? = nil, channel: Channel? = nil, newConversation: Bool? = nil
     ) {
         self.clientMessageId = clientMessageId
         self.text = text
@@ -110,8 +110,8 @@ public struct ReceiptResponse: Codable, Sendable {
 
 public struct AssignRequest: Codable, Sendable {
     /// The agent to assign; null unassigns.
-    public var agentId: String?
-    public init(agentId: String?) { self.agentId = agentId }
+    public var agentId: AgentID?
+    public init(agentId: AgentID?) { self.agentId = agentId }
 }
 
 public struct ConversationResponse: Codable, Sendable {

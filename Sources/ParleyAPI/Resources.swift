@@ -2,11 +2,11 @@ import Foundation
 
 /// A brand: the tenant that owns apps, agents, consumers and conversations.
 public struct BrandDTO: Codable, Sendable, Hashable {
-    public var id: String
+    public var id: BrandID
     public var name: String
     public var createdAt: Date
 
-    public init(id: String, name: String, createdAt: Date) {
+    public init(id: BrandID, name: String, createdAt: Date) {
         self.id = id
         self.name = name
         self.createdAt = createdAt
@@ -15,13 +15,13 @@ public struct BrandDTO: Codable, Sendable, Hashable {
 
 /// An app of a brand: a web widget or the brand's own mobile app. Consumers always belong to an app.
 public struct AppDTO: Codable, Sendable, Hashable {
-    public var id: String
-    public var brandId: String
+    public var id: AppID
+    public var brandId: BrandID
     public var name: String
     public var channel: Channel
     public var createdAt: Date
 
-    public init(id: String, brandId: String, name: String, channel: Channel, createdAt: Date) {
+    public init(id: AppID, brandId: BrandID, name: String, channel: Channel, createdAt: Date) {
         self.id = id
         self.brandId = brandId
         self.name = name
@@ -33,11 +33,11 @@ public struct AppDTO: Codable, Sendable, Hashable {
 /// A key the brand's backend uses to sign consumer JWTs for an app. The key material is never returned.
 public struct AppKeyDTO: Codable, Sendable, Hashable {
     public var kid: String
-    public var appId: String
+    public var appId: AppID
     public var algorithm: String
     public var createdAt: Date
 
-    public init(kid: String, appId: String, algorithm: String, createdAt: Date) {
+    public init(kid: String, appId: AppID, algorithm: String, createdAt: Date) {
         self.kid = kid
         self.appId = appId
         self.algorithm = algorithm
@@ -46,8 +46,8 @@ public struct AppKeyDTO: Codable, Sendable, Hashable {
 }
 
 public struct AgentDTO: Codable, Sendable, Hashable {
-    public var id: String
-    public var brandId: String
+    public var id: AgentID
+    public var brandId: BrandID
     public var email: String
     public var name: String
     public var role: AgentRole
@@ -57,7 +57,7 @@ public struct AgentDTO: Codable, Sendable, Hashable {
     public var disabled: Bool
 
     public init(
-        id: String, brandId: String, email: String, name: String, role: AgentRole,
+        id: AgentID, brandId: BrandID, email: String, name: String, role: AgentRole,
         permissions: [AgentPermission], createdAt: Date, disabled: Bool = false
     ) {
         self.disabled = disabled
@@ -72,9 +72,9 @@ public struct AgentDTO: Codable, Sendable, Hashable {
 }
 
 public struct ConsumerDTO: Codable, Sendable, Hashable {
-    public var id: String
-    public var brandId: String
-    public var appId: String
+    public var id: ConsumerID
+    public var brandId: BrandID
+    public var appId: AppID
     /// The brand's own user id (`sub` of the brand-signed JWT); nil for anonymous visitors.
     public var externalId: String?
     public var displayName: String
@@ -82,7 +82,7 @@ public struct ConsumerDTO: Codable, Sendable, Hashable {
     public var createdAt: Date
 
     public init(
-        id: String, brandId: String, appId: String, externalId: String?, displayName: String,
+        id: ConsumerID, brandId: BrandID, appId: AppID, externalId: String?, displayName: String,
         anonymous: Bool, createdAt: Date
     ) {
         self.id = id
@@ -96,13 +96,13 @@ public struct ConsumerDTO: Codable, Sendable, Hashable {
 }
 
 public struct ConversationDTO: Codable, Sendable, Hashable {
-    public var id: String
-    public var brandId: String
-    public var appId: String
-    public var consumerId: String
+    public var id: ConversationID
+    public var brandId: BrandID
+    public var appId: AppID
+    public var consumerId: ConsumerID
     public var channel: Channel
     public var state: ConversationState
-    public var assigneeId: String?
+    public var assigneeId: AgentID?
     /// Highest sequence number used in this conversation (messages and stored events share it).
     public var lastSeq: Int64
     /// A short text of the last message, for lists ("Audio message 0:42" for a voice note).
@@ -114,8 +114,8 @@ public struct ConversationDTO: Codable, Sendable, Hashable {
     public var updatedAt: Date
 
     public init(
-        id: String, brandId: String, appId: String, consumerId: String, channel: Channel,
-        state: ConversationState, assigneeId: String?, lastSeq: Int64, lastMessagePreview: String?,
+        id: ConversationID, brandId: BrandID, appId: AppID, consumerId: ConsumerID, channel: Channel,
+        state: ConversationState, assigneeId: AgentID?, lastSeq: Int64, lastMessagePreview: String?,
         lastMessageKind: MessageKind? = nil, lastMessageAt: Date?, createdAt: Date, updatedAt: Date
     ) {
         self.lastMessageKind = lastMessageKind
@@ -137,7 +137,7 @@ public struct ConversationDTO: Codable, Sendable, Hashable {
 /// Where media is served from.
 public enum MediaPaths {
     /// `/v1/media/{messageId}/{format}`.
-    public static func voice(messageId: String, format: VoiceFormat) -> String {
+    public static func voice(messageId: MessageID, format: VoiceFormat) -> String {
         "/v1/media/\(messageId)/\(format.rawValue)"
     }
 }
@@ -194,8 +194,8 @@ public struct VoiceDTO: Codable, Sendable, Hashable {
 }
 
 public struct MessageDTO: Codable, Sendable, Hashable {
-    public var id: String
-    public var conversationId: String
+    public var id: MessageID
+    public var conversationId: ConversationID
     public var seq: Int64
     public var senderKind: ParticipantKind
     public var senderId: String
@@ -209,7 +209,7 @@ public struct MessageDTO: Codable, Sendable, Hashable {
     public var voice: VoiceDTO?
 
     public init(
-        id: String, conversationId: String, seq: Int64, senderKind: ParticipantKind, senderId: String,
+        id: MessageID, conversationId: ConversationID, seq: Int64, senderKind: ParticipantKind, senderId: String,
         clientMessageId: String, kind: MessageKind, text: String, deliveryState: DeliveryState, createdAt: Date,
         voice: VoiceDTO? = nil
     ) {
@@ -239,7 +239,7 @@ public struct ConversationEventDTO: Codable, Sendable, Hashable {
         case call
     }
 
-    public var conversationId: String
+    public var conversationId: ConversationID
     public var seq: Int64
     public var kind: Kind
     public var actorKind: ParticipantKind
@@ -248,19 +248,19 @@ public struct ConversationEventDTO: Codable, Sendable, Hashable {
     public var upToSeq: Int64?
     public var deliveryState: DeliveryState?
     public var state: ConversationState?
-    public var assigneeId: String?
+    public var assigneeId: AgentID?
     /// For `voiceProcessed`: the message id, and the message as it is now.
-    public var messageId: String?
+    public var messageId: MessageID?
     public var message: MessageDTO?
     /// For `call`: the call's id, and its record.
-    public var callId: String?
+    public var callId: CallID?
     public var call: CallDTO?
     public var createdAt: Date
 
     public init(
-        conversationId: String, seq: Int64, kind: Kind, actorKind: ParticipantKind, actorId: String,
+        conversationId: ConversationID, seq: Int64, kind: Kind, actorKind: ParticipantKind, actorId: String,
         upToSeq: Int64? = nil, deliveryState: DeliveryState? = nil, state: ConversationState? = nil,
-        assigneeId: String? = nil, messageId: String? = nil, message: MessageDTO? = nil, callId: String? = nil,
+        assigneeId: AgentID? = nil, messageId: MessageID? = nil, message: MessageDTO? = nil, callId: CallID? = nil,
         call: CallDTO? = nil, createdAt: Date
     ) {
         self.callId = callId

@@ -1,22 +1,9 @@
+import ParleyAPI
+
 /// Opaque, prefixed, random identifiers: `cnv_5k2x...`. The prefix tells a person what an id names;
 /// the random part (120 bits) makes ids unguessable, so an id alone grants nothing and reveals nothing.
 public enum Identifier {
-    public enum Prefix: String, Sendable {
-        case brand = "brd"
-        case app = "app"
-        case agent = "agt"
-        case consumer = "csm"
-        case conversation = "cnv"
-        case message = "msg"
-        case connection = "ws"
-        case call = "call"
-    }
-
     private static let letters = Array("0123456789abcdefghjkmnpqrstvwxyz".utf8)
-
-    public static func make(_ prefix: Prefix) -> String {
-        prefix.rawValue + "_" + random(24)
-    }
 
     /// A random string from a 32-letter alphabet: 5 bits a character.
     /// One call to the system's generator per 12 characters (a UInt64 holds 12 5-bit draws), not
@@ -39,12 +26,11 @@ public enum Identifier {
         }
         return String(decoding: bytes, as: UTF8.self)
     }
+}
 
-    /// Whether a string has the shape of an id with this prefix. Used to refuse garbage early.
-    public static func isWellFormed(_ value: String, _ prefix: Prefix) -> Bool {
-        value.utf8.count <= 64 && value.hasPrefix(prefix.rawValue + "_")
-            && value.utf8.dropFirst(prefix.rawValue.utf8.count + 1).allSatisfy {
-                ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 122)
-            }
+extension ID {
+    /// A new random id of this kind: its prefix, `_`, 24 random characters.
+    public static func make() -> Self {
+        Self(rawValue: Tag.prefix + "_" + Identifier.random(24))
     }
 }

@@ -52,9 +52,9 @@ public enum IdentityRules {
     }
 
     /// A friendly, stable name for an anonymous visitor: "Visitor 4821".
-    public static func visitorName(for consumerId: String) -> String {
+    public static func visitorName(for consumerId: ConsumerID) -> String {
         var hash: UInt32 = 2166136261
-        for byte in consumerId.utf8 {
+        for byte in consumerId.rawValue.utf8 {
             hash = (hash ^ UInt32(byte)) &* 16777619
         }
         return "Visitor \(1000 + hash % 9000)"

@@ -2,12 +2,12 @@ import ParleyAPI
 
 /// An authenticated agent, as the server knows it for one request or connection.
 public struct AgentPrincipal: Sendable, Hashable {
-    public var agentId: String
-    public var brandId: String
+    public var agentId: AgentID
+    public var brandId: BrandID
     public var role: AgentRole
     public var permissions: Set<AgentPermission>
 
-    public init(agentId: String, brandId: String, role: AgentRole, permissions: Set<AgentPermission>) {
+    public init(agentId: AgentID, brandId: BrandID, role: AgentRole, permissions: Set<AgentPermission>) {
         self.agentId = agentId
         self.brandId = brandId
         self.role = role
@@ -22,7 +22,7 @@ public struct AgentPrincipal: Sendable, Hashable {
 
     /// Who may assign a conversation to whom: managers and admins to anyone of the brand,
     /// agents only to themselves (or unassign themselves).
-    public func canAssign(to agentId: String?, currentAssignee: String?) -> Bool {
+    public func canAssign(to agentId: AgentID?, currentAssignee: AgentID?) -> Bool {
         if role >= .manager { return true }
         if let agentId { return agentId == self.agentId }
         return currentAssignee == self.agentId || currentAssignee == nil
@@ -31,11 +31,11 @@ public struct AgentPrincipal: Sendable, Hashable {
 
 /// An authenticated consumer: always bound to one brand and one app.
 public struct ConsumerPrincipal: Sendable, Hashable {
-    public var consumerId: String
-    public var brandId: String
-    public var appId: String
+    public var consumerId: ConsumerID
+    public var brandId: BrandID
+    public var appId: AppID
 
-    public init(consumerId: String, brandId: String, appId: String) {
+    public init(consumerId: ConsumerID, brandId: BrandID, appId: AppID) {
         self.consumerId = consumerId
         self.brandId = brandId
         self.appId = appId
@@ -47,7 +47,7 @@ public enum Principal: Sendable, Hashable {
     case agent(AgentPrincipal)
     case consumer(ConsumerPrincipal)
 
-    public var brandId: String {
+    public var brandId: BrandID {
         switch self {
         case .agent(let agent): agent.brandId
         case .consumer(let consumer): consumer.brandId
@@ -56,8 +56,8 @@ public enum Principal: Sendable, Hashable {
 
     public var participant: ParticipantRef {
         switch self {
-        case .agent(let agent): ParticipantRef(kind: .agent, id: agent.agentId)
-        case .consumer(let consumer): ParticipantRef(kind: .consumer, id: consumer.consumerId)
+        case .agent(let agent): ParticipantRef(kind: .agent, id: agent.agentId.rawValue)
+        case .consumer(let consumer): ParticipantRef(kind: .consumer, id: consumer.consumerId.rawValue)
         }
     }
 }

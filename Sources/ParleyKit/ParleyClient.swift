@@ -31,7 +31,7 @@ public actor ParleyClient {
     /// Signs in as a consumer of the brand's app: anonymous without `identityToken`, otherwise as the
     /// user the brand's backend vouches for in that JWT.
     @discardableResult
-    public func startSession(appId: String, identityToken: String? = nil, displayName: String? = nil) async throws -> ConsumerDTO {
+    public func startSession(appId: AppID, identityToken: String? = nil, displayName: String? = nil) async throws -> ConsumerDTO {
         let response: ConsumerSessionResponse = try await request(
             "POST", "v1/consumer/session",
             body: ConsumerSessionRequest(appId: appId, identityToken: identityToken, displayName: displayName))
@@ -44,7 +44,7 @@ public actor ParleyClient {
     /// one opens); `newConversation` opens another one where the brand allows several open at once.
     /// Network failures are retried with the same client message id.
     public func send(
-        _ text: String, conversationId: String? = nil, newConversation: Bool = false, clientMessageId: String = UUID().uuidString,
+        _ text: String, conversationId: ConversationID? = nil, newConversation: Bool = false, clientMessageId: String = UUID().uuidString,
         attempts: Int = 3
     ) async throws -> SendMessageResponse {
         let body = SendMessageRequest(
@@ -68,7 +68,7 @@ public actor ParleyClient {
         return list.items
     }
 
-    public func messages(conversationId: String, afterSeq: Int64 = 0, limit: Int = 100) async throws -> [MessageDTO] {
+    public func messages(conversationId: ConversationID, afterSeq: Int64 = 0, limit: Int = 100) async throws -> [MessageDTO] {
         let list: ListResponse<MessageDTO> = try await request(
             "GET", "v1/consumer/conversations/\(conversationId)/messages?after=\(afterSeq)&limit=\(limit)")
         return list.items
@@ -76,7 +76,7 @@ public actor ParleyClient {
 
     /// Tells the agents that the consumer has received or read their messages up to `seq`.
     @discardableResult
-    public func acknowledge(conversationId: String, upToSeq: Int64, state: DeliveryState) async throws -> ConversationEventDTO? {
+    public func acknowledge(conversationId: ConversationID, upToSeq: Int64, state: DeliveryState) async throws -> ConversationEventDTO? {
         let response: ReceiptResponse = try await request(
             "POST", "v1/consumer/conversations/\(conversationId)/receipts",
             body: ReceiptRequest(upToSeq: upToSeq, state: state))

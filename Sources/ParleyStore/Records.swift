@@ -25,15 +25,15 @@ public struct AgentRecord: Sendable, Hashable {
 /// A sign-in session. Only a hash of the token is stored: a stolen database grants no sessions.
 public struct SessionRecord: Sendable, Hashable {
     public var tokenHash: String
-    public var brandId: String
+    public var brandId: BrandID
     public var subjectKind: ParticipantKind
     public var subjectId: String
-    public var appId: String?
+    public var appId: AppID?
     public var createdAt: Date
     public var expiresAt: Date
     public var revokedAt: Date?
     public init(
-        tokenHash: String, brandId: String, subjectKind: ParticipantKind, subjectId: String, appId: String?,
+        tokenHash: String, brandId: BrandID, subjectKind: ParticipantKind, subjectId: String, appId: AppID?,
         createdAt: Date, expiresAt: Date, revokedAt: Date? = nil
     ) {
         self.tokenHash = tokenHash
@@ -50,12 +50,12 @@ public struct SessionRecord: Sendable, Hashable {
 /// A key that verifies consumer JWTs for an app.
 public struct AppKeyRecord: Sendable, Hashable {
     public var kid: String
-    public var appId: String
-    public var brandId: String
+    public var appId: AppID
+    public var brandId: BrandID
     public var algorithm: String
     public var keyMaterial: String
     public var createdAt: Date
-    public init(kid: String, appId: String, brandId: String, algorithm: String, keyMaterial: String, createdAt: Date) {
+    public init(kid: String, appId: AppID, brandId: BrandID, algorithm: String, keyMaterial: String, createdAt: Date) {
         self.kid = kid
         self.appId = appId
         self.brandId = brandId
@@ -69,8 +69,8 @@ public struct AppKeyRecord: Sendable, Hashable {
 
 /// The stored audio of a voice message: the original and its renditions.
 public struct VoiceRecord: Sendable, Hashable {
-    public var messageId: String
-    public var brandId: String
+    public var messageId: MessageID
+    public var brandId: BrandID
     /// The sniffed container of the original (`webm`, `ogg`, `mp4`, ...).
     public var container: String
     public var originalKey: String
@@ -94,7 +94,7 @@ public struct VoiceRecord: Sendable, Hashable {
     public var updatedAt: Date
 
     public init(
-        messageId: String, brandId: String, container: String, originalKey: String, originalBytes: Int, durationMs: Int,
+        messageId: MessageID, brandId: BrandID, container: String, originalKey: String, originalBytes: Int, durationMs: Int,
         waveform: [UInt8], state: VoiceState, failureReason: String? = nil, opusKey: String? = nil, opusBytes: Int? = nil,
         aacKey: String? = nil, aacBytes: Int? = nil, scan: MalwareScanState = .clean, scanDetail: String? = nil,
         scanAttempts: Int = 0, scanNextAt: Date? = nil, createdAt: Date, updatedAt: Date
@@ -154,7 +154,7 @@ public struct ConversationFilter: Sendable, Hashable {
     public enum Assignee: Sendable, Hashable {
         case any
         case unassigned
-        case agent(String)
+        case agent(AgentID)
     }
 
     public var states: [ConversationState]
@@ -162,11 +162,11 @@ public struct ConversationFilter: Sendable, Hashable {
     public var channel: Channel?
     public var limit: Int
     /// Keyset cursor: the `(updatedAt, id)` of the last row of the previous page.
-    public var before: (updatedAt: Int64, id: String)?
+    public var before: (updatedAt: Int64, id: ConversationID)?
 
     public init(
         states: [ConversationState] = [], assignee: Assignee = .any, channel: Channel? = nil, limit: Int = 50,
-        before: (updatedAt: Int64, id: String)? = nil
+        before: (updatedAt: Int64, id: ConversationID)? = nil
     ) {
         self.states = states
         self.assignee = assignee

@@ -152,12 +152,18 @@ struct CreateApp: AsyncParsableCommand {
     @Option(help: "The app's name.") var name: String
     @Option(help: "web, in_app, whatsapp, messenger, apple or sms.") var channel: String = "web"
 
+    /// The brand id given on the command line, checked like any id that enters from outside.
+    static func brandId(_ text: String) throws -> BrandID {
+        guard let id = BrandID(text) else { throw ValidationError("'\(text)' is not a brand id (brd_...).") }
+        return id
+    }
+
     func run() async throws {
         guard let channel = Channel(rawValue: channel) else {
             throw ValidationError("'\(channel)' is not a channel: use web, in_app, whatsapp, messenger, apple or sms.")
         }
         try await withServices(options) { services in
-            let app = try await services.identity.createApp(brandId: brand, CreateAppRequest(name: name, channel: channel))
+            let app = try await services.identity.createApp(brandId: try Self.brandId(brand), CreateAppRequest(name: name, channel: channel))
             say("app \(app.id)")
         }
     }
@@ -181,7 +187,7 @@ struct CreateAgent: AsyncParsableCommand {
         try await withServices(options) { services in
             let password = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(20))
             let agent = try await services.identity.createAgent(
-                brandId: brand, CreateAgentRequest(email: email, name: name, password: password, role: role, permissions: parsed))
+                brandId: try CreateApp.brandId(brand), CreateAgentRequest(email: email, name: name, password: password, role: role, permissions: parsed))
             say("agent \(agent.id)\nemail \(agent.email)\npassword \(password)")
         }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import ParleyAPI
 import ParleyDomain
 import Testing
@@ -36,11 +37,31 @@ struct IdentityRulesTests {
 
     @Test("ids are prefixed, random and recognisable")
     func identifiers() {
-        let ids = (0..<1000).map { _ in Identifier.make(.conversation) }
+        let ids = (0..<1000).map { _ in ConversationID.make() }
         #expect(Set(ids).count == 1000)
-        #expect(ids.allSatisfy { Identifier.isWellFormed($0, .conversation) })
-        #expect(!Identifier.isWellFormed(ids[0], .message))
-        #expect(!Identifier.isWellFormed("cnv_../../etc", .conversation))
-        #expect(!Identifier.isWellFormed("cnv_ABC", .conversation))
+        #expect(ids.allSatisfy { ConversationID.isWellFormed($0) })
+        #expect(!MessageID.isWellFormed(ids[0].rawValue))
+        #expect(!ConversationID.isWellFormed("cnv_../../etc"))
+        #expect(!ConversationID.isWellFormed("cnv_ABC"))
+    }
+
+    @Test("typed ids: a plain string on the wire, checked where they enter, one kind never another")
+    func typedIdentifiers() throws {
+        let id = ConversationID.make()
+        // On the wire: the bare string, as before ids were typed.
+        let json = try JSONEncoder().encode(["conversationId": id])
+        #expect(String(decoding: json, as: UTF8.self) == #"{"conversationId":"\#(id.rawValue)"}"#)
+        #expect(try JSONDecoder().decode([String: ConversationID].self, from: json)["conversationId"] == id)
+        // Where they enter (path parameters, the command line): the shape is checked.
+        // (Through variables: in the tests a literal would be an unchecked id.)
+        let (message, traversal, long) = ("msg_abc", "cnv_%00", "cnv_" + String(repeating: "a", count: 70))
+        #expect(ConversationID(id.rawValue) == id)
+        #expect(ConversationID(message) == nil)
+        #expect(MessageID(message) != nil)
+        #expect(ConversationID(traversal) == nil)
+        #expect(ConversationID(long) == nil)
+        // A body's id is decoded as sent and checked by the service that looks it up.
+        let odd = try JSONDecoder().decode(ConversationID.self, from: Data(#""not an id""#.utf8))
+        #expect(!odd.isWellFormed)
     }
 }

@@ -166,7 +166,7 @@ struct AuthTests {
                 try await server.post("/v1/consumer/session", json: ConsumerSessionRequest(appId: acme.app.id, identityToken: token))
             }
 
-            let first = try await session(try await signer.sign(claims("user-42", 300, acme.app.id), kid: "hs-1"))
+            let first = try await session(try await signer.sign(claims("user-42", 300, acme.app.id.rawValue), kid: "hs-1"))
             #expect(first.status == .created)
             let ana = try first.decode(ConsumerSessionResponse.self).consumer
             #expect(!ana.anonymous)

@@ -43,7 +43,7 @@ struct CallTests {
         ) async throws -> Party {
             let acme = try await BrandScenario.make(server)
             let (agentToken, agent) = try await acme.agent(permissions: permissions)
-            var appId: String?
+            var appId: AppID?
             if let channel { appId = try await acme.app(channel: channel).id }
             let (consumerToken, consumer) = try await acme.consumer(name: "Ana", appId: appId)
             let reply = try await server.post(
@@ -144,7 +144,7 @@ struct CallTests {
             // Device 1 answers and gets its own credentials; device 2 stops ringing.
             let accepted = try await Self.request(party.consumerSocket, .callAccept(id: "a1", callId: started.call.id), id: "a1").get()
             #expect(accepted.0.state == .connecting)
-            #expect(accepted.0.answeredBy == party.consumer.id)
+            #expect(accepted.0.answeredBy == party.consumer.id.rawValue)
             #expect(accepted.1?.iceServers.last?.username?.hasSuffix("\(started.call.id).consumer") == true)
             _ = try await secondDevice.next(where: { Self.call($0, .connecting) != nil })
             _ = try await party.agentSocket.next(where: { Self.call($0, .connecting) != nil })
@@ -201,8 +201,8 @@ struct CallTests {
             let record = try #require(try list.decode(ListResponse<CallDTO>.self).items.first)
             #expect(record.id == started.call.id)
             #expect(record.outcome == .completed)
-            #expect(record.invitedBy == party.agent.id)
-            #expect(record.answeredBy == party.consumer.id)
+            #expect(record.invitedBy == party.agent.id.rawValue)
+            #expect(record.answeredBy == party.consumer.id.rawValue)
             #expect(record.answeredAt != nil && record.connectedAt != nil && record.endedAt != nil)
             #expect(record.seq == row.seq)
             let mine = try await server.get("/v1/consumer/conversations/\(party.conversation.id)/calls", token: party.consumerToken)
@@ -285,7 +285,7 @@ struct CallTests {
         let clock = ManualClock()
         try await TestServer.run(clock: clock, configure: Self.configure) { server in
             let party = try await Party.make(server)
-            func start() async throws -> String {
+            func start() async throws -> CallID {
                 clock.advance(by: .seconds(1))  // each call invited at its own time, for the list's order
                 let reply = try await party.invite(server)
                 #expect(reply.status == .created)
@@ -293,19 +293,14 @@ struct CallTests {
                 _ = try await party.consumerSocket.next(where: { Self.call($0, .ringing)?.id == id })
                 return id
             }
-            func endedRecord(_ id: String) async throws -> CallDTO {
+            func endedRecord(_ id: CallID) async throws -> CallDTO {
                 let event = try await party.agentSocket.next(within: 10, where: { Self.callEvent($0)?.callId == id })
                 return try #require(Self.callEvent(event)?.call)
             }
-            /// Moves the clock past the 30 s timers until the call's record arrives.
-            func endedByTimer(_ id: String) async throws -> CallDTO {
-                for _ in 0..<20 {
-                    try await clock.advanceOnceSleeping(by: .seconds(31))
-                    if let event = try? await party.agentSocket.next(within: 0.5, where: { Self.callEvent($0)?.callId == id }) {
-                        return try #require(Self.callEvent(event)?.call)
-                    }
-                }
-                throw TestFailure("call \(id) did not end on its timer")
+            /// Moves the clock past the 30 s timers (once the server has armed one) and waits for the record.
+            func endedByTimer(_ id: CallID) async throws -> CallDTO {
+                try await clock.advanceOnceSleeping(by: .seconds(31))
+                return try await endedRecord(id)
             }
 
             // Nobody answers within the ring timeout.
@@ -388,7 +383,7 @@ struct CallTests {
             // A record as a crash would leave it: answered, never ended, not live in this process.
             let orphan = CallDTO(
                 id: "call_orphan00000000000000000", conversationId: party.conversation.id, media: .video, state: .active, version: 1,
-                invitedBy: party.agent.id, inviterName: party.agent.name, answeredBy: party.consumer.id,
+                invitedBy: party.agent.id.rawValue, inviterName: party.agent.name, answeredBy: party.consumer.id.rawValue,
                 invitedAt: SystemClock().now().addingTimeInterval(-60), answeredAt: SystemClock().now().addingTimeInterval(-50))
             try await server.services.store.write { repo in try await repo.insertCall(orphan, brandId: party.acme.brand.id) }
             await server.services.calls.closeInterruptedRecords()

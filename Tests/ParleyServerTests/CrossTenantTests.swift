@@ -50,8 +50,8 @@ struct CrossTenantTests {
             let before = try await HTTPErrorTests.rowCounts(server)
 
             let ids = [
-                "{conversationId}": sent.conversation.id, "{consumerId}": acmeConsumer.id, "{agentId}": acmeAgent.id,
-                "{appId}": acme.app.id, "{messageId}": voice.id, "{format}": "original",
+                "{conversationId}": sent.conversation.id.rawValue, "{consumerId}": acmeConsumer.id.rawValue,
+                "{agentId}": acmeAgent.id.rawValue, "{appId}": acme.app.id.rawValue, "{messageId}": voice.id.rawValue, "{format}": "original",
             ]
             func body(for route: Route) throws -> (Data?, String?) {
                 let json: (any Encodable)?
@@ -98,7 +98,7 @@ struct CrossTenantTests {
                 let frames: [ClientFrame] = [
                     .send(id: "s", SendMessageRequest(clientMessageId: UUID().uuidString, text: "x", conversationId: sent.conversation.id)),
                     .receipt(id: "r", conversationId: sent.conversation.id, ReceiptRequest(upToSeq: 1, state: .read)),
-                    .resume(id: "m", cursors: [sent.conversation.id: 0]),
+                    .resume(id: "m", cursors: [sent.conversation.id.rawValue: 0]),
                     .callAccept(id: "c", callId: "call_aaaaaaaaaaaaaaaaaaaaaaaa"),
                 ]
                 for frame in frames {

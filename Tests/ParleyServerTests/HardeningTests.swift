@@ -346,12 +346,12 @@ struct HardeningTests {
             #expect(try reply.error.code == "voice_too_long")
             #expect(try reply.error.message.contains("longer than 2:00"))
             // Six at once: one decodes, two wait, the rest are told to come back.
+            // (Sessions first, so that the six uploads arrive together.)
+            var tokens: [String] = []
+            for _ in 0..<6 { tokens.append(try await acme.consumer().token) }
             let replies = try await withThrowingTaskGroup(of: TestServer.Reply.self) { group in
-                for _ in 0..<6 {
-                    group.addTask {
-                        let (token, _) = try await acme.consumer()
-                        return try await VoiceTests.upload(server, bomb, token: token, contentType: "audio/ogg")
-                    }
+                for token in tokens {
+                    group.addTask { try await VoiceTests.upload(server, bomb, token: token, contentType: "audio/ogg") }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }

@@ -241,7 +241,7 @@ struct MessagingTests {
             let acme = try await BrandScenario.make(server)
             let (agentToken, agent) = try await acme.agent()
             let (otherToken, other) = try await acme.agent()
-            var conversationIds: [String] = []
+            var conversationIds: [ConversationID] = []
             for index in 0..<3 {
                 let (token, _) = try await acme.consumer()
                 conversationIds.append(try await acme.send("hello \(index)", as: token).conversation.id)
@@ -259,7 +259,7 @@ struct MessagingTests {
             #expect(try ghost.error.code == "agent_not_found")
             _ = try await server.post("/v1/conversations/\(conversationIds[2])/resolve", token: acme.adminToken)
 
-            func list(_ query: String, _ token: String) async throws -> [String] {
+            func list(_ query: String, _ token: String) async throws -> [ConversationID] {
                 try await server.get("/v1/conversations\(query)", token: token).decode(Page<ConversationDTO>.self).items.map(\.id)
             }
             #expect(try await list("?assignee=me", agentToken) == [conversationIds[0]])
@@ -284,7 +284,7 @@ struct MessagingTests {
         try await TestServer.run { server in
             let acme = try await BrandScenario.make(server)
             let (token, _) = try await acme.consumer()
-            var id = ""
+            var id = ConversationID(rawValue: "")
             for index in 1...5 {
                 id = try await acme.send("message \(index)", as: token).conversation.id
             }

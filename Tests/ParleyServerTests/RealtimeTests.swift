@@ -31,7 +31,7 @@ struct RealtimeTests {
             guard case .ack(_, let acked?, let conversation?, _) = try await anaSocket.next(where: { Self.ack($0, id: "f1") }) else {
                 throw TestFailure("ack without message and new conversation")
             }
-            #expect(acked.senderId == ana.id)
+            #expect(acked.senderId == ana.id.rawValue)
             #expect(acked.seq == 1)
             #expect(conversation.consumerId == ana.id)
             let atAgent = try await agent.next(where: { Self.message($0) != nil })
@@ -72,7 +72,7 @@ struct RealtimeTests {
             try agent.send(.typing(conversationId: id, isTyping: true))
             guard case .typing(let typingIn, let who, true) = try await ana.next() else { throw TestFailure("expected typing") }
             #expect(typingIn == id)
-            #expect(who == ParticipantRef(kind: .agent, id: acme.admin.id))
+            #expect(who == ParticipantRef(kind: .agent, id: acme.admin.id.rawValue))
 
             try agent.send(.send(id: "a1", SendMessageRequest(clientMessageId: "agent-1", text: "Hi!", conversationId: id)))
             let answer = try #require(Self.message(try await ana.next(where: { Self.message($0) != nil })))
@@ -119,7 +119,7 @@ struct RealtimeTests {
             missed.append(try await server.post("/v1/conversations/\(id)/resolve", token: acme.adminToken).decode(ConversationDTO.self).lastSeq)
 
             let ana = try await RealtimeProbe.connect(port: server.port, token: anaToken)
-            try ana.send(.resume(id: "res", cursors: [id: lastSeen]))
+            try ana.send(.resume(id: "res", cursors: [id.rawValue: lastSeen]))
             var replayed: [Int64] = []
             var texts: [String] = []
             while true {
@@ -132,7 +132,7 @@ struct RealtimeTests {
                     replayed.append(event.seq)
                 case .resumed(let resumeId, let cursors, let complete):
                     #expect(resumeId == "res")
-                    #expect(cursors == [id: missed.last!])
+                    #expect(cursors == [id.rawValue: missed.last!])
                     #expect(complete)
                 default:
                     throw TestFailure("unexpected frame \(frame)")
@@ -162,13 +162,13 @@ struct RealtimeTests {
             var rounds = 0
             while true {
                 rounds += 1
-                try ana.send(.resume(id: "r\(rounds)", cursors: [id: cursor]))
+                try ana.send(.resume(id: "r\(rounds)", cursors: [id.rawValue: cursor]))
                 var done = false
                 while true {
                     let frame = try await ana.next()
                     if let message = Self.message(frame) { seen.append(message.seq) }
                     if case .resumed(_, let cursors, let complete) = frame {
-                        cursor = cursors[id]!
+                        cursor = cursors[id.rawValue]!
                         done = complete
                         break
                     }
@@ -221,9 +221,9 @@ struct RealtimeTests {
             let attempts: [(RealtimeProbe, ClientFrame, String)] = [
                 (intruder, .send(id: "x1", SendMessageRequest(clientMessageId: "x", text: "hi", conversationId: acmeConversation)), "not_found"),
                 (intruder, .receipt(id: "x2", conversationId: acmeConversation, ReceiptRequest(upToSeq: 1, state: .read)), "not_found"),
-                (intruder, .resume(id: "x3", cursors: [acmeConversation: 0]), "not_found"),
+                (intruder, .resume(id: "x3", cursors: [acmeConversation.rawValue: 0]), "not_found"),
                 (ben, .send(id: "b1", SendMessageRequest(clientMessageId: "b", text: "hi", conversationId: acmeConversation)), "not_found"),
-                (ben, .resume(id: "b2", cursors: [acmeConversation: 0]), "not_found"),
+                (ben, .resume(id: "b2", cursors: [acmeConversation.rawValue: 0]), "not_found"),
                 (ben, .send(id: "b3", SendMessageRequest(clientMessageId: "b", text: String(repeating: "x", count: 2001))), "message_too_long"),
             ]
             for (probe, frame, code) in attempts {

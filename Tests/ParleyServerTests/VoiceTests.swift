@@ -9,8 +9,8 @@ import Testing
 @Suite("Voice messages")
 struct VoiceTests {
     static func upload(
-        _ server: TestServer, _ data: Data, token: String, clientMessageId: String = UUID().uuidString, conversationId: String? = nil,
-        agentConversation: String? = nil, contentType: String = "audio/webm"
+        _ server: TestServer, _ data: Data, token: String, clientMessageId: String = UUID().uuidString, conversationId: ConversationID? = nil,
+        agentConversation: ConversationID? = nil, contentType: String = "audio/webm"
     ) async throws -> TestServer.Reply {
         var path = agentConversation.map { "/v1/conversations/\($0)/voice-messages" } ?? "/v1/consumer/voice-messages"
         path += "?clientMessageId=\(clientMessageId)"
@@ -209,7 +209,7 @@ struct VoiceTests {
             #expect(event.message?.voice?.state == .ready)
             // A client that was away gets the same event on resume.
             let consumer = try await RealtimeProbe.connect(port: server.port, token: token)
-            try consumer.send(.resume(id: "r", cursors: [sent.conversation.id: sent.message.seq]))
+            try consumer.send(.resume(id: "r", cursors: [sent.conversation.id.rawValue: sent.message.seq]))
             guard case .event(let replayed) = try await consumer.next(within: 30) else { throw TestFailure("expected the voice event") }
             #expect(replayed.kind == .voiceProcessed)
             #expect(replayed.message?.voice?.renditions.count == 3)
@@ -224,7 +224,7 @@ struct VoiceTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-recovery-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = try await TestDatabase.make()
-        let (messageIds, continuation) = AsyncStream<(String, String)>.makeStream()
+        let (messageIds, continuation) = AsyncStream<(MessageID, String)>.makeStream()
         // First run: a server whose transcoder cannot run, so the note stays in processing.
         try await TestServer.run(database: database, configure: { $0.dataDirectory = directory.path; $0.voiceWorkers = 1 }) { server in
             let acme = try await BrandScenario.make(server)

@@ -63,7 +63,7 @@ struct RepositoryTests {
         try await backend.withStore { store in
             let fixture = try await Fixture.make(in: store)
             var twinAgent = fixture.agent
-            twinAgent.id = Identifier.make(.agent)
+            twinAgent.id = AgentID.make()
             let twin = twinAgent
             let error = await #expect(throws: ParleyError.self) {
                 try await store.write { repo in try await repo.insertAgent(AgentRecord(agent: twin, passwordHash: "x")) }
@@ -79,7 +79,7 @@ struct RepositoryTests {
             let fixture = try await Fixture.make(in: store)
             let now = SystemClock().now()
             let session = SessionRecord(
-                tokenHash: "abc123", brandId: fixture.brand.id, subjectKind: .consumer, subjectId: fixture.consumer.id,
+                tokenHash: "abc123", brandId: fixture.brand.id, subjectKind: .consumer, subjectId: fixture.consumer.id.rawValue,
                 appId: fixture.app.id, createdAt: now, expiresAt: now.addingTimeInterval(60))
             try await store.write { repo in try await repo.insertSession(session) }
             #expect(try await store.read { repo in try await repo.session(tokenHash: "abc123") } == session)
@@ -149,7 +149,7 @@ struct RepositoryTests {
             try await store.read { (repo: any Repository) async throws -> Void in
                 #expect(try await repo.messages(conversationId: conversation.id, afterSeq: 0, limit: 10) == [first, second])
                 #expect(try await repo.messages(conversationId: conversation.id, afterSeq: 1, limit: 10) == [second])
-                #expect(try await repo.message(senderId: fixture.consumer.id, clientMessageId: first.clientMessageId) == first)
+                #expect(try await repo.message(senderId: fixture.consumer.id.rawValue, clientMessageId: first.clientMessageId) == first)
             }
         }
     }
@@ -190,10 +190,10 @@ struct RepositoryTests {
             let fixture = try await Fixture.make(in: store)
             let conversation = fixture.conversation()
             let event = ConversationEventDTO(
-                conversationId: conversation.id, seq: 2, kind: .receipt, actorKind: .consumer, actorId: fixture.consumer.id,
+                conversationId: conversation.id, seq: 2, kind: .receipt, actorKind: .consumer, actorId: fixture.consumer.id.rawValue,
                 upToSeq: 1, deliveryState: .read, createdAt: SystemClock().now())
             let assigned = ConversationEventDTO(
-                conversationId: conversation.id, seq: 3, kind: .assigned, actorKind: .agent, actorId: fixture.agent.id,
+                conversationId: conversation.id, seq: 3, kind: .assigned, actorKind: .agent, actorId: fixture.agent.id.rawValue,
                 assigneeId: fixture.agent.id, createdAt: SystemClock().now())
             try await store.write { repo in
                 try await repo.insertConversation(conversation)
@@ -253,8 +253,8 @@ struct RepositoryTests {
             let conversation = acme.conversation()
             let invited = SystemClock().now()
             var draft = CallDTO(
-                id: Identifier.make(.call), conversationId: conversation.id, media: .voice, state: .ringing, version: 1,
-                invitedBy: acme.agent.id, inviterName: acme.agent.name, invitedAt: invited)
+                id: CallID.make(), conversationId: conversation.id, media: .voice, state: .ringing, version: 1,
+                invitedBy: acme.agent.id.rawValue, inviterName: acme.agent.name, invitedAt: invited)
             let ringing = draft
             try await store.write { repo in
                 try await repo.insertConversation(conversation)
@@ -264,7 +264,7 @@ struct RepositoryTests {
 
             draft.state = .ended
             draft.media = .video
-            draft.answeredBy = acme.consumer.id
+            draft.answeredBy = acme.consumer.id.rawValue
             draft.answeredAt = invited.addingTimeInterval(3)
             draft.connectedAt = invited.addingTimeInterval(4)
             draft.endedAt = invited.addingTimeInterval(63)
@@ -275,7 +275,7 @@ struct RepositoryTests {
             draft.seq = 7
             let call = draft
             let event = ConversationEventDTO(
-                conversationId: conversation.id, seq: 7, kind: .call, actorKind: .consumer, actorId: acme.consumer.id,
+                conversationId: conversation.id, seq: 7, kind: .call, actorKind: .consumer, actorId: acme.consumer.id.rawValue,
                 callId: call.id, createdAt: invited.addingTimeInterval(63))
             let ended = call
             #expect(try await store.write { repo in

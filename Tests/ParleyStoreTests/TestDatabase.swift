@@ -69,13 +69,13 @@ struct Fixture: Sendable {
 
     static func make(in store: Store, name: String = "Acme") async throws -> Fixture {
         let now = SystemClock().now()
-        let brand = BrandDTO(id: Identifier.make(.brand), name: name, createdAt: now)
-        let app = AppDTO(id: Identifier.make(.app), brandId: brand.id, name: "\(name) web", channel: .web, createdAt: now)
+        let brand = BrandDTO(id: BrandID.make(), name: name, createdAt: now)
+        let app = AppDTO(id: AppID.make(), brandId: brand.id, name: "\(name) web", channel: .web, createdAt: now)
         let agent = AgentDTO(
-            id: Identifier.make(.agent), brandId: brand.id, email: "agent-\(Identifier.random(6))@\(name.lowercased()).test",
+            id: AgentID.make(), brandId: brand.id, email: "agent-\(Identifier.random(6))@\(name.lowercased()).test",
             name: "Agent of \(name)", role: .agent, permissions: [.sendAudio], createdAt: now)
         let consumer = ConsumerDTO(
-            id: Identifier.make(.consumer), brandId: brand.id, appId: app.id, externalId: nil, displayName: "Visitor 1234",
+            id: ConsumerID.make(), brandId: brand.id, appId: app.id, externalId: nil, displayName: "Visitor 1234",
             anonymous: true, createdAt: now)
         try await store.write { repo in
             try await repo.insertBrand(brand)
@@ -88,15 +88,15 @@ struct Fixture: Sendable {
 
     func conversation(state: ConversationState = .open, updatedAt: Date = SystemClock().now()) -> ConversationDTO {
         ConversationDTO(
-            id: Identifier.make(.conversation), brandId: brand.id, appId: app.id, consumerId: consumer.id, channel: .web,
+            id: ConversationID.make(), brandId: brand.id, appId: app.id, consumerId: consumer.id, channel: .web,
             state: state, assigneeId: nil, lastSeq: 0, lastMessagePreview: nil, lastMessageAt: nil, createdAt: updatedAt,
             updatedAt: updatedAt)
     }
 
     func message(in conversation: ConversationDTO, seq: Int64, from kind: ParticipantKind, text: String = "hello") -> MessageDTO {
         MessageDTO(
-            id: Identifier.make(.message), conversationId: conversation.id, seq: seq, senderKind: kind,
-            senderId: kind == .agent ? agent.id : consumer.id, clientMessageId: "c-\(seq)-\(Identifier.random(4))", kind: .text,
+            id: MessageID.make(), conversationId: conversation.id, seq: seq, senderKind: kind,
+            senderId: kind == .agent ? agent.id.rawValue : consumer.id.rawValue, clientMessageId: "c-\(seq)-\(Identifier.random(4))", kind: .text,
             text: text, deliveryState: .sent, createdAt: SystemClock().now())
     }
 }

@@ -1,3 +1,4 @@
+import ParleyAPI
 import Foundation
 import JWTKit
 import ParleyDomain
@@ -47,7 +48,7 @@ enum ConsumerIdentityVerifier {
         }
     }
 
-    static func verify(token: String, appId: String, keys records: [AppKeyRecord]) async throws(ParleyError) -> ConsumerIdentityClaims {
+    static func verify(token: String, appId: AppID, keys records: [AppKeyRecord]) async throws(ParleyError) -> ConsumerIdentityClaims {
         if records.isEmpty {
             throw ParleyError(
                 .unauthorized, code: "identity_not_configured",
@@ -84,7 +85,7 @@ enum ConsumerIdentityVerifier {
         } catch {
             throw ParleyError(.unauthorized, code: "invalid_identity_token", message: "The identity token was refused.", field: "identityToken")
         }
-        if let aud = claims.aud, !aud.value.contains(appId) {
+        if let aud = claims.aud, !aud.value.contains(appId.rawValue) {
             throw ParleyError(
                 .unauthorized, code: "invalid_identity_token",
                 message: "The identity token's audience does not include this app.", field: "identityToken")

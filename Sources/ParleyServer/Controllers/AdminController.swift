@@ -36,7 +36,7 @@ struct AdminController {
 
     @Sendable func updateAgent(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AgentDTO> {
         let admin = try context.requireAgent()
-        let id = try context.id("agentId", .agent, what: "Agent")
+        let id = try context.id("agentId", as: AgentID.self, what: "Agent")
         let body = try await request.decodeJSON(UpdateAgentRequest.self, limit: configuration.maxJSONBodyBytes)
         let change = try await identity.updateAgent(admin, id: id, body, sessionTokenHash: context.sessionTokenHash)
         if change.endSessions {
@@ -48,7 +48,7 @@ struct AdminController {
 
     @Sendable func deleteAgent(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let admin = try context.requireAgent()
-        let id = try context.id("agentId", .agent, what: "Agent")
+        let id = try context.id("agentId", as: AgentID.self, what: "Agent")
         try await identity.deleteAgent(admin, id: id)
         hub.disconnect(agentId: id, code: RealtimeCloseCode.unauthorized, reason: "account removed")
         return Response(status: .noContent)
@@ -66,13 +66,13 @@ struct AdminController {
 
     @Sendable func listKeys(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<AppKeyDTO>> {
         let admin = try context.requireAgent()
-        let appId = try context.id("appId", .app, what: "App")
+        let appId = try context.id("appId", as: AppID.self, what: "App")
         return JSONResponse(.ok, ListResponse(items: try await identity.appKeys(admin, appId: appId)))
     }
 
     @Sendable func addKey(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AppKeyDTO> {
         let admin = try context.requireAgent()
-        let appId = try context.id("appId", .app, what: "App")
+        let appId = try context.id("appId", as: AppID.self, what: "App")
         let body = try await request.decodeJSON(AddAppKeyRequest.self, limit: configuration.maxJSONBodyBytes)
         return JSONResponse(.created, try await identity.addAppKey(admin, appId: appId, body))
     }

@@ -65,7 +65,7 @@ struct AuthController {
     /// The agent's new password; every other session of theirs ends, this one goes on.
     @Sendable func changePassword(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let agent = try context.requireAgent()
-        try limits.loginsPerEmail.check("password:" + agent.agentId, "password attempts")
+        try limits.loginsPerEmail.check("password:" + agent.agentId.rawValue, "password attempts")
         let body = try await request.decodeJSON(ChangePasswordRequest.self, limit: configuration.maxJSONBodyBytes)
         try await identity.changePassword(agent, body, sessionTokenHash: context.sessionTokenHash)
         hub.disconnect(

@@ -17,7 +17,7 @@ struct CallController {
 
     @Sendable func start(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<CallSessionResponse> {
         let agent = try context.requireAgent()
-        let conversationId = try context.id("conversationId", .conversation, what: "Conversation")
+        let conversationId = try context.id("conversationId", as: ConversationID.self, what: "Conversation")
         let body = try await request.decodeJSON(StartCallRequest.self, limit: configuration.maxJSONBodyBytes)
         return JSONResponse(.created, try await calls.start(agent, conversationId: conversationId, body))
     }
@@ -25,7 +25,7 @@ struct CallController {
     @Sendable func list(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<CallDTO>> {
         let principal: Principal =
             request.uri.path.hasPrefix("/v1/consumer/") ? .consumer(try context.requireConsumer()) : .agent(try context.requireAgent())
-        let conversationId = try context.id("conversationId", .conversation, what: "Conversation")
+        let conversationId = try context.id("conversationId", as: ConversationID.self, what: "Conversation")
         let limit = try request.queryInt("limit", default: 50, range: 1...ConversationService.maxPage)
         return JSONResponse(.ok, ListResponse(items: try await calls.calls(principal, conversationId: conversationId, limit: limit)))
     }

@@ -32,8 +32,8 @@ struct ConversationController {
         routes.consumers.post("/v1/consumer/conversations/{conversationId}/receipts", use: receipt)
     }
 
-    private func conversationId(_ context: ParleyRequestContext) throws -> String {
-        try context.id("conversationId", .conversation, what: "Conversation")
+    private func conversationId(_ context: ParleyRequestContext) throws -> ConversationID {
+        try context.id("conversationId", as: ConversationID.self, what: "Conversation")
     }
 
     /// The principal a route needs: agent routes refuse consumer tokens and the other way round.
@@ -63,10 +63,10 @@ struct ConversationController {
         case "me": filter.assignee = .agent(agent.agentId)
         case "unassigned": filter.assignee = .unassigned
         case let id?:
-            guard Identifier.isWellFormed(id, .agent) else {
+            guard AgentID.isWellFormed(id) else {
                 throw ParleyError.invalidField("assignee", "'assignee' is me, unassigned, any or an agent id.")
             }
-            filter.assignee = .agent(id)
+            filter.assignee = .agent(AgentID(rawValue: id))
         }
         if let channel = request.queryString("channel") {
             guard let value = Channel(rawValue: channel) else {
@@ -86,12 +86,12 @@ struct ConversationController {
         "\(StoredTime.millis(conversation.updatedAt)).\(conversation.id)"
     }
 
-    static func parseCursor(_ cursor: String) throws(ParleyError) -> (updatedAt: Int64, id: String) {
+    static func parseCursor(_ cursor: String) throws(ParleyError) -> (updatedAt: Int64, id: ConversationID) {
         let parts = cursor.split(separator: ".", maxSplits: 1)
-        guard parts.count == 2, let millis = Int64(parts[0]), Identifier.isWellFormed(String(parts[1]), .conversation) else {
+        guard parts.count == 2, let millis = Int64(parts[0]), ConversationID.isWellFormed(String(parts[1])) else {
             throw .invalidField("cursor", "'cursor' is not a cursor from a previous page.")
         }
-        return (millis, String(parts[1]))
+        return (millis, ConversationID(rawValue: String(parts[1])))
     }
 
     @Sendable func show(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConversationDTO> {
@@ -149,7 +149,7 @@ struct ConversationController {
 
     @Sendable func consumer(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConsumerDTO> {
         let agent = try context.requireAgent()
-        let id = try context.id("consumerId", .consumer, what: "Consumer")
+        let id = try context.id("consumerId", as: ConsumerID.self, what: "Consumer")
         return JSONResponse(.ok, try await identity.consumer(agent, id: id))
     }
 

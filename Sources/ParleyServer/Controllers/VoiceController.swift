@@ -26,18 +26,18 @@ struct VoiceController {
     @Sendable func consumerUpload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
         let consumer = try context.requireConsumer()
         let conversationId = request.queryString("conversationId")
-        if let conversationId, !Identifier.isWellFormed(conversationId, .conversation) { throw ParleyError.notFound("Conversation") }
-        return try await upload(.consumer(consumer), conversationId: conversationId, request, context: context)
+        if let conversationId, !ConversationID.isWellFormed(conversationId) { throw ParleyError.notFound("Conversation") }
+        return try await upload(.consumer(consumer), conversationId: conversationId.map(ConversationID.init(rawValue:)), request, context: context)
     }
 
     @Sendable func agentUpload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
         let agent = try context.requireAgent()
-        let conversationId = try context.id("conversationId", .conversation, what: "Conversation")
+        let conversationId = try context.id("conversationId", as: ConversationID.self, what: "Conversation")
         return try await upload(.agent(agent), conversationId: conversationId, request, context: context)
     }
 
     private func upload(
-        _ principal: Principal, conversationId: String?, _ request: Request, context: ParleyRequestContext
+        _ principal: Principal, conversationId: ConversationID?, _ request: Request, context: ParleyRequestContext
     ) async throws -> JSONResponse<SendMessageResponse> {
         guard let clientMessageId = request.queryString("clientMessageId") else { throw ParleyError.missingField("clientMessageId") }
         let contentLength = request.headers[.contentLength].flatMap { Int($0) }
@@ -51,7 +51,7 @@ struct VoiceController {
 
     @Sendable func media(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let principal = try context.requirePrincipal()
-        let messageId = try context.id("messageId", .message, what: "Voice message")
+        let messageId = try context.id("messageId", as: MessageID.self, what: "Voice message")
         guard let format = context.parameters.get("format").flatMap(VoiceFormat.init(rawValue:)) else {
             throw ParleyError.notFound("Rendition")
         }

@@ -86,7 +86,7 @@ public struct RateLimits: Sendable {
     /// counts against that consumer's limit and the address's write limit. Agents are not limited here.
     func admitMessage(from principal: Principal, address: String?) throws(ParleyError) {
         guard case .consumer(let consumer) = principal else { return }
-        try consumerMessages.check(consumer.consumerId, "messages")
+        try consumerMessages.check(consumer.consumerId.rawValue, "messages")
         if let address { try ipWrites.check(address, "requests from this address") }
     }
 

@@ -112,11 +112,10 @@ extension Request {
 }
 
 extension ParleyRequestContext {
-    /// A path parameter that must be an id with the given prefix; anything else cannot exist: 404.
-    func id(_ name: String, _ prefix: Identifier.Prefix, what: String) throws(ParleyError) -> String {
-        guard let value = parameters.get(name), Identifier.isWellFormed(value, prefix) else {
-            throw .notFound(what)
-        }
-        return value
+    /// A path parameter that must be an id of this kind (checked by `ID.init?(_:)`, where ids enter);
+    /// anything else cannot exist: 404 naming `what`.
+    func id<Tag>(_ name: String, as _: ID<Tag>.Type, what: String) throws(ParleyError) -> ID<Tag> {
+        guard let id = parameters.get(name, as: ID<Tag>.self) else { throw .notFound(what) }
+        return id
     }
 }

@@ -6,23 +6,23 @@ import Synchronization
 public struct RealtimeEvent: Sendable {
     public enum Audience: Sendable, Hashable {
         /// The brand's agents and the conversation's consumer (every device of theirs).
-        case conversation(brandId: String, consumerId: String)
+        case conversation(brandId: BrandID, consumerId: ConsumerID)
         /// Those taking part in one conversation: its consumer (every device), its assignee (every
         /// device) and the agents who have it open. Typing and receipts go here, not to the whole brand.
-        case participants(brandId: String, consumerId: String, conversationId: String, assigneeId: String?)
+        case participants(brandId: BrandID, consumerId: ConsumerID, conversationId: ConversationID, assigneeId: AgentID?)
         /// The brand's agents only.
-        case agents(brandId: String)
+        case agents(brandId: BrandID)
         /// One connection (the other side of a call).
-        case connection(String)
+        case connection(ConnectionID)
     }
 
     public var audience: Audience
     /// The JSON text of a `ServerFrame`, encoded once for every recipient.
     public var frame: String
     /// A connection that must not get the event (typing is not echoed to the typist).
-    public var excludingConnection: String?
+    public var excludingConnection: ConnectionID?
 
-    public init(audience: Audience, frame: String, excludingConnection: String? = nil) {
+    public init(audience: Audience, frame: String, excludingConnection: ConnectionID? = nil) {
         self.audience = audience
         self.frame = frame
         self.excludingConnection = excludingConnection
@@ -59,7 +59,7 @@ public final class LocalEventBus: EventBus {
 extension EventBus {
     /// Encodes `frame` once and publishes it to `audience`. A frame that cannot be encoded (a bug, not
     /// bad input: every frame is made of our own types) is logged and not sent.
-    func publish(_ frame: ServerFrame, to audience: RealtimeEvent.Audience, excluding connectionId: String? = nil, logger: Logger) async {
+    func publish(_ frame: ServerFrame, to audience: RealtimeEvent.Audience, excluding connectionId: ConnectionID? = nil, logger: Logger) async {
         do {
             await publish(RealtimeEvent(audience: audience, frame: try ParleyCoders.text(frame), excludingConnection: connectionId))
         } catch {

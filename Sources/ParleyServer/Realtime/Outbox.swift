@@ -15,7 +15,7 @@ public final class Outbox: Sendable {
         public var text: String
     }
 
-    public let connectionId: String
+    public let connectionId: ConnectionID
     public let principal: Principal
     /// The hash of the session token the connection was opened with; logout of that session closes it.
     public let sessionTokenHash: String?
@@ -30,7 +30,7 @@ public final class Outbox: Sendable {
     private let writeStarted = Atomic<UInt64>(0)
 
     init(
-        connectionId: String, principal: Principal, sessionTokenHash: String?, expiresAt: Date? = nil, limit: Int,
+        connectionId: ConnectionID, principal: Principal, sessionTokenHash: String?, expiresAt: Date? = nil, limit: Int,
         channel: (any NIOCore.Channel)? = nil
     ) {
         self.expiresAt = expiresAt

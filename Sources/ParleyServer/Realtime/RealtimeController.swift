@@ -238,8 +238,9 @@ struct RealtimeController {
         var budget = max(1, configuration.realtimeQueueLimit / 2)
         var reached: [String: Int64] = [:]
         var complete = true
-        for (conversationId, lastSeen) in cursors.sorted(by: { $0.key < $1.key }) {
+        for (key, lastSeen) in cursors.sorted(by: { $0.key < $1.key }) {
             guard lastSeen >= 0 else { throw ParleyError.invalidField("cursors", "Sequence numbers start at 0.") }
+            let conversationId = ConversationID(rawValue: key)  // a malformed one is not found
             var position = lastSeen
             if budget > 0 {
                 let frames = try await conversations.timeline(principal, conversationId: conversationId, afterSeq: lastSeen, limit: budget)
@@ -257,7 +258,7 @@ struct RealtimeController {
                 _ = try await conversations.conversation(principal, id: conversationId)
                 complete = false
             }
-            reached[conversationId] = position
+            reached[key] = position
         }
         send(.resumed(id: id, cursors: reached, complete: complete), to: outbox)
     }

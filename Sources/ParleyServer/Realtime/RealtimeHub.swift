@@ -11,13 +11,13 @@ import Synchronization
 /// connection with the resume code.
 public final class RealtimeHub: Service {
     private struct State {
-        var connections: [String: Outbox] = [:]
-        var agentsByBrand: [String: Set<String>] = [:]
-        var byConsumer: [String: Set<String>] = [:]
-        var byAgent: [String: Set<String>] = [:]
+        var connections: [ConnectionID: Outbox] = [:]
+        var agentsByBrand: [BrandID: Set<ConnectionID>] = [:]
+        var byConsumer: [ConsumerID: Set<ConnectionID>] = [:]
+        var byAgent: [AgentID: Set<ConnectionID>] = [:]
         /// Agent connections that have a conversation open, by conversation, and the other way round.
-        var viewers: [String: Set<String>] = [:]
-        var viewing: [String: String] = [:]
+        var viewers: [ConversationID: Set<ConnectionID>] = [:]
+        var viewing: [ConnectionID: ConversationID] = [:]
     }
 
     private let state = Mutex(State())
@@ -40,7 +40,7 @@ public final class RealtimeHub: Service {
         _ principal: Principal, sessionTokenHash: String? = nil, expiresAt: Date? = nil, channel: (any NIOCore.Channel)? = nil
     ) -> Outbox {
         let outbox = Outbox(
-            connectionId: Identifier.make(.connection), principal: principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt,
+            connectionId: ConnectionID.make(), principal: principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt,
             limit: queueLimit, channel: channel)
         state.withLock { state in
             state.connections[outbox.connectionId] = outbox
@@ -75,13 +75,13 @@ public final class RealtimeHub: Service {
         if removed { metrics.realtimeConnections.decrement() }
     }
 
-    private static func remove(_ id: String, from index: inout [String: Set<String>], key: String) {
+    private static func remove<Key: Hashable>(_ id: ConnectionID, from index: inout [Key: Set<ConnectionID>], key: Key) {
         index[key]?.remove(id)
         if index[key]?.isEmpty == true { index[key] = nil }
     }
 
     /// An agent connection opened a conversation (or closed it, with nil).
-    func view(connectionId: String, conversationId: String?) {
+    func view(connectionId: ConnectionID, conversationId: ConversationID?) {
         state.withLock { state in
             guard state.connections[connectionId] != nil else { return }
             if let previous = state.viewing.removeValue(forKey: connectionId) {
@@ -104,7 +104,7 @@ public final class RealtimeHub: Service {
 
     /// Closes every connection of one agent, except those opened with `keeping` (the session that
     /// changed its own password stays signed in).
-    public func disconnect(agentId: String, keeping sessionTokenHash: String? = nil, code: UInt16, reason: String) {
+    public func disconnect(agentId: AgentID, keeping sessionTokenHash: String? = nil, code: UInt16, reason: String) {
         let targets = state.withLock { state in
             (state.byAgent[agentId] ?? []).compactMap { state.connections[$0] }
                 .filter { sessionTokenHash == nil || $0.sessionTokenHash != sessionTokenHash }
@@ -115,13 +115,13 @@ public final class RealtimeHub: Service {
     public var connectionCount: Int { state.withLock { $0.connections.count } }
 
     /// Who holds an open connection of this node.
-    public func principal(ofConnection id: String) -> Principal? {
+    public func principal(ofConnection id: ConnectionID) -> Principal? {
         state.withLock { $0.connections[id]?.principal }
     }
 
     func deliver(_ event: RealtimeEvent) {
         let targets: [Outbox] = state.withLock { state in
-            var ids: [String] = []
+            var ids: [ConnectionID] = []
             switch event.audience {
             case .conversation(let brandId, let consumerId):
                 if let agents = state.agentsByBrand[brandId] { ids.append(contentsOf: agents) }

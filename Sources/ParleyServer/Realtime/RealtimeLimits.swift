@@ -1,3 +1,4 @@
+import ParleyAPI
 import Foundation
 import ParleyDomain
 import HummingbirdWSCompression
@@ -112,12 +113,12 @@ final class TypingGate: Sendable {
         var flushScheduled: Bool
     }
 
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Mutex<[ConversationID: Entry]>([:])
 
     enum Decision: Equatable { case forwardNow, hold(after: Duration), drop }
 
     /// What to do with a typing change (pure bookkeeping; the caller forwards).
-    func decide(conversationId: String, isTyping: Bool, now: ContinuousClock.Instant = .now) -> Decision {
+    func decide(conversationId: ConversationID, isTyping: Bool, now: ContinuousClock.Instant = .now) -> Decision {
         entries.withLock { entries in
             guard var entry = entries[conversationId] else {
                 if entries.count >= Self.maxConversations,
@@ -150,7 +151,7 @@ final class TypingGate: Sendable {
     }
 
     /// The held change to forward now, if it is still a change.
-    func flush(conversationId: String, now: ContinuousClock.Instant = .now) -> Bool? {
+    func flush(conversationId: ConversationID, now: ContinuousClock.Instant = .now) -> Bool? {
         entries.withLock { entries in
             guard var entry = entries[conversationId] else { return nil }
             entry.flushScheduled = false
@@ -164,7 +165,7 @@ final class TypingGate: Sendable {
     }
 
     /// Forwards now, later or never, as `decide` says; `forward` runs at most once per second per conversation.
-    func offer(conversationId: String, isTyping: Bool, forward: @escaping @Sendable (Bool) async throws -> Void) async throws {
+    func offer(conversationId: ConversationID, isTyping: Bool, forward: @escaping @Sendable (Bool) async throws -> Void) async throws {
         switch decide(conversationId: conversationId, isTyping: isTyping) {
         case .forwardNow:
             try await forward(isTyping)

@@ -13,11 +13,11 @@ extension CallService {
     /// STUN and TURN settings for one side of one call. TURN credentials follow coturn's REST API
     /// format: the user name is `<expiry unix time>:<call id>.<side>` and the password is
     /// base64(HMAC-SHA1(secret, user name)), so coturn checks them without asking Parley.
-    func iceConfiguration(callId: String, party: CallParty, now: Date) -> IceConfigurationDTO {
+    func iceConfiguration(callId: CallID, party: CallParty, now: Date) -> IceConfigurationDTO {
         Self.iceConfiguration(configuration, callId: callId, party: party, now: now)
     }
 
-    static func iceConfiguration(_ configuration: ParleyConfiguration, callId: String, party: CallParty, now: Date) -> IceConfigurationDTO {
+    static func iceConfiguration(_ configuration: ParleyConfiguration, callId: CallID, party: CallParty, now: Date) -> IceConfigurationDTO {
         var servers: [IceServerDTO] = []
         if !configuration.stunURLs.isEmpty {
             servers.append(IceServerDTO(urls: configuration.stunURLs))

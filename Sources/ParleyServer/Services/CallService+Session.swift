@@ -8,12 +8,12 @@ extension CallService {
         var call: CallDTO
         var machine: CallMachine
         var negotiation = CallNegotiation()
-        let brandId: String
-        let consumerId: String
-        let agentId: String
+        let brandId: BrandID
+        let consumerId: ConsumerID
+        let agentId: AgentID
         let videoAllowed: Bool
-        let agentConnection: String
-        var consumerConnection: String?
+        let agentConnection: ConnectionID
+        var consumerConnection: ConnectionID?
         var timer: Task<Void, Never>?
 
         func party(of principal: Principal) -> CallParty? {
@@ -24,7 +24,7 @@ extension CallService {
             }
         }
 
-        func connection(of party: CallParty) -> String? {
+        func connection(of party: CallParty) -> ConnectionID? {
             party == .agent ? agentConnection : consumerConnection
         }
 
@@ -45,7 +45,7 @@ extension CallService {
 
     /// Who causes a transition.
     enum Actor: Sendable {
-        case principal(Principal, connection: String?)
+        case principal(Principal, connection: ConnectionID?)
         /// A timer or the server itself.
         case server
         /// A side whose connection closed.

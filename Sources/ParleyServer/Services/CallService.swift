@@ -16,7 +16,7 @@ import Synchronization
 ///
 /// A `Service`: at start it closes records a crash left open; on shutdown it ends every live call.
 public final class CallService: Service, Sendable {
-    let sessions = Mutex<[String: Session]>([:])
+    let sessions = Mutex<[CallID: Session]>([:])
     let store: Store
     let hub: RealtimeHub
     let conversations: ConversationService
@@ -45,13 +45,13 @@ public final class CallService: Service, Sendable {
 
     /// The agent invites the conversation's consumer. Signalling for the agent's side goes to the
     /// agent's real-time connection `request.connectionId`.
-    public func start(_ agent: AgentPrincipal, conversationId: String, _ request: StartCallRequest) async throws -> CallSessionResponse {
+    public func start(_ agent: AgentPrincipal, conversationId: ConversationID, _ request: StartCallRequest) async throws -> CallSessionResponse {
         try CallRules.requirePermission(agent, media: request.media)
         let (conversation, inviter) = try await store.read { repo in
             let conversation = try await ConversationService.authorizedConversation(.agent(agent), id: conversationId, in: repo, lock: false)
             return (conversation, try await repo.agent(brandId: agent.brandId, id: agent.agentId))
         }
-        guard Identifier.isWellFormed(request.connectionId, .connection),
+        guard ConnectionID.isWellFormed(request.connectionId),
             case .agent(let owner) = hub.principal(ofConnection: request.connectionId), owner.agentId == agent.agentId
         else {
             throw ParleyError(
@@ -61,9 +61,9 @@ public final class CallService: Service, Sendable {
         try CallRules.authorizeInvite(agent, media: request.media, channel: conversation.channel, conversationState: conversation.state)
         let now = clock.now()
         let call = CallDTO(
-            id: Identifier.make(.call), conversationId: conversation.id, media: request.media,
+            id: CallID.make(), conversationId: conversation.id, media: request.media,
             videoAllowed: CallRules.videoAllowed(inviter: agent), state: .ringing, version: 1,
-            invitedBy: agent.agentId, inviterName: inviter?.agent.name ?? "An agent", invitedAt: now,
+            invitedBy: agent.agentId.rawValue, inviterName: inviter?.agent.name ?? "An agent", invitedAt: now,
             ringsUntil: now.addingTimeInterval(TimeInterval(configuration.callRingSeconds)),
             agentMedia: CallMediaState(muted: false, cameraOn: request.media == .video))
         let session = Session(
@@ -91,22 +91,22 @@ public final class CallService: Service, Sendable {
     // MARK: Frames from the two sides
 
     /// The consumer answers on the device of `connection`; that device becomes the call's consumer side.
-    public func accept(_ principal: Principal, callId: String, connection: String) async throws -> CallSessionResponse {
+    public func accept(_ principal: Principal, callId: CallID, connection: ConnectionID) async throws -> CallSessionResponse {
         let call = try await transition(callId, .accept, actor: .principal(principal, connection: connection))
         return CallSessionResponse(call: call, ice: iceConfiguration(callId: callId, party: .consumer, now: clock.now()))
     }
 
-    public func reject(_ principal: Principal, callId: String, connection: String) async throws -> CallDTO {
+    public func reject(_ principal: Principal, callId: CallID, connection: ConnectionID) async throws -> CallDTO {
         try await transition(callId, .reject, actor: .principal(principal, connection: connection))
     }
 
-    public func hangUp(_ principal: Principal, callId: String, connection: String) async throws -> CallDTO {
+    public func hangUp(_ principal: Principal, callId: CallID, connection: ConnectionID) async throws -> CallDTO {
         try await transition(callId, .hangUp, actor: .principal(principal, connection: connection))
     }
 
     /// A side reports that its media connected, or failed.
     public func report(
-        _ principal: Principal, callId: String, _ report: CallConnectionReport, reason: CallEndReason?, connection: String
+        _ principal: Principal, callId: CallID, _ report: CallConnectionReport, reason: CallEndReason?, connection: ConnectionID
     ) async throws -> CallDTO {
         switch report {
         case .connected:
@@ -123,7 +123,7 @@ public final class CallService: Service, Sendable {
 
     /// Relays an offer, answer or ICE candidate to the other side. Offers that bring video into a
     /// voice call need an inviter who may make video calls; they turn the call into a video call.
-    public func signal(_ principal: Principal, callId: String, _ signal: CallSignal, connection: String) async throws -> CallDTO {
+    public func signal(_ principal: Principal, callId: CallID, _ signal: CallSignal, connection: ConnectionID) async throws -> CallDTO {
         try CallRules.validate(signal)
         let usesVideo = signal.sdp.map(CallRules.sdpUsesVideo) ?? false
         let (session, target, decision, upgraded) = try sessions.withLock { sessions throws(ParleyError) in
@@ -156,7 +156,7 @@ public final class CallService: Service, Sendable {
     }
 
     /// A side muted or unmuted, or turned its camera on or off; the other side is told.
-    public func media(_ principal: Principal, callId: String, _ state: CallMediaState, connection: String) async throws -> CallDTO {
+    public func media(_ principal: Principal, callId: CallID, _ state: CallMediaState, connection: ConnectionID) async throws -> CallDTO {
         let (session, party, upgraded) = try sessions.withLock { sessions throws(ParleyError) in
             var session = try Self.live(sessions, callId, principal)
             let party = try Self.bound(session, principal, connection: connection)
@@ -179,9 +179,9 @@ public final class CallService: Service, Sendable {
     }
 
     /// Ends the calls a closed connection took part in.
-    public func connectionClosed(_ connectionId: String) async {
+    public func connectionClosed(_ connectionId: ConnectionID) async {
         let affected = sessions.withLock { sessions in
-            sessions.values.compactMap { session -> (String, CallParty)? in
+            sessions.values.compactMap { session -> (CallID, CallParty)? in
                 if session.agentConnection == connectionId { return (session.call.id, .agent) }
                 if session.consumerConnection == connectionId { return (session.call.id, .consumer) }
                 return nil
@@ -203,7 +203,7 @@ public final class CallService: Service, Sendable {
     // MARK: Reading records
 
     /// A conversation's calls, newest first (live ones as they are now).
-    public func calls(_ principal: Principal, conversationId: String, limit: Int) async throws -> [CallDTO] {
+    public func calls(_ principal: Principal, conversationId: ConversationID, limit: Int) async throws -> [CallDTO] {
         let stored = try await store.read { repo in
             let conversation = try await ConversationService.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
             return try await repo.calls(conversationId: conversation.id, brandId: conversation.brandId, limit: limit)
@@ -220,7 +220,7 @@ public final class CallService: Service, Sendable {
         .forbidden, code: "video_not_allowed", message: "Video is not allowed in this call: the inviting agent may make voice calls only.")
 
     /// The live session of a call the principal takes part in.
-    private static func live(_ sessions: [String: Session], _ callId: String, _ principal: Principal) throws(ParleyError) -> Session {
+    private static func live(_ sessions: [CallID: Session], _ callId: CallID, _ principal: Principal) throws(ParleyError) -> Session {
         guard let session = sessions[callId], session.party(of: principal) != nil else {
             throw Self.callNotFound
         }
@@ -228,7 +228,7 @@ public final class CallService: Service, Sendable {
     }
 
     /// The principal's side of the call, checking that the frame comes from the device bound to it.
-    private static func bound(_ session: Session, _ principal: Principal, connection: String?) throws(ParleyError) -> CallParty {
+    private static func bound(_ session: Session, _ principal: Principal, connection: ConnectionID?) throws(ParleyError) -> CallParty {
         guard let party = session.party(of: principal) else {
             throw Self.callNotFound
         }
@@ -242,7 +242,7 @@ public final class CallService: Service, Sendable {
     }
 
     @discardableResult
-    private func transition(_ callId: String, _ event: CallMachine.Event, actor: Actor) async throws -> CallDTO {
+    private func transition(_ callId: CallID, _ event: CallMachine.Event, actor: Actor) async throws -> CallDTO {
         let now = clock.now()
         let outcome = try sessions.withLock { sessions throws(ParleyError) -> (Session, changed: Bool)? in
             guard var session = sessions[callId] else { return nil }
@@ -266,7 +266,7 @@ public final class CallService: Service, Sendable {
             guard try session.machine.apply(event, by: party, at: now) else { return (session, false) }
             if event == .accept, case .principal(_, let connection) = actor {
                 session.consumerConnection = connection
-                session.call.answeredBy = session.consumerId
+                session.call.answeredBy = session.consumerId.rawValue
                 session.call.consumerMedia = CallMediaState(muted: false, cameraOn: session.call.media == .video)
             }
             session.refresh()
@@ -302,8 +302,8 @@ public final class CallService: Service, Sendable {
 
     /// An event for a call that is no longer live: a repeated hang-up is answered with the record;
     /// answering is refused.
-    private func ended(_ callId: String, event: CallMachine.Event, actor: Actor) async throws -> CallDTO {
-        guard case .principal(let principal, _) = actor, Identifier.isWellFormed(callId, .call) else {
+    private func ended(_ callId: CallID, event: CallMachine.Event, actor: Actor) async throws -> CallDTO {
+        guard case .principal(let principal, _) = actor, CallID.isWellFormed(callId) else {
             throw Self.callNotFound
         }
         let record = try await store.read { repo in try await repo.call(brandId: principal.brandId, id: callId) }
@@ -349,14 +349,14 @@ public final class CallService: Service, Sendable {
 
     private func endActor(_ session: Session) -> ParticipantRef {
         switch session.machine.endedBy {
-        case .agent: ParticipantRef(kind: .agent, id: session.agentId)
-        case .consumer: ParticipantRef(kind: .consumer, id: session.consumerId)
+        case .agent: ParticipantRef(kind: .agent, id: session.agentId.rawValue)
+        case .consumer: ParticipantRef(kind: .consumer, id: session.consumerId.rawValue)
         case nil: ParticipantRef(kind: .system, id: "calls")
         }
     }
 
     /// Writes the final record and its sequenced timeline event in one transaction.
-    func storeEnd(_ call: inout CallDTO, brandId: String, actor: ParticipantRef, store: Store) async throws -> ConversationEventDTO? {
+    func storeEnd(_ call: inout CallDTO, brandId: BrandID, actor: ParticipantRef, store: Store) async throws -> ConversationEventDTO? {
         let snapshot = call
         let result = try await store.write { repo -> (CallDTO, ConversationEventDTO)? in
             var call = snapshot
@@ -375,7 +375,7 @@ public final class CallService: Service, Sendable {
         return event
     }
 
-    private func schedule(_ event: CallMachine.Event, for callId: String, after seconds: Int) {
+    private func schedule(_ event: CallMachine.Event, for callId: CallID, after seconds: Int) {
         let clock = clock
         let task = Task { [weak self] in
             try? await clock.sleep(for: .seconds(seconds))

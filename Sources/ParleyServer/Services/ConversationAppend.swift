@@ -42,7 +42,7 @@ struct ConversationAppend: Sendable {
     }
 
     /// Assigns the conversation (nil: unassigns) and logs it; logs nothing when nothing changes.
-    mutating func assign(to assigneeId: String?, by actor: ParticipantRef) {
+    mutating func assign(to assigneeId: AgentID?, by actor: ParticipantRef) {
         guard conversation.assigneeId != assigneeId else { return }
         conversation.assigneeId = assigneeId
         conversation.updatedAt = now

@@ -32,20 +32,20 @@ public struct ConversationService: Sendable {
 
     /// A text message from `principal` (from `address`, for the rate limits).
     public func send(
-        _ principal: Principal, _ request: SendMessageRequest, from address: String? = nil, fromConnection connectionId: String? = nil
+        _ principal: Principal, _ request: SendMessageRequest, from address: String? = nil, fromConnection connectionId: ConnectionID? = nil
     ) async throws -> SendMessageResponse {
         try await sendEncoded(principal, request, from: address, fromConnection: connectionId).response
     }
 
     func sendEncoded(
-        _ principal: Principal, _ request: SendMessageRequest, from address: String? = nil, fromConnection connectionId: String? = nil
+        _ principal: Principal, _ request: SendMessageRequest, from address: String? = nil, fromConnection connectionId: ConnectionID? = nil
     ) async throws -> (response: SendMessageResponse, messageJSON: String?) {
         try limits.admitMessage(from: principal, address: address)
         return try await sendEncoded(principal, request, content: .text(request.text), fromConnection: connectionId)
     }
 
     func send(
-        _ principal: Principal, _ request: SendMessageRequest, content: Content, fromConnection connectionId: String? = nil
+        _ principal: Principal, _ request: SendMessageRequest, content: Content, fromConnection connectionId: ConnectionID? = nil
     ) async throws -> SendMessageResponse {
         try await sendEncoded(principal, request, content: content, fromConnection: connectionId).response
     }
@@ -53,13 +53,13 @@ public struct ConversationService: Sendable {
     /// A send, with the sender's copy of the message already encoded as JSON when it was encoded
     /// for the other participants anyway (so the real-time ack does not encode it a second time).
     func sendEncoded(
-        _ principal: Principal, _ request: SendMessageRequest, content: Content, fromConnection connectionId: String? = nil
+        _ principal: Principal, _ request: SendMessageRequest, content: Content, fromConnection connectionId: ConnectionID? = nil
     ) async throws -> (response: SendMessageResponse, messageJSON: String?) {
         try MessageRules.validateClientMessageId(request.clientMessageId)
         if case .agent = principal, request.conversationId == nil {
             throw ParleyError.missingField("conversationId")
         }
-        if let id = request.conversationId, !Identifier.isWellFormed(id, .conversation) {
+        if let id = request.conversationId, !ConversationID.isWellFormed(id) {
             throw ParleyError.notFound("Conversation")
         }
         let sender = principal.participant
@@ -119,7 +119,7 @@ public struct ConversationService: Sendable {
         var log = ConversationAppend(conversation, isNew: isNew, now: now)
         try log.apply(sender.kind == .consumer ? .consumerWrites : .agentWrites, by: sender)
         var message = MessageDTO(
-            id: Identifier.make(.message), conversationId: conversation.id, seq: 0, senderKind: sender.kind, senderId: sender.id,
+            id: MessageID.make(), conversationId: conversation.id, seq: 0, senderKind: sender.kind, senderId: sender.id,
             clientMessageId: request.clientMessageId, kind: .text, text: body.text, deliveryState: .sent, createdAt: now)
         var voice: VoiceRecord?
         if case .voice(let record) = content {
@@ -188,7 +188,8 @@ public struct ConversationService: Sendable {
             if request.newConversation != nil {
                 throw ParleyError.invalidField("newConversation", "Only a consumer opens a conversation.")
             }
-            return (try await authorizedConversation(principal, id: request.conversationId ?? "", in: repo, lock: true), false)
+            guard let id = request.conversationId else { throw ParleyError.missingField("conversationId") }
+            return (try await authorizedConversation(principal, id: id, in: repo, lock: true), false)
         }
     }
 
@@ -224,7 +225,7 @@ public struct ConversationService: Sendable {
             return (latest, false)
         }
         let conversation = ConversationDTO(
-            id: Identifier.make(.conversation), brandId: consumer.brandId, appId: app.id, consumerId: consumer.consumerId,
+            id: ConversationID.make(), brandId: consumer.brandId, appId: app.id, consumerId: consumer.consumerId,
             channel: app.channel, state: .open, assigneeId: nil, lastSeq: 0, lastMessagePreview: nil, lastMessageAt: nil,
             createdAt: now, updatedAt: now)
         return (conversation, true)
@@ -235,7 +236,7 @@ public struct ConversationService: Sendable {
     /// Marks the other side's messages up to a sequence as delivered or read. Returns the stored event,
     /// or nil when nothing changed (a repeated receipt stores and publishes nothing).
     public func receipt(
-        _ principal: Principal, conversationId: String, _ request: ReceiptRequest, fromConnection connectionId: String? = nil
+        _ principal: Principal, conversationId: ConversationID, _ request: ReceiptRequest, fromConnection connectionId: ConnectionID? = nil
     ) async throws -> ConversationEventDTO? {
         let actor = principal.participant
         let result = try await store.write { repo -> (ConversationEventDTO, ConversationDTO)? in
@@ -257,7 +258,7 @@ public struct ConversationService: Sendable {
     }
 
     /// Relays a typing indicator to the other participants. Not stored, not replayed.
-    public func typing(_ principal: Principal, conversationId: String, isTyping: Bool, fromConnection connectionId: String?) async throws {
+    public func typing(_ principal: Principal, conversationId: ConversationID, isTyping: Bool, fromConnection connectionId: ConnectionID?) async throws {
         let conversation = try await store.read { repo in
             try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
         }
@@ -276,8 +277,8 @@ public struct ConversationService: Sendable {
 
     // MARK: Conversation management (agents)
 
-    public func assign(_ agent: AgentPrincipal, conversationId: String, to assigneeId: String?) async throws -> ConversationDTO {
-        if let assigneeId, !Identifier.isWellFormed(assigneeId, .agent) {
+    public func assign(_ agent: AgentPrincipal, conversationId: ConversationID, to assigneeId: AgentID?) async throws -> ConversationDTO {
+        if let assigneeId, !AgentID.isWellFormed(assigneeId) {
             throw ParleyError(.unprocessable, code: "agent_not_found", message: "There is no such agent in this brand.", field: "agentId")
         }
         return try await change(agent, conversationId: conversationId) { log, repo in
@@ -291,17 +292,17 @@ public struct ConversationService: Sendable {
         }
     }
 
-    public func resolve(_ agent: AgentPrincipal, conversationId: String) async throws -> ConversationDTO {
+    public func resolve(_ agent: AgentPrincipal, conversationId: ConversationID) async throws -> ConversationDTO {
         try await change(agent, conversationId: conversationId) { log, _ in try log.apply(.resolve, by: Principal.agent(agent).participant) }
     }
 
-    public func reopen(_ agent: AgentPrincipal, conversationId: String) async throws -> ConversationDTO {
+    public func reopen(_ agent: AgentPrincipal, conversationId: ConversationID) async throws -> ConversationDTO {
         try await change(agent, conversationId: conversationId) { log, _ in try log.apply(.reopen, by: Principal.agent(agent).participant) }
     }
 
     /// An agent's change to a conversation: logged, written and published (when it changed anything).
     private func change(
-        _ agent: AgentPrincipal, conversationId: String,
+        _ agent: AgentPrincipal, conversationId: ConversationID,
         _ apply: @escaping @Sendable (inout ConversationAppend, any Repository) async throws -> Void
     ) async throws -> ConversationDTO {
         let log = try await store.write { repo -> ConversationAppend in
@@ -323,7 +324,7 @@ public struct ConversationService: Sendable {
 
     // MARK: Reading
 
-    public func conversation(_ principal: Principal, id: String) async throws -> ConversationDTO {
+    public func conversation(_ principal: Principal, id: ConversationID) async throws -> ConversationDTO {
         try await store.read { repo in try await Self.authorizedConversation(principal, id: id, in: repo, lock: false) }
     }
 
@@ -337,14 +338,14 @@ public struct ConversationService: Sendable {
         }
     }
 
-    public func messages(_ principal: Principal, conversationId: String, afterSeq: Int64, limit: Int) async throws -> [MessageDTO] {
+    public func messages(_ principal: Principal, conversationId: ConversationID, afterSeq: Int64, limit: Int) async throws -> [MessageDTO] {
         try await store.read { repo in
             let conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
             return try await repo.messages(conversationId: conversation.id, afterSeq: afterSeq, limit: limit)
         }
     }
 
-    public func events(_ principal: Principal, conversationId: String, afterSeq: Int64, limit: Int) async throws -> [ConversationEventDTO] {
+    public func events(_ principal: Principal, conversationId: ConversationID, afterSeq: Int64, limit: Int) async throws -> [ConversationEventDTO] {
         try await store.read { repo in
             let conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
             return try await Self.withMessages(
@@ -353,7 +354,7 @@ public struct ConversationService: Sendable {
     }
 
     /// Voice events carry the message as it is now; call events carry the call's record.
-    static func withMessages(_ events: [ConversationEventDTO], brandId: String, repo: any Repository) async throws -> [ConversationEventDTO] {
+    static func withMessages(_ events: [ConversationEventDTO], brandId: BrandID, repo: any Repository) async throws -> [ConversationEventDTO] {
         var result = events
         for index in result.indices {
             if result[index].kind == .voiceProcessed, let id = result[index].messageId {
@@ -368,7 +369,7 @@ public struct ConversationService: Sendable {
 
     /// Everything stored after `afterSeq` in a conversation, messages and events merged in sequence
     /// order, at most `limit` items.
-    public func timeline(_ principal: Principal, conversationId: String, afterSeq: Int64, limit: Int) async throws -> [ServerFrame] {
+    public func timeline(_ principal: Principal, conversationId: ConversationID, afterSeq: Int64, limit: Int) async throws -> [ServerFrame] {
         try await store.read { repo in
             let conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
             let messages = try await repo.messages(conversationId: conversation.id, afterSeq: afterSeq, limit: limit)
@@ -383,8 +384,8 @@ public struct ConversationService: Sendable {
 
     /// The conversation if the principal may see it: an agent of its brand, or its own consumer.
     /// Anything else, including another brand's conversation, is "not found".
-    static func authorizedConversation(_ principal: Principal, id: String, in repo: any Repository, lock: Bool) async throws -> ConversationDTO {
-        guard Identifier.isWellFormed(id, .conversation),
+    static func authorizedConversation(_ principal: Principal, id: ConversationID, in repo: any Repository, lock: Bool) async throws -> ConversationDTO {
+        guard ConversationID.isWellFormed(id),
             let conversation = try await repo.conversation(brandId: principal.brandId, id: id, lock: lock)
         else { throw ParleyError.notFound("Conversation") }
         if case .consumer(let consumer) = principal, conversation.consumerId != consumer.consumerId {
@@ -393,7 +394,7 @@ public struct ConversationService: Sendable {
         return conversation
     }
 
-    func publish(_ frame: ServerFrame, to audience: RealtimeEvent.Audience, excluding connectionId: String? = nil) async {
+    func publish(_ frame: ServerFrame, to audience: RealtimeEvent.Audience, excluding connectionId: ConnectionID? = nil) async {
         await bus.publish(frame, to: audience, excluding: connectionId, logger: logger)
     }
 }

@@ -40,7 +40,7 @@ public struct IdentityService: Sendable {
             throw ParleyError(.forbidden, code: "agent_disabled", message: "This account is disabled. Ask an admin of your team to enable it.")
         }
         let session = try await issueSession(
-            brandId: record.agent.brandId, subject: ParticipantRef(kind: .agent, id: record.agent.id), appId: nil,
+            brandId: record.agent.brandId, subject: ParticipantRef(kind: .agent, id: record.agent.id.rawValue), appId: nil,
             ttl: configuration.agentSessionTTL)
         metrics.logins.increment()
         return (session, record.agent)
@@ -65,7 +65,7 @@ public struct IdentityService: Sendable {
         let resolved = try await store.read { repo -> (SessionRecord, AgentRecord?)? in
             guard let session = try await repo.session(tokenHash: tokenHash) else { return nil }
             if session.subjectKind == .agent {
-                return (session, try await repo.agent(brandId: session.brandId, id: session.subjectId))
+                return (session, try await repo.agent(brandId: session.brandId, id: AgentID(rawValue: session.subjectId)))
             }
             return (session, nil)
         }
@@ -89,14 +89,14 @@ public struct IdentityService: Sendable {
             return AuthenticatedSession(principal: principal, tokenHash: tokenHash, expiresAt: session.expiresAt)
         case .consumer:
             guard let appId = session.appId else { throw StoreError.corrupt("consumer session without an app") }
-            let principal = Principal.consumer(ConsumerPrincipal(consumerId: session.subjectId, brandId: session.brandId, appId: appId))
+            let principal = Principal.consumer(ConsumerPrincipal(consumerId: ConsumerID(rawValue: session.subjectId), brandId: session.brandId, appId: appId))
             return AuthenticatedSession(principal: principal, tokenHash: tokenHash, expiresAt: session.expiresAt)
         case .system:
             throw ParleyError(.unauthorized, code: "invalid_token", message: "The token is not valid.")
         }
     }
 
-    private func issueSession(brandId: String, subject: ParticipantRef, appId: String?, ttl: TimeInterval) async throws -> IssuedSession {
+    private func issueSession(brandId: BrandID, subject: ParticipantRef, appId: AppID?, ttl: TimeInterval) async throws -> IssuedSession {
         let token = SessionTokens.make()
         let now = clock.now()
         let record = SessionRecord(
@@ -109,7 +109,7 @@ public struct IdentityService: Sendable {
     // MARK: Consumers
 
     public func startConsumerSession(_ request: ConsumerSessionRequest) async throws -> ConsumerSessionResponse {
-        guard Identifier.isWellFormed(request.appId, .app),
+        guard AppID.isWellFormed(request.appId),
             let app = try await store.read({ repo in try await repo.app(id: request.appId) })
         else {
             throw ParleyError(.notFound, code: "app_not_found", message: "There is no app with this id.", field: "appId")
@@ -132,7 +132,7 @@ public struct IdentityService: Sendable {
                         }
                         return existing
                     }
-                    let id = Identifier.make(.consumer)
+                    let id = ConsumerID.make()
                     let created = ConsumerDTO(
                         id: id, brandId: app.brandId, appId: app.id, externalId: claims.sub.value,
                         displayName: name ?? IdentityRules.visitorName(for: id), anonymous: false, createdAt: clock.now())
@@ -141,7 +141,7 @@ public struct IdentityService: Sendable {
                 }
             }
         } else {
-            let id = Identifier.make(.consumer)
+            let id = ConsumerID.make()
             let created = ConsumerDTO(
                 id: id, brandId: app.brandId, appId: app.id, externalId: nil,
                 displayName: requestedName ?? IdentityRules.visitorName(for: id), anonymous: true, createdAt: clock.now())
@@ -149,7 +149,7 @@ public struct IdentityService: Sendable {
             consumer = created
         }
         let session = try await issueSession(
-            brandId: app.brandId, subject: ParticipantRef(kind: .consumer, id: consumer.id), appId: app.id,
+            brandId: app.brandId, subject: ParticipantRef(kind: .consumer, id: consumer.id.rawValue), appId: app.id,
             ttl: configuration.consumerSessionTTL)
         return ConsumerSessionResponse(token: session.token, expiresAt: session.expiresAt, consumer: consumer)
     }
@@ -162,7 +162,7 @@ public struct IdentityService: Sendable {
     }
 
     /// A consumer of the agent's brand (another brand's consumer is not found).
-    public func consumer(_ agent: AgentPrincipal, id: String) async throws -> ConsumerDTO {
+    public func consumer(_ agent: AgentPrincipal, id: ConsumerID) async throws -> ConsumerDTO {
         guard let consumer = try await store.read({ repo in try await repo.consumer(brandId: agent.brandId, id: id) }) else {
             throw ParleyError.notFound("Consumer")
         }
@@ -189,13 +189,13 @@ public struct IdentityService: Sendable {
     }
 
     /// Creates an agent in a brand; also used by `parley admin` and the first-run seed.
-    public func createAgent(brandId: String, _ request: CreateAgentRequest) async throws -> AgentDTO {
+    public func createAgent(brandId: BrandID, _ request: CreateAgentRequest) async throws -> AgentDTO {
         let email = try IdentityRules.normalizeEmail(request.email)
         let name = try IdentityRules.validateName(request.name)
         try IdentityRules.validatePassword(request.password)
         let hash = try await hasher.hash(request.password)
         let agent = AgentDTO(
-            id: Identifier.make(.agent), brandId: brandId, email: email, name: name, role: request.role,
+            id: AgentID.make(), brandId: brandId, email: email, name: name, role: request.role,
             permissions: Array(Set(request.permissions ?? [])).sorted { $0.rawValue < $1.rawValue }, createdAt: clock.now())
         try await withUniqueRetry(attempts: 1) {
             try await store.write { repo in try await repo.insertAgent(AgentRecord(agent: agent, passwordHash: hash)) }
@@ -212,7 +212,7 @@ public struct IdentityService: Sendable {
         public var keeping: String?
     }
 
-    public func updateAgent(_ principal: AgentPrincipal, id: String, _ request: UpdateAgentRequest, sessionTokenHash: String? = nil) async throws -> AgentChange {
+    public func updateAgent(_ principal: AgentPrincipal, id: AgentID, _ request: UpdateAgentRequest, sessionTokenHash: String? = nil) async throws -> AgentChange {
         try principal.require(.admin)
         if id == principal.agentId, let role = request.role, role != principal.role {
             throw ParleyError(.conflict, code: "cannot_change_own_role", message: "Admins cannot change their own role; ask another admin.", field: "role")
@@ -243,7 +243,7 @@ public struct IdentityService: Sendable {
             try await repo.updateAgent(record)
             // An admin who resets their own password stays signed in on this device.
             let keeping = id == principal.agentId ? sessionTokenHash : nil
-            if endSessions { try await repo.revokeSessions(subjectId: id, except: keeping, at: now) }
+            if endSessions { try await repo.revokeSessions(subjectId: id.rawValue, except: keeping, at: now) }
             return AgentChange(agent: record.agent, endSessions: endSessions, keeping: keeping)
         }
         return change
@@ -251,7 +251,7 @@ public struct IdentityService: Sendable {
 
     /// Deletes an agent: signed out everywhere, unable to sign in, no longer listed; the row stays for
     /// the history that names them, and the email is freed.
-    public func deleteAgent(_ principal: AgentPrincipal, id: String) async throws {
+    public func deleteAgent(_ principal: AgentPrincipal, id: AgentID) async throws {
         try principal.require(.admin)
         if id == principal.agentId {
             throw ParleyError(.conflict, code: "cannot_delete_self", message: "Admins cannot delete themselves; ask another admin.")
@@ -264,7 +264,7 @@ public struct IdentityService: Sendable {
             record.deletedAt = now
             record.agent.email = "deleted+\(record.agent.id)@deleted.invalid"
             try await repo.updateAgent(record)
-            try await repo.revokeSessions(subjectId: id, except: nil, at: now)
+            try await repo.revokeSessions(subjectId: id.rawValue, except: nil, at: now)
         }
     }
 
@@ -282,13 +282,13 @@ public struct IdentityService: Sendable {
             guard var current = try await repo.agent(brandId: principal.brandId, id: principal.agentId) else { throw ParleyError.notFound("Agent") }
             current.passwordHash = hash
             try await repo.updateAgent(current)
-            try await repo.revokeSessions(subjectId: principal.agentId, except: sessionTokenHash, at: now)
+            try await repo.revokeSessions(subjectId: principal.agentId.rawValue, except: sessionTokenHash, at: now)
         }
     }
 
     /// Signs an agent out of every device, this one included.
     public func logoutEverywhere(_ principal: AgentPrincipal) async throws {
-        try await store.write { repo in try await repo.revokeSessions(subjectId: principal.agentId, except: nil, at: clock.now()) }
+        try await store.write { repo in try await repo.revokeSessions(subjectId: principal.agentId.rawValue, except: nil, at: clock.now()) }
     }
 
     public func apps(_ principal: AgentPrincipal) async throws -> [AppDTO] {
@@ -300,14 +300,14 @@ public struct IdentityService: Sendable {
         return try await createApp(brandId: principal.brandId, request)
     }
 
-    public func createApp(brandId: String, _ request: CreateAppRequest) async throws -> AppDTO {
+    public func createApp(brandId: BrandID, _ request: CreateAppRequest) async throws -> AppDTO {
         let name = try IdentityRules.validateName(request.name)
-        let app = AppDTO(id: Identifier.make(.app), brandId: brandId, name: name, channel: request.channel, createdAt: clock.now())
+        let app = AppDTO(id: AppID.make(), brandId: brandId, name: name, channel: request.channel, createdAt: clock.now())
         try await store.write { repo in try await repo.insertApp(app) }
         return app
     }
 
-    public func addAppKey(_ principal: AgentPrincipal, appId: String, _ request: AddAppKeyRequest) async throws -> AppKeyDTO {
+    public func addAppKey(_ principal: AgentPrincipal, appId: AppID, _ request: AddAppKeyRequest) async throws -> AppKeyDTO {
         try principal.require(.admin)
         let kid = try IdentityRules.validateName(request.kid, field: "kid", maxLength: 64)
         try await ConsumerIdentityVerifier.validateKey(algorithm: request.algorithm, key: request.key)
@@ -320,7 +320,7 @@ public struct IdentityService: Sendable {
         }
     }
 
-    public func appKeys(_ principal: AgentPrincipal, appId: String) async throws -> [AppKeyDTO] {
+    public func appKeys(_ principal: AgentPrincipal, appId: AppID) async throws -> [AppKeyDTO] {
         try principal.require(.admin)
         return try await store.read { repo in
             guard let app = try await repo.app(id: appId), app.brandId == principal.brandId else { throw ParleyError.notFound("App") }
@@ -335,7 +335,7 @@ public struct IdentityService: Sendable {
         return brand
     }
 
-    public func brandName(_ brandId: String) async throws -> String {
+    public func brandName(_ brandId: BrandID) async throws -> String {
         try await store.read { repo in try await repo.brand(id: brandId)?.name } ?? ""
     }
 
@@ -351,7 +351,7 @@ public struct IdentityService: Sendable {
     /// Creates a brand with a web app and an admin whose password is generated and returned once.
     public func createBrand(name: String, adminEmail: String, adminName: String, appName: String) async throws -> NewBrand {
         let brandName = try IdentityRules.validateName(name)
-        let brand = BrandDTO(id: Identifier.make(.brand), name: brandName, createdAt: clock.now())
+        let brand = BrandDTO(id: BrandID.make(), name: brandName, createdAt: clock.now())
         try await store.write { repo in try await repo.insertBrand(brand) }
         let app = try await createApp(brandId: brand.id, CreateAppRequest(name: appName, channel: .web))
         let password = Identifier.random(20)

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ParleyAPI
 import ParleyMedia
 import ParleyStore
 import ServiceLifecycle
@@ -31,7 +32,7 @@ public struct MediaJanitor: Service {
                 for messageId in (try? files.contentsOfDirectory(atPath: brandDirectory.path)) ?? [] {
                     let directory = brandDirectory.appendingPathComponent(messageId)
                     guard Self.newestModification(in: directory).map({ now.timeIntervalSince($0) >= minimumAge }) ?? false else { continue }
-                    let row = try await store.read { repo in try await repo.voice(messageId: messageId, brandId: brandId) }
+                    let row = try await store.read { repo in try await repo.voice(messageId: MessageID(rawValue: messageId), brandId: BrandID(rawValue: brandId)) }
                     guard row == nil else { continue }
                     try files.removeItem(at: directory)
                     removed += 1

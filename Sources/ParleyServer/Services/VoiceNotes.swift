@@ -24,7 +24,7 @@ struct VoiceNotes: Sendable {
     /// The record of a new note whose original is stored under `key`, with the scan verdict applied.
     /// On failure the stored original is removed.
     func make(
-        messageId: String, brandId: String, container: String, originalKey key: String, bytes: Int, analysis: AudioAnalysis,
+        messageId: MessageID, brandId: BrandID, container: String, originalKey key: String, bytes: Int, analysis: AudioAnalysis,
         scan outcome: MalwareScanning.Outcome
     ) async throws -> VoiceRecord {
         let now = clock.now()

@@ -13,8 +13,8 @@ import Synchronization
 /// `ready` or `failed` (with the reason the sender sees), stored as a sequenced conversation event.
 public final class VoiceProcessor: Service {
     struct Job: Sendable, Hashable {
-        var messageId: String
-        var brandId: String
+        var messageId: MessageID
+        var brandId: BrandID
     }
 
     private let jobs: AsyncStream<Job>
@@ -40,7 +40,7 @@ public final class VoiceProcessor: Service {
         self.logger = logger
     }
 
-    func enqueue(messageId: String, brandId: String) {
+    func enqueue(messageId: MessageID, brandId: BrandID) {
         let job = Job(messageId: messageId, brandId: brandId)
         let isNew = pending.withLock { $0.insert(job).inserted }
         if isNew { continuation.yield(job) }

@@ -36,7 +36,7 @@ public struct VoiceService: Sendable {
         var deadline: Duration
     }
 
-    public func settings(brandId: String) async throws -> BrandSettingsDTO {
+    public func settings(brandId: BrandID) async throws -> BrandSettingsDTO {
         try await store.read { repo in try await repo.brandSettings(brandId: brandId) }
     }
 
@@ -61,7 +61,7 @@ public struct VoiceService: Sendable {
     /// from the bytes, decoding (duration and waveform), the brand's length limit; then the original
     /// is stored, the message published with its duration and waveform, and renditions queued.
     public func upload(
-        _ principal: Principal, clientMessageId: String, conversationId: String?, contentLength: Int?, body: RequestBody,
+        _ principal: Principal, clientMessageId: String, conversationId: ConversationID?, contentLength: Int?, body: RequestBody,
         clientAddress: String? = nil
     ) async throws -> SendMessageResponse {
         try limits.admitMessage(from: principal, address: clientAddress)
@@ -71,7 +71,7 @@ public struct VoiceService: Sendable {
     }
 
     private func receiveUpload(
-        _ principal: Principal, clientMessageId: String, conversationId: String?, contentLength: Int?, body: RequestBody
+        _ principal: Principal, clientMessageId: String, conversationId: ConversationID?, contentLength: Int?, body: RequestBody
     ) async throws -> SendMessageResponse {
         try MessageRules.validateClientMessageId(clientMessageId)
         guard let analyzer else {
@@ -167,7 +167,7 @@ public struct VoiceService: Sendable {
         _ partial: URL, principal: Principal, request: SendMessageRequest, container: String, fileExtension: String, size: Int,
         analysis: AudioAnalysis, outcome: MalwareScanning.Outcome
     ) async throws -> SendMessageResponse {
-        let messageId = Identifier.make(.message)
+        let messageId = MessageID.make()
         let key = "voice/\(principal.brandId)/\(messageId)/original.\(fileExtension)"
         try await blobs.putFile(partial, key: key)
         let voice = try await notes.make(
@@ -277,7 +277,7 @@ public struct VoiceService: Sendable {
     }
 
     /// A stored voice note's file, for playback, if the principal may hear it.
-    public func media(_ principal: Principal, messageId: String, format: VoiceFormat) async throws -> (key: String, contentType: String, bytes: Int, fileExtension: String) {
+    public func media(_ principal: Principal, messageId: MessageID, format: VoiceFormat) async throws -> (key: String, contentType: String, bytes: Int, fileExtension: String) {
         let (message, voice) = try await store.read { repo -> (MessageDTO?, VoiceRecord?) in
             guard let message = try await repo.message(brandId: principal.brandId, id: messageId) else { return (nil, nil) }
             return (message, try await repo.voice(messageId: messageId, brandId: principal.brandId))

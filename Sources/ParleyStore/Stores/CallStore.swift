@@ -5,36 +5,36 @@ import SQLKit
 
 /// Voice and video calls: one row per call, written as it rings, connects and ends.
 public protocol CallStore: Sendable {
-    func insertCall(_ call: CallDTO, brandId: String) async throws
+    func insertCall(_ call: CallDTO, brandId: BrandID) async throws
     /// Writes the call as it is now, unless the stored record has already ended (a late write after
     /// the end must not undo it). Returns whether a row changed.
     @discardableResult
-    func updateCall(_ call: CallDTO, brandId: String) async throws -> Bool
-    func call(brandId: String, id: String) async throws -> CallDTO?
+    func updateCall(_ call: CallDTO, brandId: BrandID) async throws -> Bool
+    func call(brandId: BrandID, id: CallID) async throws -> CallDTO?
     /// A conversation's calls, newest first.
-    func calls(conversationId: String, brandId: String, limit: Int) async throws -> [CallDTO]
+    func calls(conversationId: ConversationID, brandId: BrandID, limit: Int) async throws -> [CallDTO]
     /// Calls without an end, e.g. left by a crash. Includes the brand id of each.
-    func unfinishedCalls(limit: Int) async throws -> [(brandId: String, call: CallDTO)]
+    func unfinishedCalls(limit: Int) async throws -> [(brandId: BrandID, call: CallDTO)]
 }
 
 extension SQLRepository: CallStore {
-    public func insertCall(_ call: CallDTO, brandId: String) async throws {
+    public func insertCall(_ call: CallDTO, brandId: BrandID) async throws {
         try await db.insert(CallRow(call, brandId: brandId))
     }
 
     @discardableResult
-    public func updateCall(_ call: CallDTO, brandId: String) async throws -> Bool {
+    public func updateCall(_ call: CallDTO, brandId: BrandID) async throws -> Bool {
         let rows = try await db.update(CallRow(call, brandId: brandId))
             .where("id", .equal, call.id).where("brand_id", .equal, brandId).where("ended_at", .is, SQLLiteral.null)
             .returning("id").all()
         return !rows.isEmpty
     }
 
-    public func call(brandId: String, id: String) async throws -> CallDTO? {
+    public func call(brandId: BrandID, id: CallID) async throws -> CallDTO? {
         try await db.raw("SELECT * FROM calls WHERE id = \(bind: id) AND brand_id = \(bind: brandId)").first(CallRow.self)?.dto
     }
 
-    public func calls(conversationId: String, brandId: String, limit: Int) async throws -> [CallDTO] {
+    public func calls(conversationId: ConversationID, brandId: BrandID, limit: Int) async throws -> [CallDTO] {
         try await db.raw(
             """
             SELECT * FROM calls WHERE conversation_id = \(bind: conversationId) AND brand_id = \(bind: brandId)
@@ -43,7 +43,7 @@ extension SQLRepository: CallStore {
         ).all(CallRow.self).map(\.dto)
     }
 
-    public func unfinishedCalls(limit: Int) async throws -> [(brandId: String, call: CallDTO)] {
+    public func unfinishedCalls(limit: Int) async throws -> [(brandId: BrandID, call: CallDTO)] {
         try await db.raw("SELECT * FROM calls WHERE ended_at IS NULL ORDER BY invited_at LIMIT \(bind: limit)")
             .all(CallRow.self).map { ($0.brandId, $0.dto) }
     }
@@ -51,9 +51,9 @@ extension SQLRepository: CallStore {
 
 struct CallRow: TableRow {
     static let table = "calls"
-    var id: String
-    var brandId: String
-    var conversationId: String
+    var id: CallID
+    var brandId: BrandID
+    var conversationId: ConversationID
     var media: CallMedia
     var state: CallState
     var invitedBy: String
@@ -70,7 +70,7 @@ struct CallRow: TableRow {
     /// The sequence number of the call's entry in the conversation's log, once it has ended.
     var eventSeq: Int64?
 
-    init(_ c: CallDTO, brandId: String) {
+    init(_ c: CallDTO, brandId: BrandID) {
         (id, self.brandId, conversationId, media, state) = (c.id, brandId, c.conversationId, c.media, c.state)
         (invitedBy, inviterName, answeredBy) = (c.invitedBy, c.inviterName, c.answeredBy)
         invitedAt = StoredTime.millis(c.invitedAt)

@@ -8,26 +8,26 @@ import SQLKit
 public protocol ConversationStore: Sendable {
     func insertConversation(_ conversation: ConversationDTO) async throws
     /// `lock` takes the row lock for the rest of the transaction (PostgreSQL; SQLite writers are serial).
-    func conversation(brandId: String, id: String, lock: Bool) async throws -> ConversationDTO?
-    func latestConversation(consumerId: String, appId: String, channel: Channel, lock: Bool) async throws -> ConversationDTO?
+    func conversation(brandId: BrandID, id: ConversationID, lock: Bool) async throws -> ConversationDTO?
+    func latestConversation(consumerId: ConsumerID, appId: AppID, channel: Channel, lock: Bool) async throws -> ConversationDTO?
     /// How many of a consumer's conversations in an app are not resolved.
-    func openConversationCount(consumerId: String, appId: String) async throws -> Int
+    func openConversationCount(consumerId: ConsumerID, appId: AppID) async throws -> Int
     func updateConversation(_ conversation: ConversationDTO) async throws
-    func conversations(brandId: String, filter: ConversationFilter) async throws -> [ConversationDTO]
-    func conversations(consumerId: String, brandId: String, limit: Int) async throws -> [ConversationDTO]
+    func conversations(brandId: BrandID, filter: ConversationFilter) async throws -> [ConversationDTO]
+    func conversations(consumerId: ConsumerID, brandId: BrandID, limit: Int) async throws -> [ConversationDTO]
 
-    func insertMessage(_ message: MessageDTO, brandId: String) async throws
+    func insertMessage(_ message: MessageDTO, brandId: BrandID) async throws
     func message(senderId: String, clientMessageId: String) async throws -> MessageDTO?
     /// A message of the brand by id (any conversation of the brand), with its voice note if it has one.
-    func message(brandId: String, id: String) async throws -> MessageDTO?
-    func messages(conversationId: String, afterSeq: Int64, limit: Int) async throws -> [MessageDTO]
+    func message(brandId: BrandID, id: MessageID) async throws -> MessageDTO?
+    func messages(conversationId: ConversationID, afterSeq: Int64, limit: Int) async throws -> [MessageDTO]
     /// Raises the delivery state of every message sent by `senderKind` with `seq <= upToSeq` to `state`.
     /// Returns how many messages changed.
     func raiseDeliveryState(
-        conversationId: String, senderKind: ParticipantKind, upToSeq: Int64, to state: DeliveryState, at: Date
+        conversationId: ConversationID, senderKind: ParticipantKind, upToSeq: Int64, to state: DeliveryState, at: Date
     ) async throws -> Int
-    func insertEvent(_ event: ConversationEventDTO, brandId: String) async throws
-    func events(conversationId: String, afterSeq: Int64, limit: Int) async throws -> [ConversationEventDTO]
+    func insertEvent(_ event: ConversationEventDTO, brandId: BrandID) async throws
+    func events(conversationId: ConversationID, afterSeq: Int64, limit: Int) async throws -> [ConversationEventDTO]
 }
 
 extension SQLRepository: ConversationStore {
@@ -35,12 +35,12 @@ extension SQLRepository: ConversationStore {
         try await db.insert(ConversationRow(conversation))
     }
 
-    public func conversation(brandId: String, id: String, lock: Bool) async throws -> ConversationDTO? {
+    public func conversation(brandId: BrandID, id: ConversationID, lock: Bool) async throws -> ConversationDTO? {
         try await db.raw("SELECT * FROM conversations WHERE id = \(bind: id) AND brand_id = \(bind: brandId)\(lockClause(lock))")
             .first(ConversationRow.self)?.dto
     }
 
-    public func latestConversation(consumerId: String, appId: String, channel: Channel, lock: Bool) async throws -> ConversationDTO? {
+    public func latestConversation(consumerId: ConsumerID, appId: AppID, channel: Channel, lock: Bool) async throws -> ConversationDTO? {
         try await db.raw(
             """
             SELECT * FROM conversations
@@ -50,7 +50,7 @@ extension SQLRepository: ConversationStore {
         ).first(ConversationRow.self)?.dto
     }
 
-    public func openConversationCount(consumerId: String, appId: String) async throws -> Int {
+    public func openConversationCount(consumerId: ConsumerID, appId: AppID) async throws -> Int {
         let row = try await db.raw(
             """
             SELECT COUNT(*) AS n FROM conversations
@@ -65,7 +65,7 @@ extension SQLRepository: ConversationStore {
             .where("id", .equal, conversation.id).where("brand_id", .equal, conversation.brandId).run()
     }
 
-    public func conversations(brandId: String, filter: ConversationFilter) async throws -> [ConversationDTO] {
+    public func conversations(brandId: BrandID, filter: ConversationFilter) async throws -> [ConversationDTO] {
         var query = SQLQueryString("SELECT * FROM conversations WHERE brand_id = \(bind: brandId)")
         if !filter.states.isEmpty {
             query.appendInterpolation(unsafeRaw: " AND state IN (")
@@ -100,7 +100,7 @@ extension SQLRepository: ConversationStore {
         return try await db.raw(query).all(ConversationRow.self).map(\.dto)
     }
 
-    public func conversations(consumerId: String, brandId: String, limit: Int) async throws -> [ConversationDTO] {
+    public func conversations(consumerId: ConsumerID, brandId: BrandID, limit: Int) async throws -> [ConversationDTO] {
         try await db.raw(
             """
             SELECT * FROM conversations WHERE consumer_id = \(bind: consumerId) AND brand_id = \(bind: brandId)
@@ -109,7 +109,7 @@ extension SQLRepository: ConversationStore {
         ).all(ConversationRow.self).map(\.dto)
     }
 
-    public func insertMessage(_ message: MessageDTO, brandId: String) async throws {
+    public func insertMessage(_ message: MessageDTO, brandId: BrandID) async throws {
         try await db.insert(MessageRow(message, brandId: brandId))
     }
 
@@ -119,15 +119,15 @@ extension SQLRepository: ConversationStore {
         guard let row = try await db.raw(
             "SELECT id, brand_id FROM messages WHERE sender_id = \(bind: senderId) AND client_message_id = \(bind: clientMessageId)"
         ).first() else { return nil }
-        return try await message(brandId: row.decode(column: "brand_id", as: String.self), id: row.decode(column: "id", as: String.self))
+        return try await message(brandId: row.decode(column: "brand_id", as: BrandID.self), id: row.decode(column: "id", as: MessageID.self))
     }
 
-    public func message(brandId: String, id: String) async throws -> MessageDTO? {
+    public func message(brandId: BrandID, id: MessageID) async throws -> MessageDTO? {
         let rows = try await db.raw("SELECT * FROM messages WHERE id = \(bind: id) AND brand_id = \(bind: brandId)").all(MessageRow.self)
         return try await withVoice(rows).first
     }
 
-    public func messages(conversationId: String, afterSeq: Int64, limit: Int) async throws -> [MessageDTO] {
+    public func messages(conversationId: ConversationID, afterSeq: Int64, limit: Int) async throws -> [MessageDTO] {
         let rows = try await db.raw(
             "SELECT * FROM messages WHERE conversation_id = \(bind: conversationId) AND seq > \(bind: afterSeq) ORDER BY seq LIMIT \(bind: limit)"
         ).all(MessageRow.self)
@@ -137,7 +137,7 @@ extension SQLRepository: ConversationStore {
     /// The messages with their voice notes, read in one more query when any of them is a voice note.
     private func withVoice(_ rows: [MessageRow]) async throws -> [MessageDTO] {
         let voiceIds = rows.filter { $0.kind == .voice }.map(\.id)
-        var voices: [String: VoiceDTO] = [:]
+        var voices: [MessageID: VoiceDTO] = [:]
         if !voiceIds.isEmpty {
             for voice in try await db.select().column("*").from(VoiceRow.table).where("message_id", .in, voiceIds).all(VoiceRow.self) {
                 voices[voice.messageId] = voice.record.dto
@@ -147,7 +147,7 @@ extension SQLRepository: ConversationStore {
     }
 
     public func raiseDeliveryState(
-        conversationId: String, senderKind: ParticipantKind, upToSeq: Int64, to state: DeliveryState, at: Date
+        conversationId: ConversationID, senderKind: ParticipantKind, upToSeq: Int64, to state: DeliveryState, at: Date
     ) async throws -> Int {
         let now = StoredTime.millis(at)
         let readAt: SQLQueryString = state == .read ? "\(bind: now)" : "read_at"
@@ -163,11 +163,11 @@ extension SQLRepository: ConversationStore {
         return rows.count
     }
 
-    public func insertEvent(_ event: ConversationEventDTO, brandId: String) async throws {
+    public func insertEvent(_ event: ConversationEventDTO, brandId: BrandID) async throws {
         try await db.insert(EventRow(event, brandId: brandId))
     }
 
-    public func events(conversationId: String, afterSeq: Int64, limit: Int) async throws -> [ConversationEventDTO] {
+    public func events(conversationId: ConversationID, afterSeq: Int64, limit: Int) async throws -> [ConversationEventDTO] {
         try await db.raw(
             """
             SELECT * FROM conversation_events WHERE conversation_id = \(bind: conversationId) AND seq > \(bind: afterSeq)
@@ -181,13 +181,13 @@ extension SQLRepository: ConversationStore {
 
 struct ConversationRow: TableRow {
     static let table = "conversations"
-    var id: String
-    var brandId: String
-    var appId: String
-    var consumerId: String
+    var id: ConversationID
+    var brandId: BrandID
+    var appId: AppID
+    var consumerId: ConsumerID
     var channel: Channel
     var state: ConversationState
-    var assigneeId: String?
+    var assigneeId: AgentID?
     var lastSeq: Int64
     var lastMessagePreview: String?
     var lastMessageKind: MessageKind?
@@ -213,9 +213,9 @@ struct ConversationRow: TableRow {
 
 struct MessageRow: TableRow {
     static let table = "messages"
-    var id: String
-    var brandId: String
-    var conversationId: String
+    var id: MessageID
+    var brandId: BrandID
+    var conversationId: ConversationID
     var seq: Int64
     var senderKind: ParticipantKind
     var senderId: String
@@ -228,7 +228,7 @@ struct MessageRow: TableRow {
     var readAt: Int64?
     var createdAt: Int64
 
-    init(_ m: MessageDTO, brandId: String) {
+    init(_ m: MessageDTO, brandId: BrandID) {
         (id, self.brandId, conversationId, seq, senderKind, senderId) = (m.id, brandId, m.conversationId, m.seq, m.senderKind, m.senderId)
         (clientMessageId, kind, body, deliveryState) = (m.clientMessageId, m.kind, m.text, m.deliveryState.rank)
         createdAt = StoredTime.millis(m.createdAt)
@@ -244,21 +244,21 @@ struct MessageRow: TableRow {
 
 struct EventRow: TableRow {
     static let table = "conversation_events"
-    var conversationId: String
+    var conversationId: ConversationID
     var seq: Int64
-    var brandId: String
+    var brandId: BrandID
     var kind: ConversationEventDTO.Kind
     var actorKind: ParticipantKind
     var actorId: String
     var upToSeq: Int64?
     var deliveryState: DeliveryState?
     var state: ConversationState?
-    var assigneeId: String?
-    var messageId: String?
-    var callId: String?
+    var assigneeId: AgentID?
+    var messageId: MessageID?
+    var callId: CallID?
     var createdAt: Int64
 
-    init(_ e: ConversationEventDTO, brandId: String) {
+    init(_ e: ConversationEventDTO, brandId: BrandID) {
         (conversationId, seq, self.brandId, kind, actorKind, actorId) = (e.conversationId, e.seq, brandId, e.kind, e.actorKind, e.actorId)
         (upToSeq, deliveryState, state, assigneeId, messageId, callId) = (e.upToSeq, e.deliveryState, e.state, e.assigneeId, e.messageId, e.callId)
         createdAt = StoredTime.millis(e.createdAt)

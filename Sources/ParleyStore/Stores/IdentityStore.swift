@@ -6,33 +6,33 @@ import SQLKit
 /// Brands, apps and their keys, brand settings, agents, consumers and sessions.
 public protocol IdentityStore: Sendable {
     func insertBrand(_ brand: BrandDTO) async throws
-    func brand(id: String) async throws -> BrandDTO?
+    func brand(id: BrandID) async throws -> BrandDTO?
     func brandCount() async throws -> Int
     func insertApp(_ app: AppDTO) async throws
     /// Apps are looked up by their public id without a brand: the widget only knows the app id.
-    func app(id: String) async throws -> AppDTO?
-    func apps(brandId: String) async throws -> [AppDTO]
+    func app(id: AppID) async throws -> AppDTO?
+    func apps(brandId: BrandID) async throws -> [AppDTO]
     /// Throws `409 key_exists` when the app already has a key with this kid.
     func insertAppKey(_ key: AppKeyRecord) async throws
-    func appKeys(appId: String) async throws -> [AppKeyRecord]
+    func appKeys(appId: AppID) async throws -> [AppKeyRecord]
 
-    func brandSettings(brandId: String) async throws -> BrandSettingsDTO
-    func saveBrandSettings(_ settings: BrandSettingsDTO, brandId: String, at: Date) async throws
+    func brandSettings(brandId: BrandID) async throws -> BrandSettingsDTO
+    func saveBrandSettings(_ settings: BrandSettingsDTO, brandId: BrandID, at: Date) async throws
 
     /// Throws `409 email_taken` when an agent (of any brand) has the email.
     func insertAgent(_ record: AgentRecord) async throws
     func updateAgent(_ record: AgentRecord) async throws
-    func agent(brandId: String, id: String) async throws -> AgentRecord?
+    func agent(brandId: BrandID, id: AgentID) async throws -> AgentRecord?
     func agent(email: String) async throws -> AgentRecord?
-    func agents(brandId: String) async throws -> [AgentDTO]
+    func agents(brandId: BrandID) async throws -> [AgentDTO]
 
     func insertConsumer(_ consumer: ConsumerDTO) async throws
     func updateConsumer(_ consumer: ConsumerDTO) async throws
-    func consumer(brandId: String, id: String) async throws -> ConsumerDTO?
-    func consumer(brandId: String, externalId: String) async throws -> ConsumerDTO?
+    func consumer(brandId: BrandID, id: ConsumerID) async throws -> ConsumerDTO?
+    func consumer(brandId: BrandID, externalId: String) async throws -> ConsumerDTO?
     /// Holds the consumer's row until the transaction ends (PostgreSQL; SQLite's writers are serial),
     /// so that two first messages of one consumer cannot each open a conversation.
-    func lockConsumer(brandId: String, id: String) async throws
+    func lockConsumer(brandId: BrandID, id: ConsumerID) async throws
 
     func insertSession(_ session: SessionRecord) async throws
     func session(tokenHash: String) async throws -> SessionRecord?
@@ -46,7 +46,7 @@ extension SQLRepository: IdentityStore {
         try await db.insert(BrandRow(brand))
     }
 
-    public func brand(id: String) async throws -> BrandDTO? {
+    public func brand(id: BrandID) async throws -> BrandDTO? {
         try await db.raw("SELECT * FROM brands WHERE id = \(bind: id)").first(BrandRow.self)?.dto
     }
 
@@ -58,11 +58,11 @@ extension SQLRepository: IdentityStore {
         try await db.insert(AppRow(app))
     }
 
-    public func app(id: String) async throws -> AppDTO? {
+    public func app(id: AppID) async throws -> AppDTO? {
         try await db.raw("SELECT * FROM apps WHERE id = \(bind: id)").first(AppRow.self)?.dto
     }
 
-    public func apps(brandId: String) async throws -> [AppDTO] {
+    public func apps(brandId: BrandID) async throws -> [AppDTO] {
         try await db.raw("SELECT * FROM apps WHERE brand_id = \(bind: brandId) ORDER BY created_at, id").all(AppRow.self).map(\.dto)
     }
 
@@ -74,16 +74,16 @@ extension SQLRepository: IdentityStore {
         try await db.insert(AppKeyRow(key))
     }
 
-    public func appKeys(appId: String) async throws -> [AppKeyRecord] {
+    public func appKeys(appId: AppID) async throws -> [AppKeyRecord] {
         try await db.raw("SELECT * FROM app_keys WHERE app_id = \(bind: appId) ORDER BY created_at, kid").all(AppKeyRow.self).map(\.record)
     }
 
-    public func brandSettings(brandId: String) async throws -> BrandSettingsDTO {
+    public func brandSettings(brandId: BrandID) async throws -> BrandSettingsDTO {
         try await db.raw("SELECT * FROM brand_settings WHERE brand_id = \(bind: brandId)").first(BrandSettingsRow.self)?.dto
             ?? BrandSettingsDTO()
     }
 
-    public func saveBrandSettings(_ settings: BrandSettingsDTO, brandId: String, at: Date) async throws {
+    public func saveBrandSettings(_ settings: BrandSettingsDTO, brandId: BrandID, at: Date) async throws {
         let row = BrandSettingsRow(settings, brandId: brandId, at: at)
         try await db.insert(into: BrandSettingsRow.table).model(row, with: RowCoding.encoder)
             .onConflict(with: ["brand_id"]) { try $0.set(excludedContentOf: row, with: RowCoding.encoder) }
@@ -102,7 +102,7 @@ extension SQLRepository: IdentityStore {
             .where("id", .equal, record.agent.id).where("brand_id", .equal, record.agent.brandId).run()
     }
 
-    public func agent(brandId: String, id: String) async throws -> AgentRecord? {
+    public func agent(brandId: BrandID, id: AgentID) async throws -> AgentRecord? {
         try await db.raw("SELECT * FROM agents WHERE id = \(bind: id) AND brand_id = \(bind: brandId)").first(AgentRow.self)?.record
     }
 
@@ -110,7 +110,7 @@ extension SQLRepository: IdentityStore {
         try await db.raw("SELECT * FROM agents WHERE email = \(bind: email)").first(AgentRow.self)?.record
     }
 
-    public func agents(brandId: String) async throws -> [AgentDTO] {
+    public func agents(brandId: BrandID) async throws -> [AgentDTO] {
         try await db.raw("SELECT * FROM agents WHERE brand_id = \(bind: brandId) AND deleted_at IS NULL ORDER BY name, id")
             .all(AgentRow.self).map { try $0.record.agent }
     }
@@ -123,16 +123,16 @@ extension SQLRepository: IdentityStore {
         try await db.update(ConsumerRow(consumer)).where("id", .equal, consumer.id).where("brand_id", .equal, consumer.brandId).run()
     }
 
-    public func consumer(brandId: String, id: String) async throws -> ConsumerDTO? {
+    public func consumer(brandId: BrandID, id: ConsumerID) async throws -> ConsumerDTO? {
         try await db.raw("SELECT * FROM consumers WHERE id = \(bind: id) AND brand_id = \(bind: brandId)").first(ConsumerRow.self)?.dto
     }
 
-    public func consumer(brandId: String, externalId: String) async throws -> ConsumerDTO? {
+    public func consumer(brandId: BrandID, externalId: String) async throws -> ConsumerDTO? {
         try await db.raw("SELECT * FROM consumers WHERE brand_id = \(bind: brandId) AND external_id = \(bind: externalId)")
             .first(ConsumerRow.self)?.dto
     }
 
-    public func lockConsumer(brandId: String, id: String) async throws {
+    public func lockConsumer(brandId: BrandID, id: ConsumerID) async throws {
         guard flavor == .postgres else { return }  // SQLite's writers are serial
         _ = try await db.raw("SELECT id FROM consumers WHERE id = \(bind: id) AND brand_id = \(bind: brandId) FOR UPDATE").first()
     }
@@ -165,7 +165,7 @@ extension SQLRepository: IdentityStore {
 
 struct BrandRow: TableRow {
     static let table = "brands"
-    var id: String
+    var id: BrandID
     var name: String
     var createdAt: Int64
 
@@ -178,8 +178,8 @@ struct BrandRow: TableRow {
 
 struct AppRow: TableRow {
     static let table = "apps"
-    var id: String
-    var brandId: String
+    var id: AppID
+    var brandId: BrandID
     var name: String
     var channel: Channel
     var createdAt: Int64
@@ -193,9 +193,9 @@ struct AppRow: TableRow {
 
 struct AppKeyRow: TableRow {
     static let table = "app_keys"
-    var appId: String
+    var appId: AppID
     var kid: String
-    var brandId: String
+    var brandId: BrandID
     var algorithm: String
     var keyMaterial: String
     var createdAt: Int64
@@ -212,7 +212,7 @@ struct AppKeyRow: TableRow {
 
 struct BrandSettingsRow: TableRow {
     static let table = "brand_settings"
-    var brandId: String
+    var brandId: BrandID
     var voiceMaxSeconds: Int
     var voiceFromConsumers: Int
     var voiceFromAgents: Int
@@ -221,7 +221,7 @@ struct BrandSettingsRow: TableRow {
     var openConversationsPerConsumer: Int
     var updatedAt: Int64
 
-    init(_ settings: BrandSettingsDTO, brandId: String, at: Date) {
+    init(_ settings: BrandSettingsDTO, brandId: BrandID, at: Date) {
         self.brandId = brandId
         voiceMaxSeconds = settings.voiceMaxSeconds
         voiceFromConsumers = settings.voiceFromConsumers ? 1 : 0
@@ -241,8 +241,8 @@ struct BrandSettingsRow: TableRow {
 
 struct AgentRow: TableRow {
     static let table = "agents"
-    var id: String
-    var brandId: String
+    var id: AgentID
+    var brandId: BrandID
     var email: String
     var name: String
     var passwordHash: String
@@ -282,9 +282,9 @@ struct AgentRow: TableRow {
 
 struct ConsumerRow: TableRow {
     static let table = "consumers"
-    var id: String
-    var brandId: String
-    var appId: String
+    var id: ConsumerID
+    var brandId: BrandID
+    var appId: AppID
     var externalId: String?
     var displayName: String
     var createdAt: Int64
@@ -304,10 +304,10 @@ struct ConsumerRow: TableRow {
 struct SessionRow: TableRow {
     static let table = "sessions"
     var tokenHash: String
-    var brandId: String
+    var brandId: BrandID
     var subjectKind: ParticipantKind
     var subjectId: String
-    var appId: String?
+    var appId: AppID?
     var createdAt: Int64
     var expiresAt: Int64
     var revokedAt: Int64?

@@ -8,7 +8,7 @@ import SQLKit
 public protocol VoiceStore: Sendable {
     func insertVoice(_ voice: VoiceRecord) async throws
     func updateVoice(_ voice: VoiceRecord) async throws
-    func voice(messageId: String, brandId: String) async throws -> VoiceRecord?
+    func voice(messageId: MessageID, brandId: BrandID) async throws -> VoiceRecord?
     /// Voice notes left in `processing` (e.g. by a crash) whose scan allows renditions, oldest first.
     func voicesProcessing(limit: Int) async throws -> [VoiceRecord]
     /// Voice notes waiting for the malware scanner whose next try is due, soonest first.
@@ -24,7 +24,7 @@ extension SQLRepository: VoiceStore {
         try await db.update(VoiceRow(voice)).where("message_id", .equal, voice.messageId).where("brand_id", .equal, voice.brandId).run()
     }
 
-    public func voice(messageId: String, brandId: String) async throws -> VoiceRecord? {
+    public func voice(messageId: MessageID, brandId: BrandID) async throws -> VoiceRecord? {
         try await db.raw("SELECT * FROM voice_media WHERE message_id = \(bind: messageId) AND brand_id = \(bind: brandId)")
             .first(VoiceRow.self)?.record
     }
@@ -52,8 +52,8 @@ extension SQLRepository: VoiceStore {
 
 struct VoiceRow: TableRow {
     static let table = "voice_media"
-    var messageId: String
-    var brandId: String
+    var messageId: MessageID
+    var brandId: BrandID
     var container: String
     var originalKey: String
     var originalBytes: Int

@@ -12,7 +12,7 @@ final class RealtimeProbe: Sendable {
     private struct Inbox {
         var frames: [ServerFrame] = []
         var closed = false
-        var connectionId: String?
+        var connectionId: ConnectionID?
     }
 
     private final class Shared: Sendable {
@@ -25,13 +25,14 @@ final class RealtimeProbe: Sendable {
 
     static func connect(port: Int, token: String, compression: Bool = false) async throws -> RealtimeProbe {
         let probe = RealtimeProbe(url: "ws://127.0.0.1:\(port)/v1/realtime?access_token=\(token)", compression: compression)
-        guard case .hello(let connectionId, _, _, _) = try await probe.next() else { throw TestFailure("expected hello first") }
+        // Generous: every test starts at once on a 2-core machine.
+        guard case .hello(let connectionId, _, _, _) = try await probe.next(within: 20) else { throw TestFailure("expected hello first") }
         probe.shared.state.withLock { $0.connectionId = connectionId }
         return probe
     }
 
     /// The server's id for this connection, from its hello frame.
-    var connectionId: String { shared.state.withLock { $0.connectionId ?? "" } }
+    var connectionId: ConnectionID { shared.state.withLock { $0.connectionId ?? ConnectionID(rawValue: "") } }
 
     private init(url: String, compression: Bool) {
         let (outgoingStream, outgoing) = AsyncStream<String>.makeStream()

@@ -25,7 +25,7 @@ struct BrandScenario: Sendable {
     }
 
     /// An anonymous visitor of the brand's web app.
-    func consumer(name: String? = nil, appId: String? = nil) async throws -> (token: String, consumer: ConsumerDTO) {
+    func consumer(name: String? = nil, appId: AppID? = nil) async throws -> (token: String, consumer: ConsumerDTO) {
         let reply = try await server.post("/v1/consumer/session", json: ConsumerSessionRequest(appId: appId ?? app.id, displayName: name))
         #expect(reply.status == .created)
         let session = try reply.decode(ConsumerSessionResponse.self)
@@ -51,7 +51,7 @@ struct BrandScenario: Sendable {
 
     /// The consumer writes; returns the stored message and its conversation.
     @discardableResult
-    func send(_ text: String, as token: String, conversationId: String? = nil, clientMessageId: String = UUID().uuidString) async throws -> SendMessageResponse {
+    func send(_ text: String, as token: String, conversationId: ConversationID? = nil, clientMessageId: String = UUID().uuidString) async throws -> SendMessageResponse {
         let reply = try await server.post(
             "/v1/consumer/messages", token: token,
             json: SendMessageRequest(clientMessageId: clientMessageId, text: text, conversationId: conversationId))
@@ -60,7 +60,7 @@ struct BrandScenario: Sendable {
     }
 
     @discardableResult
-    func reply(_ text: String, in conversationId: String, as token: String, clientMessageId: String = UUID().uuidString) async throws -> SendMessageResponse {
+    func reply(_ text: String, in conversationId: ConversationID, as token: String, clientMessageId: String = UUID().uuidString) async throws -> SendMessageResponse {
         let reply = try await server.post(
             "/v1/conversations/\(conversationId)/messages", token: token,
             json: SendMessageRequest(clientMessageId: clientMessageId, text: text))

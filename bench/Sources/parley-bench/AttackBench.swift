@@ -80,7 +80,7 @@ enum AttackBench {
     /// A consumer who writes normally, one message at a time, ten a second (half its frame budget).
     struct Writer {
         let socket: BenchSocket
-        let conversationId: String
+        let conversationId: ConversationID
         let acks: Locked<[String: UInt64]>
 
         static func open(server: ParleyServer) async throws -> Writer {

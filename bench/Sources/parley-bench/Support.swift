@@ -223,7 +223,7 @@ struct API: Sendable {
     }
 
     func consumerSession(appId: String, name: String? = nil) async throws -> ConsumerSessionResponse {
-        try await call("POST", "/v1/consumer/session", body: ConsumerSessionRequest(appId: appId, displayName: name))
+        try await call("POST", "/v1/consumer/session", body: ConsumerSessionRequest(appId: AppID(rawValue: appId), displayName: name))
     }
 }
 

@@ -150,7 +150,7 @@ enum TextBench {
             let first: SendMessageResponse = try await api.call(
                 "POST", "/v1/consumer/messages", token: session.token,
                 body: SendMessageRequest(clientMessageId: "open-\(index)", text: "Hello, I need help with my order"))
-            return (session.token, first.conversation.id)
+            return (session.token, first.conversation.id.rawValue)
         }
 
         // The machine is shared and noisy: each phase runs `repeats` times, interleaved, and the

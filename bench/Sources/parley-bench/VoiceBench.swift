@@ -94,7 +94,7 @@ enum VoiceBench {
         let agentToken = try await api.login(email: server.adminEmail, password: server.adminPassword)
         let consumer = try await api.consumerSession(appId: server.appId, name: "Voice bench")
         // The agent's socket: when each note is published, and when its renditions are ready.
-        let seen = Locked<[String: (published: UInt64?, processed: UInt64?, message: MessageDTO?)]>([:])
+        let seen = Locked<[MessageID: (published: UInt64?, processed: UInt64?, message: MessageDTO?)]>([:])
         let agent = try await BenchSocket.open(url: "ws://127.0.0.1:\(server.port)/v1/realtime?access_token=\(agentToken)") { text in
             let now = monotonicNanos()
             guard text.contains("\"voice\""), let frame = try? ParleyJSON.makeDecoder().decode(ServerFrame.self, from: Data(text.utf8)) else { return }
