@@ -1,5 +1,5 @@
 import { icon, clock, text } from "./icons.js";
-import { describeCall } from "./call.js";
+import { describeCall } from "./call-session.js";
 import "./voice-player.js";
 
 const dayFormat = new Intl.DateTimeFormat(undefined, { weekday: "short", day: "numeric", month: "short" });

@@ -1,8 +1,10 @@
 import { Api, ApiError } from "./api.js";
 import { Realtime } from "./realtime.js";
+import { Composer, connectionStatusText } from "./composer.js";
 import { Timeline } from "./timeline.js";
 import { icon } from "./icons.js";
-import { Calls } from "./call.js";
+import { CallSession } from "./call-session.js";
+import "./call-view.js";
 import "./voice-recorder.js";
 
 // The consumer widget. /widget.html?app=app_... ; the session token is kept per app in localStorage.
@@ -27,11 +29,10 @@ let realtime;
 let timeline;
 let conversationId = null;
 let calls;
-const newId = () => crypto.randomUUID();
 
 function setStatus(state, message) {
   status.dataset.state = state;
-  status.textContent = message ?? ({ connecting: "Connecting…", online: "Online", offline: "Offline – retrying" })[state];
+  status.textContent = message ?? connectionStatusText[state];
 }
 
 /** Resumes the saved session or starts one; true when the visitor is new (and so has no history). */
@@ -78,7 +79,8 @@ async function start() {
     callHistory.items.filter((call) => call.seq).forEach((call) => timeline.callRecord({ seq: call.seq, call, createdAt: call.endedAt }));
   }
   realtime = new Realtime({ token: api.token });
-  calls = new Calls({ realtime, api, role: "consumer", root: $(".widget") });
+  calls = new CallSession({ realtime, api, role: "consumer" });
+  $(".widget").append(Object.assign(document.createElement("parley-call"), { session: calls }));
   calls.addEventListener("ringing", () => {
     // Inside a brand's page, a ringing call opens the chat panel.
     if (window.parent !== window) window.parent.postMessage("parley:ringing", "*");
@@ -119,21 +121,6 @@ async function markRead() {
 }
 document.addEventListener("visibilitychange", markRead);
 
-async function sendText(body, clientMessageId = newId()) {
-  timeline.pending({ clientMessageId, kind: "text", text: body, state: "sending" });
-  try {
-    const response = await sendOverBestPath({ clientMessageId, text: body, conversationId: conversationId ?? undefined });
-    conversationId = response.message.conversationId;
-    realtime.seen(conversationId, response.message.seq);
-    timeline.upsert(response.message);
-  } catch (error) {
-    timeline.pending({
-      clientMessageId, kind: "text", text: body, state: "failed", error: error.message,
-      onRetry: () => sendText(body, clientMessageId),
-    });
-  }
-}
-
 /**
  * Sends a text as a `send` frame while the socket is up: the ack comes after the commit, and the
  * frame costs a fraction of an HTTP request's headers. When the socket is down, or drops before the
@@ -151,37 +138,20 @@ async function sendOverBestPath(request) {
   return api.post("/v1/consumer/messages", request);
 }
 
-async function sendVoice(blob, durationMs, clientMessageId = newId()) {
-  const retry = () => sendVoice(blob, durationMs, clientMessageId);
-  timeline.pending({ clientMessageId, kind: "voice", durationMs, state: "uploading", progress: 0 });
-  const query = new URLSearchParams({ clientMessageId });
-  if (conversationId) query.set("conversationId", conversationId);
-  try {
-    const response = await api.upload(`/v1/consumer/voice-messages?${query}`, blob, (progress) =>
-      timeline.pending({ clientMessageId, kind: "voice", durationMs, state: "uploading", progress }));
-    conversationId = response.conversation.id;
+new Composer({
+  form: composer, textarea, recorder, timeline: () => timeline, ready: () => Boolean(timeline && realtime),
+  sendText: (text, clientMessageId) => sendOverBestPath({ clientMessageId, text, conversationId: conversationId ?? undefined }),
+  sendVoice: (blob, clientMessageId, onProgress) => {
+    const query = new URLSearchParams({ clientMessageId });
+    if (conversationId) query.set("conversationId", conversationId);
+    return api.upload(`/v1/consumer/voice-messages?${query}`, blob, onProgress);
+  },
+  sent: (response) => {
+    conversationId = response.message.conversationId;
     realtime.seen(conversationId, response.message.seq);
     timeline.upsert(response.message);
-  } catch (error) {
-    // The recording stays in memory: retry sends it again without re-recording.
-    timeline.pending({ clientMessageId, kind: "voice", durationMs, state: "failed", error: error.message, onRetry: retry });
-  }
-}
-
-composer.addEventListener("submit", (event) => {
-  event.preventDefault();
-  const body = textarea.value;
-  if (!body.trim()) return;
-  textarea.value = "";
-  sendText(body);
+  },
+  typing: (isTyping) => { if (conversationId) realtime.typing(conversationId, isTyping); },
 });
-textarea.addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); composer.requestSubmit(); }
-});
-textarea.addEventListener("input", () => {
-  if (conversationId) realtime?.typing(conversationId, textarea.value.length > 0);
-});
-recorder.addEventListener("recorder-active", (event) => composer.classList.toggle("recording", event.detail));
-recorder.addEventListener("voice-send", (event) => sendVoice(event.detail.blob, event.detail.durationMs));
 
 start();

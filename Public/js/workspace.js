@@ -1,15 +1,16 @@
 import { Api, ApiError } from "./api.js";
 import { Realtime } from "./realtime.js";
+import { Composer, connectionStatusText } from "./composer.js";
 import { Timeline } from "./timeline.js";
 import { icon, text } from "./icons.js";
-import { Calls } from "./call.js";
+import { CallSession } from "./call-session.js";
+import "./call-view.js";
 import "./voice-recorder.js";
 
 // The agent workspace: sign in, conversation list, conversation, details.
 const $ = (selector) => document.querySelector(selector);
 const api = new Api();  // the session cookie authenticates
 const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
-const newId = () => crypto.randomUUID();
 const state = { me: null, settings: null, filter: "open", conversations: new Map(), consumers: new Map(), current: null, unread: new Set() };
 let realtime;
 let timeline;
@@ -41,7 +42,7 @@ async function boot() {
   realtime.addEventListener("status", (event) => {
     const status = $(".topbar .status");
     status.dataset.state = event.detail;
-    status.textContent = ({ connecting: "Connecting…", online: "Online", offline: "Offline – retrying" })[event.detail];
+    status.textContent = connectionStatusText[event.detail];
   });
   realtime.addEventListener("frame", (event) => receive(event.detail));
   // The session ended elsewhere (signed out everywhere, a new password, disabled by an admin).
@@ -50,7 +51,8 @@ async function boot() {
     showLogin();
     $(".login .error-text").textContent = "You were signed out. Sign in again.";
   });
-  calls = new Calls({ realtime, api, role: "agent", root: $(".conversation-pane") });
+  calls = new CallSession({ realtime, api, role: "agent" });
+  $(".conversation-pane").append(Object.assign(document.createElement("parley-call"), { session: calls }));
   for (const name of ["call", "ended"]) calls.addEventListener(name, () => state.current && renderCallButtons(state.current));
   realtime.connect();
   await loadList();
@@ -305,7 +307,7 @@ function renderCallButtons(conversation) {
   const channelCalls = conversation.channel === "web" || conversation.channel === "in_app";
   const hint = $(".call-hint");
   let reason = "";
-  if (!Calls.supported) reason = Calls.unsupportedReason;
+  if (!CallSession.supported) reason = CallSession.unsupportedReason;
   else if (conversation.state === "resolved") reason = "Reopen to call";
   for (const button of document.querySelectorAll(".start-call")) {
     const permission = button.dataset.media === "video" ? "initiate_video_call" : "initiate_voice_call";
@@ -403,46 +405,18 @@ function clockOf(message) {
 
 // MARK: Composer
 
-async function sendText(body, clientMessageId = newId()) {
-  const conversationId = state.current.id;
-  timeline.pending({ clientMessageId, kind: "text", text: body, state: "sending" });
-  try {
-    const response = await api.post(`/v1/conversations/${conversationId}/messages`, { clientMessageId, text: body });
-    realtime.seen(conversationId, response.message.seq);
-    if (state.current?.id === conversationId) timeline.upsert(response.message);
+new Composer({
+  form: $(".composer"), textarea: $("#reply"), recorder: $("parley-recorder"), timeline: () => timeline,
+  ready: () => Boolean(state.current),
+  sendText: (text, clientMessageId) => api.post(`/v1/conversations/${state.current.id}/messages`, { clientMessageId, text }),
+  sendVoice: (blob, clientMessageId, onProgress) =>
+    api.upload(`/v1/conversations/${state.current.id}/voice-messages?clientMessageId=${clientMessageId}`, blob, onProgress),
+  sent: (response) => {
+    realtime.seen(response.conversation.id, response.message.seq);
+    if (state.current?.id === response.conversation.id) timeline.upsert(response.message);
     update(response.conversation);
-  } catch (error) {
-    timeline.pending({ clientMessageId, kind: "text", text: body, state: "failed", error: error.message, onRetry: () => sendText(body, clientMessageId) });
-  }
-}
-
-async function sendVoice(blob, durationMs, clientMessageId = newId()) {
-  const conversationId = state.current.id;
-  timeline.pending({ clientMessageId, kind: "voice", durationMs, state: "uploading", progress: 0 });
-  try {
-    const response = await api.upload(`/v1/conversations/${conversationId}/voice-messages?clientMessageId=${clientMessageId}`, blob, (progress) =>
-      timeline.pending({ clientMessageId, kind: "voice", durationMs, state: "uploading", progress }));
-    realtime.seen(conversationId, response.message.seq);
-    if (state.current?.id === conversationId) timeline.upsert(response.message);
-    update(response.conversation);
-  } catch (error) {
-    timeline.pending({ clientMessageId, kind: "voice", durationMs, state: "failed", error: error.message, onRetry: () => sendVoice(blob, durationMs, clientMessageId) });
-  }
-}
-
-const composer = $(".composer");
-composer.addEventListener("submit", (event) => {
-  event.preventDefault();
-  const body = $("#reply").value;
-  if (!body.trim() || !state.current) return;
-  $("#reply").value = "";
-  sendText(body);
+  },
+  typing: (isTyping) => realtime.typing(state.current.id, isTyping),
 });
-$("#reply").addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); composer.requestSubmit(); }
-});
-$("#reply").addEventListener("input", () => state.current && realtime.typing(state.current.id, $("#reply").value.length > 0));
-$("parley-recorder").addEventListener("recorder-active", (event) => composer.classList.toggle("recording", event.detail));
-$("parley-recorder").addEventListener("voice-send", (event) => sendVoice(event.detail.blob, event.detail.durationMs));
 
 boot();

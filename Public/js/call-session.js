@@ -1,6 +1,8 @@
-import { icon, clock } from "./icons.js";
+import { clock } from "./icons.js";
 
-// Voice and video calls over WebRTC, for the agent workspace and the consumer widget.
+// A voice or video call over WebRTC, without any DOM: the state of the call, negotiation, media
+// devices and the controls. The page shows it with <parley-call> (call-view.js), which listens to
+// its "change" events. Used by the agent workspace and the consumer widget.
 //
 // Signalling goes through the page's real-time connection (call.* frames); the server relays it
 // to the other side only. Negotiation follows WebRTC's "perfect negotiation" pattern: the agent is
@@ -37,36 +39,21 @@ export function describeCall(call, perspective) {
   }
 }
 
-function element(tag, className, attributes = {}) {
-  return Object.assign(document.createElement(tag), { className, ...attributes });
-}
-
-function iconButton(className, name, label) {
-  const button = element("button", `icon-button call-button ${className}`, { type: "button" });
-  button.innerHTML = icon(name);
-  button.setAttribute("aria-label", label);
-  button.title = label;
-  return button;
-}
-
-export class Calls extends EventTarget {
+export class CallSession extends EventTarget {
   /**
    * @param realtime the page's Realtime connection
    * @param api the page's Api (agents start calls over HTTP)
    * @param role "agent" or "consumer"
-   * @param root the element the call UI is shown in
    */
-  constructor({ realtime, api, role, root }) {
+  constructor({ realtime, api, role }) {
     super();
     this.realtime = realtime;
     this.api = api;
     this.role = role;
     this.polite = role === "consumer";
-    this.root = root;
     this.call = null;
     this.peerName = "";
     this.incoming = null;
-    this.build();
     realtime.addEventListener("frame", (event) => this.onFrame(event.detail));
   }
 
@@ -87,7 +74,7 @@ export class Calls extends EventTarget {
     this.reset();
     this.peerName = peerName;
     this.call = { id: null, state: "starting", media, videoAllowed: media === "video", version: 0 };
-    this.render();
+    this.changed();
     try {
       await this.openMedia(media === "video");
       const response = await this.api.post(`/v1/conversations/${conversationId}/calls`, { media, connectionId: this.realtime.connectionId });
@@ -103,18 +90,18 @@ export class Calls extends EventTarget {
   async accept() {
     const call = this.incoming;
     if (!call) return;
-    if (!Calls.supported) {
+    if (!CallSession.supported) {
       await this.decline();
       this.call = { ...call, state: "ended", outcome: "failed" };
       this.peerName = call.inviterName;
-      this.fail(Calls.unsupportedReason);
+      this.fail(CallSession.unsupportedReason);
       return;
     }
     this.incoming = null;
     this.reset();
     this.peerName = call.inviterName;
     this.call = { ...call, state: "connecting" };
-    this.render();
+    this.changed();
     let mediaError = null;
     try {
       await this.openMedia(call.media === "video");
@@ -139,7 +126,7 @@ export class Calls extends EventTarget {
   async decline() {
     const call = this.incoming;
     this.incoming = null;
-    this.render();
+    this.changed();
     if (call) await this.realtime.request({ type: "call.reject", callId: call.id }).catch(() => {});
   }
 
@@ -163,12 +150,12 @@ export class Calls extends EventTarget {
       if (this.role === "consumer") {
         if (call.state === "ringing" && !this.busy) {
           this.incoming = call;
-          this.render();
+          this.changed();
           this.dispatchEvent(new CustomEvent("ringing", { detail: call }));
         } else if (this.incoming?.id === call.id && call.state !== "ringing") {
           // Answered on another device, cancelled, or missed.
           this.incoming = null;
-          this.render();
+          this.changed();
         }
       }
       this.dispatchEvent(new CustomEvent("call", { detail: call }));
@@ -176,7 +163,7 @@ export class Calls extends EventTarget {
       this.signals = (this.signals ?? Promise.resolve()).then(() => this.onSignal(frame.signal)).catch((error) => console.warn("call signal", error));
     } else if (frame.type === "call.media" && frame.callId === this.call?.id) {
       this.remoteMedia = frame.media;
-      this.render();
+      this.changed();
     }
   }
 
@@ -188,13 +175,13 @@ export class Calls extends EventTarget {
     if (this.role === "agent" && call.state === "connecting" && !this.pc) this.createPeer();
     if (call.state === "ended") {
       this.teardown();
-      this.render();
+      this.changed();
       clearTimeout(this.hideTimer);
       this.hideTimer = setTimeout(() => this.hide(), 2500);
       this.dispatchEvent(new CustomEvent("ended", { detail: call }));
       return;
     }
-    this.render();
+    this.changed();
   }
 
   // MARK: WebRTC
@@ -214,12 +201,11 @@ export class Calls extends EventTarget {
     this.makingOffer = false;
     this.ignoreOffer = false;
     this.remote = new MediaStream();
-    this.ui.remoteAudio.srcObject = this.remote;
-    this.ui.remoteVideo.srcObject = this.remote;
+    this.changed("streams");
     pc.ontrack = ({ track }) => {
       this.remote.addTrack(track);
-      track.onunmute = () => this.render();
-      this.render();
+      track.onunmute = () => this.changed();
+      this.changed();
     };
     pc.onicecandidate = ({ candidate }) => {
       if (!candidate) return;
@@ -244,7 +230,7 @@ export class Calls extends EventTarget {
       } else if (pc.connectionState === "failed") {
         this.report("failed", "ice_failed");
       }
-      this.render();
+      this.changed();
     };
     // The agent offers at once; the consumer adds its tracks when the agent's offer arrives, so that
     // the first exchange is one offer and one answer.
@@ -301,7 +287,7 @@ export class Calls extends EventTarget {
     if (!track) return;
     this.muted = !this.muted;
     track.enabled = !this.muted;
-    this.render();
+    this.changed();
     this.sendMedia();
   }
 
@@ -334,7 +320,7 @@ export class Calls extends EventTarget {
       this.cameras = devices.filter((device) => device.kind === "videoinput");
     }
     this.attachLocal();
-    this.render();
+    this.changed();
     this.sendMedia();
   }
 
@@ -356,7 +342,7 @@ export class Calls extends EventTarget {
   }
 
   attachLocal() {
-    this.ui.localVideo.srcObject = this.cameraOn ? this.local : null;
+    this.changed("streams");
   }
 
   teardown() {
@@ -364,10 +350,8 @@ export class Calls extends EventTarget {
     this.pc = null;
     for (const track of this.local?.getTracks() ?? []) track.stop();
     this.local = null;
-    this.ui.remoteAudio.srcObject = null;
-    this.ui.remoteVideo.srcObject = null;
-    this.ui.localVideo.srcObject = null;
-    clearInterval(this.timer);
+    this.remote = null;
+    this.changed("streams");
   }
 
   reset() {
@@ -385,7 +369,7 @@ export class Calls extends EventTarget {
   fail(message) {
     this.error = message;
     this.teardown();
-    this.render();
+    this.changed();
     clearTimeout(this.hideTimer);
     this.hideTimer = setTimeout(() => this.hide(), 4000);
   }
@@ -394,73 +378,21 @@ export class Calls extends EventTarget {
     if (this.call?.state !== "ended" && this.call?.state && !this.error) return;
     this.call = null;
     this.error = null;
-    this.render();
+    this.changed();
   }
 
+  /** A short message shown over the call for a few seconds. */
   notice(message) {
-    this.ui.notice.textContent = message;
-    clearTimeout(this.noticeTimer);
-    this.noticeTimer = setTimeout(() => { this.ui.notice.textContent = ""; }, 3000);
+    this.dispatchEvent(new CustomEvent("notice", { detail: message }));
   }
 
-  // MARK: The call UI
-
-  build() {
-    const overlay = element("section", "call-overlay", { hidden: true });
-    overlay.setAttribute("role", "dialog");
-    overlay.setAttribute("aria-label", "Call");
-    const stage = element("div", "call-stage");
-    const remoteVideo = element("video", "remote-video", { autoplay: true, playsInline: true, muted: true });
-    const remoteAudio = element("audio", "remote-audio", { autoplay: true });
-    const identity = element("div", "call-identity");
-    const avatar = element("div", "call-avatar");
-    avatar.setAttribute("aria-hidden", "true");
-    const name = element("h2", "call-name");
-    const status = element("p", "call-status");
-    status.setAttribute("role", "status");
-    status.setAttribute("aria-live", "polite");
-    const timer = element("p", "call-timer");
-    const badges = element("p", "call-badges");
-    identity.append(avatar, name, status, timer, badges);
-    const localVideo = element("video", "local-video", { autoplay: true, playsInline: true, muted: true });
-    localVideo.setAttribute("aria-label", "Your camera");
-    const notice = element("p", "call-notice");
-    notice.setAttribute("aria-live", "polite");
-    stage.append(remoteVideo, remoteAudio, identity, localVideo, notice);
-    const controls = element("div", "call-controls");
-    const mute = iconButton("mute", "mic", "Mute microphone");
-    const camera = iconButton("camera", "video", "Turn camera on");
-    const switchCamera = iconButton("switch", "switch-camera", "Switch camera");
-    const hangUp = iconButton("hang-up danger-fill", "hang-up", "Hang up");
-    controls.append(mute, camera, switchCamera, hangUp);
-    overlay.append(stage, controls);
-    mute.onclick = () => this.toggleMute();
-    camera.onclick = () => this.toggleCamera();
-    switchCamera.onclick = () => this.switchCamera();
-    hangUp.onclick = () => this.hangUp();
-
-    const sheet = element("section", "call-incoming", { hidden: true });
-    sheet.setAttribute("role", "alertdialog");
-    sheet.setAttribute("aria-labelledby", "call-incoming-title");
-    const sheetAvatar = element("div", "call-avatar");
-    sheetAvatar.setAttribute("aria-hidden", "true");
-    const sheetTitle = element("h2", "call-name", { id: "call-incoming-title" });
-    const sheetKind = element("p", "call-status");
-    const actions = element("div", "call-actions");
-    const decline = element("button", "call-choice decline", { type: "button" });
-    decline.innerHTML = `${icon("hang-up")}<span>Decline</span>`;
-    const accept = element("button", "call-choice accept", { type: "button" });
-    accept.innerHTML = `${icon("phone")}<span>Accept</span>`;
-    actions.append(decline, accept);
-    sheet.append(sheetAvatar, sheetTitle, sheetKind, actions);
-    decline.onclick = () => this.decline();
-    accept.onclick = () => this.accept();
-
-    this.root.append(overlay, sheet);
-    this.ui = { overlay, remoteVideo, remoteAudio, avatar, name, status, timer, badges, localVideo, notice, mute, camera, switchCamera, hangUp, sheet, sheetAvatar, sheetTitle, sheetKind, accept, decline };
+  /** Tells the view to draw again; "streams" when the media streams to show changed. */
+  changed(what = "state") {
+    this.dispatchEvent(new CustomEvent("change", { detail: what }));
   }
 
-  statusText() {
+  /** The line under the peer's name: "Ringing…", "Video call", "Call ended · 1:23"... */
+  get statusText() {
     const call = this.call;
     if (this.error) return this.error;
     switch (call.state) {
@@ -476,62 +408,5 @@ export class Calls extends EventTarget {
       }
       default: return "";
     }
-  }
-
-  render() {
-    const ui = this.ui;
-    // Incoming call sheet (consumer).
-    const incoming = this.incoming;
-    const appearing = Boolean(incoming) && ui.sheet.hidden;
-    ui.sheet.hidden = !incoming;
-    if (incoming) {
-      ui.sheetAvatar.textContent = (incoming.inviterName || "?").slice(0, 1).toUpperCase();
-      ui.sheetTitle.textContent = incoming.inviterName;
-      ui.sheetKind.textContent = incoming.media === "video" ? "Incoming video call" : "Incoming voice call";
-      ui.accept.querySelector("span").textContent = "Accept";
-      ui.accept.querySelector("svg").outerHTML = icon(incoming.media === "video" ? "video" : "phone");
-      ui.accept.setAttribute("aria-label", `Accept ${incoming.media} call from ${incoming.inviterName}`);
-      ui.decline.setAttribute("aria-label", `Decline call from ${incoming.inviterName}`);
-      // An incoming call is an alert dialog: keyboard and screen-reader users land on "Accept".
-      if (appearing) ui.accept.focus();
-    }
-    // The call itself.
-    const call = this.call;
-    ui.overlay.hidden = !call;
-    if (!call) { clearInterval(this.timer); return; }
-    ui.overlay.dataset.state = this.error ? "ended" : call.state;
-    ui.overlay.setAttribute("aria-label", `${call.media === "video" ? "Video" : "Voice"} call with ${this.peerName}`);
-    ui.avatar.textContent = (this.peerName || "?").slice(0, 1).toUpperCase();
-    ui.name.textContent = this.peerName;
-    ui.status.textContent = this.statusText();
-    const remoteVideoLive = this.remote?.getVideoTracks().some((track) => track.readyState === "live" && !track.muted)
-      && (this.remoteMedia ? this.remoteMedia.cameraOn : call.media === "video");
-    ui.overlay.classList.toggle("has-video", Boolean(remoteVideoLive) && call.state !== "ended");
-    ui.overlay.classList.toggle("has-local-video", Boolean(this.cameraOn) && call.state !== "ended");
-    const badges = [];
-    if (this.remoteMedia?.muted) badges.push(`${this.peerName} muted`);
-    if (call.media === "video" && this.remoteMedia && !this.remoteMedia.cameraOn) badges.push("Camera off");
-    ui.badges.textContent = badges.join(" · ");
-    const live = call.state !== "ended" && !this.error;
-    ui.mute.hidden = !live || !this.local;
-    ui.mute.setAttribute("aria-pressed", String(Boolean(this.muted)));
-    ui.mute.setAttribute("aria-label", this.muted ? "Unmute microphone" : "Mute microphone");
-    ui.mute.title = ui.mute.getAttribute("aria-label");
-    ui.mute.innerHTML = icon(this.muted ? "mic-off" : "mic");
-    ui.camera.hidden = !live || !this.local || !call.videoAllowed;
-    ui.camera.setAttribute("aria-pressed", String(!this.cameraOn));
-    ui.camera.setAttribute("aria-label", this.cameraOn ? "Turn camera off" : "Turn camera on");
-    ui.camera.title = ui.camera.getAttribute("aria-label");
-    ui.camera.innerHTML = icon(this.cameraOn ? "video" : "video-off");
-    ui.switchCamera.hidden = !live || !this.cameraOn || (this.cameras?.length ?? 0) < 2;
-    ui.hangUp.hidden = !live;
-    ui.hangUp.setAttribute("aria-label", call.state === "ringing" || call.state === "starting" ? "Cancel call" : "Hang up");
-    ui.hangUp.title = ui.hangUp.getAttribute("aria-label");
-    // The timer is not a live region: a screen reader hears the state changes, not every second.
-    clearInterval(this.timer);
-    const tick = () => { ui.timer.textContent = this.activeSince ? clock(Date.now() - this.activeSince) : ""; };
-    tick();
-    ui.timer.hidden = call.state !== "active" || Boolean(this.error);
-    if (call.state === "active") this.timer = setInterval(tick, 1000);
   }
 }

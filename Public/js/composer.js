@@ -1,0 +1,60 @@
+// The composer the widget and the workspace share: Enter sends (Shift+Enter is a new line), typing
+// is reported, and a text or voice note shows at once as a pending bubble, goes out with its client
+// message id, and on failure offers "retry" with the same id, so that a retry is never stored twice.
+// The page says how to send (over which route or socket) and what to do with the stored message.
+
+/** What the connection indicator says for each state of a Realtime connection. */
+export const connectionStatusText = { connecting: "Connecting…", online: "Online", offline: "Offline – retrying" };
+
+export class Composer {
+  /**
+   * @param form the composer's <form>; @param textarea its text box; @param recorder its <parley-recorder>
+   * @param timeline () => the Timeline the pending bubbles go to
+   * @param ready () => whether there is somewhere to send to (default: always)
+   * @param sendText (text, clientMessageId) => Promise of a SendMessageResponse
+   * @param sendVoice (blob, clientMessageId, onProgress) => Promise of a SendMessageResponse
+   * @param sent (response) => the page takes in the stored message
+   * @param typing (isTyping) => the page reports typing
+   */
+  constructor({ form, textarea, recorder, timeline, ready = () => true, sendText, sendVoice, sent, typing }) {
+    Object.assign(this, { form, textarea, timeline, ready, sendText, sendVoice, sent });
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const body = textarea.value;
+      if (!body.trim() || !ready()) return;
+      textarea.value = "";
+      this.text(body);
+    });
+    textarea.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); form.requestSubmit(); }
+    });
+    textarea.addEventListener("input", () => { if (ready()) typing?.(textarea.value.length > 0); });
+    recorder?.addEventListener("recorder-active", (event) => form.classList.toggle("recording", event.detail));
+    recorder?.addEventListener("voice-send", (event) => this.voice(event.detail.blob, event.detail.durationMs));
+  }
+
+  async text(body, clientMessageId = crypto.randomUUID()) {
+    const timeline = this.timeline();
+    timeline.pending({ clientMessageId, kind: "text", text: body, state: "sending" });
+    try {
+      this.sent(await this.sendText(body, clientMessageId));
+    } catch (error) {
+      timeline.pending({
+        clientMessageId, kind: "text", text: body, state: "failed", error: error.message,
+        onRetry: () => this.text(body, clientMessageId),
+      });
+    }
+  }
+
+  /** The recording stays in memory until it is stored: "retry" sends it again without re-recording. */
+  async voice(blob, durationMs, clientMessageId = crypto.randomUUID()) {
+    const timeline = this.timeline();
+    const pending = (state, extra) => timeline.pending({ clientMessageId, kind: "voice", durationMs, state, ...extra });
+    pending("uploading", { progress: 0 });
+    try {
+      this.sent(await this.sendVoice(blob, clientMessageId, (progress) => pending("uploading", { progress })));
+    } catch (error) {
+      pending("failed", { error: error.message, onRetry: () => this.voice(blob, durationMs, clientMessageId) });
+    }
+  }
+}
