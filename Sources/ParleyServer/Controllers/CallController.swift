@@ -23,8 +23,7 @@ struct CallController {
     }
 
     @Sendable func list(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<CallDTO>> {
-        let principal: Principal =
-            request.uri.path.hasPrefix("/v1/consumer/") ? .consumer(try context.requireConsumer()) : .agent(try context.requireAgent())
+        let principal = try context.requirePrincipal()  // the route's group has refused the other kind
         let conversationId = try context.id("conversationId", as: ConversationID.self, what: "Conversation")
         let limit = try request.queryInt("limit", default: 50, range: 1...ConversationService.maxPage)
         return JSONResponse(.ok, ListResponse(items: try await calls.calls(principal, conversationId: conversationId, limit: limit)))

@@ -36,12 +36,9 @@ struct ConversationController {
         try context.id("conversationId", as: ConversationID.self, what: "Conversation")
     }
 
-    /// The principal a route needs: agent routes refuse consumer tokens and the other way round.
+    /// The caller: the route's group (agents or consumers) has already refused the other kind.
     private func principal(_ request: Request, _ context: ParleyRequestContext) throws -> Principal {
-        if request.uri.path.hasPrefix("/v1/consumer/") {
-            return .consumer(try context.requireConsumer())
-        }
-        return .agent(try context.requireAgent())
+        try context.requirePrincipal()
     }
 
     // MARK: Agents
