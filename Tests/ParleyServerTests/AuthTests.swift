@@ -73,15 +73,23 @@ struct AuthTests {
         }
     }
 
-    @Test("sessions expire")
+    @Test("sessions expire at their time-to-live, measured on the server's clock")
     func expiry() async throws {
-        try await TestServer.run { server in
+        let clock = ManualClock()
+        try await TestServer.run(clock: clock) { server in
             let acme = try await BrandScenario.make(server)
             let (token, _) = try await acme.consumer()
-            // Age the session in the database: it must then be refused as expired.
-            try await server.services.store.database.write { db in
-                try await db.raw("UPDATE sessions SET expires_at = 1").run()
-            }
+            let ttl = server.services.configuration.agentSessionTTL
+            // An agent's session: good a second before its time-to-live, refused a second after.
+            clock.advance(by: .seconds(ttl - 1))
+            #expect(try await server.get("/v1/me", token: acme.adminToken).status == .ok)
+            clock.advance(by: .seconds(2))
+            let agentReply = try await server.get("/v1/me", token: acme.adminToken)
+            #expect(agentReply.status == .unauthorized)
+            #expect(try agentReply.error.code == "session_expired")
+            // A consumer's lasts longer (30 days by default) and ends the same way.
+            #expect(try await server.get("/v1/consumer/conversations", token: token).status == .ok)
+            clock.advance(by: .seconds(server.services.configuration.consumerSessionTTL))
             let reply = try await server.get("/v1/consumer/conversations", token: token)
             #expect(reply.status == .unauthorized)
             #expect(try reply.error.code == "session_expired")

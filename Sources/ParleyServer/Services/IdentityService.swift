@@ -75,7 +75,7 @@ public struct IdentityService: Sendable {
         if session.revokedAt != nil {
             throw ParleyError(.unauthorized, code: "session_revoked", message: "This session was signed out. Sign in again.")
         }
-        if session.expiresAt <= Date() {
+        if session.expiresAt <= clock.now() {
             throw ParleyError(.unauthorized, code: "session_expired", message: "This session has expired. Sign in again.")
         }
         switch session.subjectKind {
@@ -197,8 +197,10 @@ public struct IdentityService: Sendable {
         let agent = AgentDTO(
             id: AgentID.make(), brandId: brandId, email: email, name: name, role: request.role,
             permissions: Array(Set(request.permissions ?? [])).sorted { $0.rawValue < $1.rawValue }, createdAt: clock.now())
-        try await withUniqueRetry(attempts: 1) {
+        do {
             try await store.write { repo in try await repo.insertAgent(AgentRecord(agent: agent, passwordHash: hash)) }
+        } catch where isUniqueViolation(error) {
+            throw ParleyError(.conflict, code: "email_taken", message: "An agent with this email already exists.", field: "email")
         }
         return agent
     }
@@ -311,12 +313,17 @@ public struct IdentityService: Sendable {
         try principal.require(.admin)
         let kid = try IdentityRules.validateName(request.kid, field: "kid", maxLength: 64)
         try await ConsumerIdentityVerifier.validateKey(algorithm: request.algorithm, key: request.key)
-        return try await store.write { repo in
-            guard let app = try await repo.app(id: appId), app.brandId == principal.brandId else { throw ParleyError.notFound("App") }
-            let record = AppKeyRecord(
-                kid: kid, appId: app.id, brandId: app.brandId, algorithm: request.algorithm, keyMaterial: request.key, createdAt: clock.now())
-            try await repo.insertAppKey(record)
-            return record.dto
+        do {
+            return try await store.write { repo in
+                guard let app = try await repo.app(id: appId), app.brandId == principal.brandId else { throw ParleyError.notFound("App") }
+                let record = AppKeyRecord(
+                    kid: kid, appId: app.id, brandId: app.brandId, algorithm: request.algorithm, keyMaterial: request.key,
+                    createdAt: clock.now())
+                try await repo.insertAppKey(record)
+                return record.dto
+            }
+        } catch where isUniqueViolation(error) {
+            throw ParleyError(.conflict, code: "key_exists", message: "The app already has a key with kid '\(kid)'.", field: "kid")
         }
     }
 

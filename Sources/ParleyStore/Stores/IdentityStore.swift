@@ -12,14 +12,14 @@ public protocol IdentityStore: Sendable {
     /// Apps are looked up by their public id without a brand: the widget only knows the app id.
     func app(id: AppID) async throws -> AppDTO?
     func apps(brandId: BrandID) async throws -> [AppDTO]
-    /// Throws `409 key_exists` when the app already has a key with this kid.
+    /// Fails with a unique violation (`isUniqueViolation`) when the app already has a key with this kid.
     func insertAppKey(_ key: AppKeyRecord) async throws
     func appKeys(appId: AppID) async throws -> [AppKeyRecord]
 
     func brandSettings(brandId: BrandID) async throws -> BrandSettingsDTO
     func saveBrandSettings(_ settings: BrandSettingsDTO, brandId: BrandID, at: Date) async throws
 
-    /// Throws `409 email_taken` when an agent (of any brand) has the email.
+    /// Fails with a unique violation (`isUniqueViolation`) when an agent (of any brand) has the email.
     func insertAgent(_ record: AgentRecord) async throws
     func updateAgent(_ record: AgentRecord) async throws
     func agent(brandId: BrandID, id: AgentID) async throws -> AgentRecord?
@@ -66,11 +66,8 @@ extension SQLRepository: IdentityStore {
         try await db.raw("SELECT * FROM apps WHERE brand_id = \(bind: brandId) ORDER BY created_at, id").all(AppRow.self).map(\.dto)
     }
 
+    /// The table's unique key decides, not a look-up first: two writers at once cannot both pass.
     public func insertAppKey(_ key: AppKeyRecord) async throws {
-        let existing = try await db.raw("SELECT kid FROM app_keys WHERE app_id = \(bind: key.appId) AND kid = \(bind: key.kid)").first()
-        if existing != nil {
-            throw ParleyError(.conflict, code: "key_exists", message: "The app already has a key with kid '\(key.kid)'.", field: "kid")
-        }
         try await db.insert(AppKeyRow(key))
     }
 
@@ -91,9 +88,6 @@ extension SQLRepository: IdentityStore {
     }
 
     public func insertAgent(_ record: AgentRecord) async throws {
-        if try await agent(email: record.agent.email) != nil {
-            throw ParleyError(.conflict, code: "email_taken", message: "An agent with this email already exists.", field: "email")
-        }
         try await db.insert(AgentRow(record))
     }
 
