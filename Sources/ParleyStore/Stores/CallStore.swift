@@ -24,9 +24,10 @@ extension SQLRepository: CallStore {
 
     @discardableResult
     public func updateCall(_ call: CallDTO, brandId: BrandID) async throws -> Bool {
-        let rows = try await db.update(CallRow(call, brandId: brandId))
-            .where("id", .equal, call.id).where("brand_id", .equal, brandId).where("ended_at", .is, SQLLiteral.null)
-            .returning("id").all()
+        let rows = try await db.update(
+            CallRow(call, brandId: brandId), where: "id = \(bind: call.id) AND brand_id = \(bind: brandId) AND ended_at IS NULL",
+            suffix: " RETURNING id"
+        ).all()
         return !rows.isEmpty
     }
 

@@ -61,8 +61,8 @@ extension SQLRepository: ConversationStore {
     }
 
     public func updateConversation(_ conversation: ConversationDTO) async throws {
-        try await db.update(ConversationRow(conversation))
-            .where("id", .equal, conversation.id).where("brand_id", .equal, conversation.brandId).run()
+        try await db.update(ConversationRow(conversation), where: "id = \(bind: conversation.id) AND brand_id = \(bind: conversation.brandId)")
+            .run()
     }
 
     public func conversations(brandId: BrandID, filter: ConversationFilter) async throws -> [ConversationDTO] {

@@ -92,8 +92,7 @@ extension SQLRepository: IdentityStore {
     }
 
     public func updateAgent(_ record: AgentRecord) async throws {
-        try await db.update(AgentRow(record))
-            .where("id", .equal, record.agent.id).where("brand_id", .equal, record.agent.brandId).run()
+        try await db.update(AgentRow(record), where: "id = \(bind: record.agent.id) AND brand_id = \(bind: record.agent.brandId)").run()
     }
 
     public func agent(brandId: BrandID, id: AgentID) async throws -> AgentRecord? {
@@ -114,7 +113,7 @@ extension SQLRepository: IdentityStore {
     }
 
     public func updateConsumer(_ consumer: ConsumerDTO) async throws {
-        try await db.update(ConsumerRow(consumer)).where("id", .equal, consumer.id).where("brand_id", .equal, consumer.brandId).run()
+        try await db.update(ConsumerRow(consumer), where: "id = \(bind: consumer.id) AND brand_id = \(bind: consumer.brandId)").run()
     }
 
     public func consumer(brandId: BrandID, id: ConsumerID) async throws -> ConsumerDTO? {

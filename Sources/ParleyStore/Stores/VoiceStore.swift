@@ -21,7 +21,7 @@ extension SQLRepository: VoiceStore {
     }
 
     public func updateVoice(_ voice: VoiceRecord) async throws {
-        try await db.update(VoiceRow(voice)).where("message_id", .equal, voice.messageId).where("brand_id", .equal, voice.brandId).run()
+        try await db.update(VoiceRow(voice), where: "message_id = \(bind: voice.messageId) AND brand_id = \(bind: voice.brandId)").run()
     }
 
     public func voice(messageId: MessageID, brandId: BrandID) async throws -> VoiceRecord? {
