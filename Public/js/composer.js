@@ -1,5 +1,5 @@
-// The composer the widget and the workspace share: Enter sends (Shift+Enter is a new line), typing
-// is reported, and a text or voice note shows at once as a pending bubble, goes out with its client
+// The composer the widget and the workspace share: Enter sends (Shift+Enter is a new line), the text
+// box grows with its text, focus comes back to it after sending or recording, typing is reported, and a text or voice note shows at once as a pending bubble, goes out with its client
 // message id, and on failure offers "retry" with the same id, so that a retry is never stored twice.
 // The page says how to send (over which route or socket) and what to do with the stored message.
 
@@ -23,15 +23,36 @@ export class Composer {
       const body = textarea.value;
       if (!body.trim() || !ready()) return;
       textarea.value = "";
+      this.fit();
+      textarea.focus();
       this.text(body);
     });
     textarea.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); form.requestSubmit(); }
     });
-    textarea.addEventListener("input", () => { if (ready()) typing?.(textarea.value.length > 0); });
-    recorder?.addEventListener("recorder-active", (event) => form.classList.toggle("recording", event.detail));
+    textarea.addEventListener("input", () => {
+      this.fit();
+      if (ready()) typing?.(textarea.value.length > 0);
+    });
+    recorder?.addEventListener("recorder-active", (event) => {
+      form.classList.toggle("recording", event.detail);
+      // Back to typing once a recording is sent or discarded (its buttons are gone by then).
+      const lost = () => document.activeElement === document.body || form.contains(document.activeElement);
+      if (!event.detail) requestAnimationFrame(() => { if (lost()) textarea.focus(); });
+    });
     recorder?.addEventListener("voice-send", (event) => this.voice(event.detail.blob, event.detail.durationMs));
   }
+
+  /** The text box grows with its text up to a limit, then scrolls. */
+  fit() {
+    const box = this.textarea;
+    box.style.height = "auto";
+    const borders = box.offsetHeight - box.clientHeight;
+    if (box.value) box.style.height = `${Math.min(box.scrollHeight + borders, Composer.maxHeight)}px`;
+  }
+
+  /** The CSS max-height of `.composer textarea`. */
+  static maxHeight = 140;
 
   async text(body, clientMessageId = crypto.randomUUID()) {
     const timeline = this.timeline();

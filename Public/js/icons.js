@@ -14,6 +14,7 @@ const paths = {
   back: '<path d="M15 5l-7 7 7 7"/>',
   chat: '<path d="M4 5h16v11H9l-5 4z"/>',
   close: '<path d="M6 6l12 12M18 6L6 18"/>',
+  info: '<circle cx="12" cy="12" r="9"/><path d="M12 11v6M12 7.5v.5"/>',
   shield: '<path d="M12 3l8 3v6c0 5-3.5 8-8 9-4.5-1-8-4-8-9V6z"/><path d="M12 8v5M12 16.5v.5"/>',
   phone: '<path d="M5 4h4l2 5-2.5 1.5a11 11 0 0 0 5 5L15 13l5 2v4a2 2 0 0 1-2 2A16 16 0 0 1 3 6a2 2 0 0 1 2-2"/>',
   video: '<rect x="3" y="6" width="13" height="12" rx="2"/><path d="M16 10l5-3v10l-5-3"/>',
@@ -36,5 +37,25 @@ export function clock(milliseconds) {
 export function text(value) {
   const span = document.createElement("span");
   span.textContent = value ?? "";
+  return span;
+}
+
+/**
+ * Message text with its http(s) links made clickable (opened in a new tab, without access to this
+ * page); everything else stays text, never HTML.
+ */
+export function linkedText(value) {
+  const span = document.createElement("span");
+  const pattern = /\bhttps?:\/\/[^\s<>"']+/gi;
+  let last = 0;
+  for (const match of (value ?? "").matchAll(pattern)) {
+    // A sentence's closing punctuation is not part of the link.
+    const url = match[0].replace(/[.,;:!?)\]]+$/, "");
+    span.append(document.createTextNode(value.slice(last, match.index)));
+    const link = Object.assign(document.createElement("a"), { href: url, textContent: url, target: "_blank", rel: "noopener noreferrer" });
+    span.append(link);
+    last = match.index + url.length;
+  }
+  span.append(document.createTextNode((value ?? "").slice(last)));
   return span;
 }

@@ -1,9 +1,11 @@
-import { icon, clock, text } from "./icons.js";
+import { icon, clock, text, linkedText } from "./icons.js";
 import { describeCall } from "./call-session.js";
 import "./voice-player.js";
 
 const dayFormat = new Intl.DateTimeFormat(undefined, { weekday: "short", day: "numeric", month: "short" });
 const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+/** Delivery states only move forward: sent, then delivered, then read. */
+const deliveryRank = { sent: 0, delivered: 1, read: 2 };
 
 /**
  * A conversation's messages as bubbles. `perspective` is the side whose messages are "out"
@@ -15,17 +17,20 @@ export class Timeline {
     this.perspective = perspective;
     this.api = api;
     this.rows = new Map();  // message id or pending client id -> { message, element }
+    this.receipts = {};  // actor kind -> { delivered: up to seq, read: up to seq }
   }
 
   clear() {
     this.rows.clear();
+    this.receipts = {};
     this.element.replaceChildren();
   }
 
   isOut(message) { return message.senderKind === this.perspective; }
 
   /** Adds or updates a stored message; it replaces its pending twin (same client message id). */
-  upsert(message) {
+  upsert(stored) {
+    const message = this.withReceipts(stored);
     const pendingKey = `pending:${message.clientMessageId}`;
     const pending = this.rows.get(pendingKey);
     if (pending && this.isOut(message)) {
@@ -35,7 +40,10 @@ export class Timeline {
     const existing = this.rows.get(message.id);
     if (existing) {
       const voiceChanged = message.voice && existing.message.voice?.state !== message.voice.state;
+      const known = existing.message.deliveryState;
       existing.message = { ...existing.message, ...message };
+      // A late copy (an HTTP answer, a replay) never takes a message back from read to sent.
+      if ((deliveryRank[known] ?? -1) > (deliveryRank[message.deliveryState] ?? -1)) existing.message.deliveryState = known;
       this.fill(existing.element, existing.message, { voiceChanged });
       return;
     }
@@ -123,13 +131,29 @@ export class Timeline {
     this.rows.delete(key);
   }
 
+  /**
+   * A message with the receipts already seen applied: a receipt can arrive before the sender's own
+   * copy of the message does (the other side is quick, the sender's answer is late).
+   */
+  withReceipts(message) {
+    let state = message.deliveryState;
+    for (const [actor, upTo] of Object.entries(this.receipts)) {
+      if (actor === message.senderKind) continue;
+      for (const candidate of ["delivered", "read"]) {
+        if ((upTo[candidate] ?? 0) >= message.seq && deliveryRank[candidate] > (deliveryRank[state] ?? -1)) state = candidate;
+      }
+    }
+    return state === message.deliveryState ? message : { ...message, deliveryState: state };
+  }
+
   /** Every message of `senderKind` up to `upToSeq` is now at least `state`. */
   receipt({ actorKind, upToSeq, deliveryState }) {
-    const rank = { sent: 0, delivered: 1, read: 2 };
+    const seen = (this.receipts[actorKind] ??= {});
+    seen[deliveryState] = Math.max(seen[deliveryState] ?? 0, upToSeq);
     for (const row of this.rows.values()) {
       const message = row.message;
       if (!message.id || message.senderKind === actorKind || message.seq > upToSeq) continue;
-      if (rank[deliveryState] > rank[message.deliveryState]) {
+      if (deliveryRank[deliveryState] > deliveryRank[message.deliveryState]) {
         message.deliveryState = deliveryState;
         this.fill(row.element, message, { voiceChanged: false });
       }
@@ -199,7 +223,7 @@ export class Timeline {
         player.voice = message.voice;
       }
     } else {
-      bubble.replaceChildren(text(message.text));
+      bubble.replaceChildren(linkedText(message.text));
     }
     let meta = element.querySelector(".meta");
     if (!meta) {
@@ -210,7 +234,8 @@ export class Timeline {
     const parts = [text(timeFormat.format(new Date(message.createdAt)))];
     if (voice?.scan === "pending" && out) parts.push(text("Waiting for the malware scan…"));
     else if (message.kind === "voice" && voice?.state === "processing" && voice?.scan !== "pending") parts.push(text("Processing…"));
-    if (voice?.scan === "unscanned" && !out) {
+    // Scan state is for agents: a consumer is never shown anything alarming about a note.
+    if (voice?.scan === "unscanned" && !out && this.perspective === "agent") {
       const flag = Object.assign(document.createElement("span"), { className: "unscanned", textContent: "Not scanned for malware" });
       parts.push(flag);
     }

@@ -22,6 +22,10 @@ if (new URLSearchParams(location.search).has("embedded") && window.parent !== wi
   close.innerHTML = icon("close");
   close.hidden = false;
   close.onclick = () => window.parent.postMessage("parley:close", "*");
+  // Escape closes the chat too, as it would a dialog.
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && !event.defaultPrevented) window.parent.postMessage("parley:close", "*");
+  });
 }
 
 const api = new Api();
@@ -96,28 +100,53 @@ function receive(frame) {
   if (frame.type === "message") {
     conversationId ??= frame.message.conversationId;
     timeline.upsert(frame.message);
-    markRead();
+    if (frame.message.senderKind !== "consumer") {
+      showTyping(false);
+      acknowledge();
+    }
   } else if (frame.type === "event") {
     const event = frame.event;
     if (event.kind === "receipt") timeline.receipt(event);
     if (event.kind === "voice_processed" && event.message) timeline.upsert(event.message);
     if (event.kind === "call") timeline.callRecord(event);
+  } else if (frame.type === "typing" && frame.participant.kind === "agent" && frame.conversationId === conversationId) {
+    showTyping(frame.isTyping);
   }
 }
 
-/** Tells the agents what the consumer has seen, when the page is visible. */
-async function markRead() {
+/** "typing…" under the messages while an agent writes; it never sticks. */
+function showTyping(isTyping) {
+  const indicator = $(".typing-indicator");
+  indicator.hidden = !isTyping;
+  clearTimeout(showTyping.timer);
+  if (isTyping) showTyping.timer = setTimeout(() => { indicator.hidden = true; }, 6000);
+}
+
+/**
+ * Tells the agents what reached the consumer: read when the page is visible, delivered otherwise
+ * (the message arrived while the chat was in the background).
+ */
+function acknowledge() {
+  if (document.visibilityState === "visible") markRead(); else receipt("delivered");
+}
+
+function markRead() { return receipt("read"); }
+
+const acknowledged = { delivered: 0, read: 0 };
+async function receipt(state) {
   const seq = timeline?.lastIncomingSeq();
-  if (!seq || !conversationId || document.visibilityState !== "visible" || seq <= (markRead.last ?? 0)) return;
-  markRead.last = seq;
+  if (!seq || !conversationId || seq <= acknowledged[state]) return;
+  if (state === "read" && document.visibilityState !== "visible") return;
+  acknowledged[state] = seq;
+  if (state === "read") acknowledged.delivered = Math.max(acknowledged.delivered, seq);
   try {
     // Over the socket while it is up (a few dozen bytes); over HTTP otherwise.
     if (realtime?.state === "online") {
-      await realtime.request({ type: "receipt", conversationId, upToSeq: seq, state: "read" });
+      await realtime.request({ type: "receipt", conversationId, upToSeq: seq, state });
     } else {
-      await api.post(`/v1/consumer/conversations/${conversationId}/receipts`, { upToSeq: seq, state: "read" });
+      await api.post(`/v1/consumer/conversations/${conversationId}/receipts`, { upToSeq: seq, state });
     }
-  } catch { markRead.last = 0; }
+  } catch { acknowledged[state] = 0; }
 }
 document.addEventListener("visibilitychange", markRead);
 

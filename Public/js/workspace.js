@@ -257,6 +257,7 @@ async function open(id) {
   realtime.view(id);
   state.unread.delete(id);
   $(".workspace").classList.add("open");
+  showDetails(false);
   $(".placeholder").hidden = true;
   for (const element of [".conversation-header", ".timeline", ".composer"]) $(element).hidden = false;
   $(".details-pane").hidden = false;
@@ -275,6 +276,20 @@ async function open(id) {
   markRead();
   $("#reply").focus();
 }
+
+/** Below 1000 px the details are a panel over the conversation, opened from its header. */
+function showDetails(open) {
+  $(".workspace").classList.toggle("details-open", open);
+  $(".details-toggle").setAttribute("aria-expanded", String(open));
+  if (open) $(".details-close").focus();
+}
+$(".details-toggle").innerHTML = icon("info");
+$(".details-close").innerHTML = icon("close");
+$(".details-toggle").addEventListener("click", () => showDetails(!$(".workspace").classList.contains("details-open")));
+$(".details-close").addEventListener("click", () => { showDetails(false); $(".details-toggle").focus(); });
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && $(".workspace").classList.contains("details-open")) { showDetails(false); $(".details-toggle").focus(); }
+});
 
 $(".back").addEventListener("click", () => {
   $(".workspace").classList.remove("open");
@@ -357,6 +372,12 @@ async function markRead() {
   if (!conversation || !seq || document.visibilityState !== "visible") return;
   await api.post(`/v1/conversations/${conversation.id}/receipts`, { upToSeq: seq, state: "read" }).catch(() => {});
 }
+
+/** A customer's message reached this agent's screen without being read (another conversation, or the tab in the background). */
+function markDelivered(message) {
+  const request = { type: "receipt", conversationId: message.conversationId, upToSeq: message.seq, state: "delivered" };
+  realtime.request(request).catch(() => {});
+}
 document.addEventListener("visibilitychange", markRead);
 
 // MARK: Real-time
@@ -378,9 +399,12 @@ function receive(frame) {
     }
     if (state.current?.id === message.conversationId) {
       timeline.upsert(message);
-      if (message.senderKind === "consumer") markRead();
+      if (message.senderKind === "consumer") {
+        if (document.visibilityState === "visible") markRead(); else markDelivered(message);
+      }
     } else if (message.senderKind === "consumer") {
       state.unread.add(message.conversationId);
+      markDelivered(message);
       renderList();
     }
   } else if (frame.type === "conversation") {

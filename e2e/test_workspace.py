@@ -1,0 +1,227 @@
+"""The rough edges a new agent and a new consumer hit (issue 13, "Bugs seen"): receipts that go
+backwards or skip "delivered", the agent's typing the consumer never saw, a workspace without
+details below 1000 px, focus lost after sending or recording, a text box that does not grow, links
+that are not links, Escape that does not close the embedded chat, and scan state shown to consumers.
+Screenshots are numbered steps of each test."""
+import http.server
+import re
+import threading
+import uuid
+
+from playwright.sync_api import expect
+
+PHONE = {"width": 360, "height": 740}
+TABLET = {"width": 800, "height": 900}
+DESKTOP = {"width": 1280, "height": 800}
+
+
+def login(page, server):
+    page.goto(server.url + "/")
+    page.fill("input[name=email]", server.email)
+    page.fill("input[name=password]", server.password)
+    page.click("button[type=submit]")
+    expect(page.locator(".topbar .status")).to_have_text("Online", timeout=10000)
+
+
+def open_widget(browser, server, console_errors, **context):
+    page = console_errors(browser.new_context(viewport=PHONE, **context).new_page())
+    page.goto(f"{server.url}/widget.html?app={server.app_id}")
+    expect(page.locator(".status")).to_have_text("Online", timeout=10000)
+    return page
+
+
+def start_conversation(consumer, text):
+    consumer.fill("#message", text)
+    consumer.keyboard.press("Enter")
+    expect(consumer.locator(".row.out .bubble").last).to_have_text(text)
+
+
+def open_conversation(agent, text):
+    agent.locator(".conversations li button", has_text=text).first.click()
+    expect(agent.locator(".row.in .bubble").last).to_contain_text(text)
+
+
+def test_receipts_only_move_forward_and_typing_shows(server, browser, shoot, console_errors):
+    marker = f"Parcel {uuid.uuid4().hex[:6]}"
+    consumer = open_widget(browser, server, console_errors)
+    agent = console_errors(browser.new_context(viewport=DESKTOP).new_page())
+    login(agent, server)
+    start_conversation(consumer, f"{marker}: where is it?")
+    mark = consumer.locator(".row.out .delivery").last
+    # The agent's page got the message without opening the conversation: delivered, not yet read.
+    expect(mark).to_have_attribute("data-state", "delivered", timeout=10000)
+    shoot(consumer, "receipts-01-delivered-360")
+    open_conversation(agent, marker)
+    expect(mark).to_have_attribute("data-state", "read", timeout=10000)
+    shoot(consumer, "receipts-02-read-360")
+
+    # The agent types: the consumer sees it, and the indicator goes when the reply arrives.
+    agent.locator("#reply").press_sequentially("Checking", delay=40)
+    expect(consumer.locator(".typing-indicator")).to_be_visible(timeout=10000)
+    shoot(consumer, "receipts-03-agent-typing-360")
+    agent.locator("#reply").press("Enter")
+    expect(consumer.locator(".row.in .bubble").last).to_have_text("Checking", timeout=10000)
+    expect(consumer.locator(".typing-indicator")).to_be_hidden()
+
+    # Twenty replies at once while the consumer reads along: every tick reaches "read" and none ever
+    # goes back (a late HTTP answer used to overwrite a newer receipt).
+    agent.evaluate("""() => {
+        window.__backwards = [];
+        const rank = { sent: 0, delivered: 1, read: 2 };
+        const seen = new Map();
+        new MutationObserver(() => {
+            for (const row of document.querySelectorAll('.row.out[data-id]')) {
+                const state = row.querySelector('.delivery')?.dataset.state;
+                const before = seen.get(row.dataset.id);
+                if (before && rank[state] < rank[before]) window.__backwards.push(`${row.dataset.id}: ${before} -> ${state}`);
+                if (state) seen.set(row.dataset.id, state);
+            }
+        }).observe(document.querySelector('.timeline'), { subtree: true, childList: true, attributes: true });
+    }""")
+    for index in range(20):
+        agent.fill("#reply", f"Update {index + 1}")
+        agent.keyboard.press("Enter")
+    expect(consumer.locator(".row.in .bubble", has_text="Update 20")).to_be_visible(timeout=15000)
+    expect(agent.locator(".row.out[data-id] .delivery[data-state=read]")).to_have_count(21, timeout=15000)
+    agent.wait_for_timeout(500)
+    assert agent.evaluate("window.__backwards") == []
+    shoot(agent, "receipts-04-all-read-1280")
+    assert console_errors.errors == [], console_errors.errors
+
+
+def test_workspace_details_below_1000_px(server, browser, shoot, console_errors):
+    marker = f"Tablet {uuid.uuid4().hex[:6]}"
+    consumer = open_widget(browser, server, console_errors)
+    start_conversation(consumer, f"{marker}: a question")
+    for size, name in [(TABLET, "800"), (PHONE, "360")]:
+        agent = console_errors(browser.new_context(viewport=size).new_page())
+        login(agent, server)
+        open_conversation(agent, marker)
+        # The conversation takes the room the details pane used to keep empty.
+        pane = agent.locator(".conversation-pane").bounding_box()
+        list_width = 0 if size is PHONE else agent.locator(".list-pane").bounding_box()["width"]
+        assert pane["width"] >= size["width"] - list_width - 2, f"{name}: conversation is {pane['width']} px wide"
+        shoot(agent, f"details-01-conversation-{name}")
+        toggle = agent.get_by_role("button", name="Customer details")
+        expect(toggle).to_be_visible()
+        toggle.click()
+        details = agent.locator(".details-pane")
+        expect(details).to_be_visible()
+        expect(toggle).to_have_attribute("aria-expanded", "true")
+        shoot(agent, f"details-02-open-{name}")
+        if size is TABLET:
+            details.get_by_role("button", name="Assign to me").click()
+            expect(details.locator(".d-assignee")).to_have_text("You")
+            details.get_by_role("button", name="Resolve").click()
+            expect(details.locator(".d-state")).to_have_text("resolved")
+            details.get_by_role("button", name="Reopen").click()
+            expect(details.locator(".d-state")).to_have_text("reopened")
+        agent.keyboard.press("Escape")
+        expect(details).to_be_hidden()
+        expect(toggle).to_be_focused()
+        agent.context.close()
+    # At desktop size the details are a column of their own, with no toggle.
+    agent = console_errors(browser.new_context(viewport=DESKTOP).new_page())
+    login(agent, server)
+    open_conversation(agent, marker)
+    expect(agent.locator(".details-pane")).to_be_visible()
+    expect(agent.get_by_role("button", name="Customer details")).to_be_hidden()
+    assert console_errors.errors == [], console_errors.errors
+
+
+def test_composer_focus_growth_and_links(server, browser, shoot, console_errors):
+    marker = f"Links {uuid.uuid4().hex[:6]}"
+    consumer = open_widget(browser, server, console_errors, permissions=["microphone"])
+    box = consumer.locator("#message")
+    one_line = box.bounding_box()["height"]
+    box.fill(f"{marker}: line one")
+    box.press("Shift+Enter")
+    box.press_sequentially("line two")
+    box.press("Shift+Enter")
+    box.press_sequentially("line three")
+    assert box.bounding_box()["height"] > one_line + 20, "the text box grows with its text"
+    shoot(consumer, "composer-01-three-lines-360")
+    box.press("Enter")
+    expect(consumer.locator(".row.out .bubble").last).to_contain_text("line three")
+    expect(box).to_be_focused()
+    assert abs(box.bounding_box()["height"] - one_line) < 2, "and shrinks back once sent"
+
+    # Links in messages open in a new tab, without a handle on the page.
+    agent = console_errors(browser.new_context(viewport=DESKTOP).new_page())
+    login(agent, server)
+    open_conversation(agent, marker)
+    agent.fill("#reply", "Track it at https://example.com/track?id=42.")
+    agent.keyboard.press("Enter")
+    link = consumer.locator(".row.in .bubble a").last
+    expect(link).to_have_attribute("href", "https://example.com/track?id=42", timeout=10000)
+    expect(link).to_have_attribute("target", "_blank")
+    expect(link).to_have_attribute("rel", "noopener noreferrer")
+    expect(consumer.locator(".row.in .bubble").last).to_have_text("Track it at https://example.com/track?id=42.")
+
+    # After a recording is sent, the keyboard is back in the text box.
+    consumer.click("button[aria-label='Record a voice message']")
+    consumer.wait_for_timeout(1500)
+    consumer.click("button[aria-label='Stop and preview']")
+    consumer.click("button[aria-label='Send voice message']")
+    expect(consumer.locator(".row.out[data-kind=voice]")).to_have_count(1, timeout=15000)
+    expect(box).to_be_focused()
+    shoot(consumer, "composer-02-link-360")
+    assert console_errors.errors == [], console_errors.errors
+
+
+def test_consumer_sees_no_scan_state_and_escape_closes_the_embedded_chat(server, browser, shoot, console_errors):
+    """The default install has no scanner: agents see that a note was not scanned, consumers never do."""
+    marker = f"Scan {uuid.uuid4().hex[:6]}"
+    consumer = open_widget(browser, server, console_errors, permissions=["microphone"])
+    start_conversation(consumer, marker)
+    agent = console_errors(browser.new_context(viewport=DESKTOP, permissions=["microphone"]).new_page())
+    login(agent, server)
+    open_conversation(agent, marker)
+    consumer.click("button[aria-label='Record a voice message']")
+    consumer.wait_for_timeout(1500)
+    consumer.click("button[aria-label='Stop and preview']")
+    consumer.click("button[aria-label='Send voice message']")
+    expect(consumer.locator(".row.out[data-kind=voice]")).to_have_count(1, timeout=15000)
+    expect(agent.locator(".row.in[data-kind=voice] .unscanned")).to_have_text("Not scanned for malware", timeout=15000)
+    agent.click("button[aria-label='Record a voice message']")
+    agent.wait_for_timeout(1500)
+    agent.click("button[aria-label='Stop and preview']")
+    agent.click("button[aria-label='Send voice message']")
+    expect(consumer.locator(".row.in[data-kind=voice]")).to_have_count(1, timeout=15000)
+    expect(consumer.locator(".row.in[data-kind=voice] .meta")).not_to_contain_text("Processing", timeout=20000)
+    expect(consumer.locator(".unscanned")).to_have_count(0)
+    expect(consumer.locator(".timeline")).not_to_contain_text("scanned")
+    shoot(consumer, "scan-01-consumer-sees-nothing-alarming-360")
+
+    shop_page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Example Shop</title></head>
+        <body style="font-family: sans-serif; margin: 40px"><h1>Example Shop</h1>
+        <script src="{server.url}/embed.js" data-app="{server.app_id}" async></script></body></html>""".encode()
+
+    class Shop(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(shop_page)
+
+        def log_message(self, *args):
+            pass
+
+    shop = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Shop)
+    threading.Thread(target=shop.serve_forever, daemon=True).start()
+    try:
+        page = console_errors(browser.new_context(viewport=DESKTOP).new_page())
+        page.goto(f"http://127.0.0.1:{shop.server_address[1]}/")
+        launcher = page.get_by_role("button", name="Open chat")
+        launcher.click()
+        chat = page.frame_locator("#parley-chat")
+        expect(chat.locator(".status")).to_have_text("Online", timeout=10000)
+        chat.locator("#message").click()
+        shoot(page, "escape-01-open-1280")
+        page.keyboard.press("Escape")
+        expect(page.locator("#parley-chat")).to_be_hidden()
+        expect(launcher).to_be_focused()
+        shoot(page, "escape-02-closed-1280")
+    finally:
+        shop.shutdown()
+    assert console_errors.errors == [], console_errors.errors
