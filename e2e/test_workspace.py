@@ -225,3 +225,71 @@ def test_consumer_sees_no_scan_state_and_escape_closes_the_embedded_chat(server,
     finally:
         shop.shutdown()
     assert console_errors.errors == [], console_errors.errors
+
+
+def test_unread_counts_in_the_list_the_title_and_the_filters(server, browser, shoot, console_errors):
+    marker = f"Unread {uuid.uuid4().hex[:6]}"
+    agent = console_errors(browser.new_context(viewport=DESKTOP).new_page())
+    login(agent, server)
+    unassigned = agent.locator(".filters [data-filter=unassigned] .count")
+    mine = agent.locator(".filters [data-filter=mine] .count")
+    expect(unassigned).to_have_text(re.compile(r"^\d+$"))
+    before_unassigned, before_mine = int(unassigned.inner_text()), int(mine.inner_text())
+    base_title = agent.title()
+    shoot(agent, "unread-01-before-1280")
+
+    consumer = open_widget(browser, server, console_errors)
+    start_conversation(consumer, f"{marker}: first")
+    start_conversation(consumer, f"{marker}: second")
+    row = agent.locator(".conversations li button", has_text=marker)
+    expect(row.locator(".tag.unread")).to_have_text("2", timeout=10000)
+    expect(agent).to_have_title(f"(2) {base_title}")
+    expect(unassigned).to_have_text(str(before_unassigned + 1))
+    shoot(agent, "unread-02-two-new-messages-1280")
+
+    row.click()
+    expect(row.locator(".tag.unread")).to_have_count(0)
+    expect(agent).to_have_title(base_title)
+    agent.locator(".details-pane").get_by_role("button", name="Assign to me").click()
+    expect(mine).to_have_text(str(before_mine + 1))
+    expect(unassigned).to_have_text(str(before_unassigned))
+    shoot(agent, "unread-03-read-and-mine-1280")
+    assert console_errors.errors == [], console_errors.errors
+
+
+def test_chime_and_desktop_notification_for_new_conversations(server, browser, shoot, console_errors):
+    marker = f"Notify {uuid.uuid4().hex[:6]}"
+    context = browser.new_context(viewport=DESKTOP, permissions=["notifications"])
+    # Count the chimes and the notifications the page makes; the page believes it is in the background.
+    context.add_init_script("""
+        window.__chimes = 0; window.__notifications = [];
+        const start = OscillatorNode.prototype.start;
+        OscillatorNode.prototype.start = function (...args) { window.__chimes += 1; return start.apply(this, args); };
+        window.Notification = class extends EventTarget {
+            static permission = "default";
+            static async requestPermission() { window.Notification.permission = "granted"; return "granted"; }
+            constructor(title, options) { super(); window.__notifications.push({ title, ...options }); }
+            close() {}
+        };
+    """)
+    agent = console_errors(context.new_page())
+    login(agent, server)
+    bell = agent.get_by_role("button", name="Turn on desktop notifications")
+    expect(bell).to_be_visible()
+    bell.click()
+    expect(agent.get_by_role("button", name="Desktop notifications are on")).to_have_attribute("aria-pressed", "true")
+    shoot(agent, "notify-01-turned-on-1280")
+    agent.evaluate("() => Object.defineProperty(document, 'visibilityState', { get: () => 'hidden' })")
+
+    consumer = open_widget(browser, server, console_errors)
+    start_conversation(consumer, f"{marker}: hello?")
+    agent.wait_for_function("() => window.__notifications.length === 1", timeout=10000)
+    notification = agent.evaluate("window.__notifications[0]")
+    assert notification["title"].startswith("New conversation: Visitor "), notification
+    assert notification["body"] == f"{marker}: hello?", notification
+    assert agent.evaluate("window.__chimes") >= 2  # two notes
+    # A second message in a conversation that is not mine: no new alert.
+    start_conversation(consumer, f"{marker}: anyone?")
+    agent.wait_for_timeout(500)
+    assert agent.evaluate("window.__notifications.length") == 1
+    assert console_errors.errors == [], console_errors.errors

@@ -1,6 +1,7 @@
 import { Api, ApiError } from "./api.js";
 import { Realtime } from "./realtime.js";
 import { Composer, connectionStatusText } from "./composer.js";
+import { Alerts } from "./alerts.js";
 import { Timeline } from "./timeline.js";
 import { icon, text } from "./icons.js";
 import { CallSession } from "./call-session.js";
@@ -11,12 +12,14 @@ import "./voice-recorder.js";
 const $ = (selector) => document.querySelector(selector);
 const api = new Api();  // the session cookie authenticates
 const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
-const state = { me: null, settings: null, filter: "open", conversations: new Map(), consumers: new Map(), current: null, unread: new Set() };
+const state = { me: null, settings: null, filter: "open", conversations: new Map(), consumers: new Map(), current: null, unread: new Map(), open: new Map(), title: "Parley" };
 let realtime;
 let timeline;
 let calls;
 
 $(".logout").innerHTML = icon("logout");
+$(".alerts").innerHTML = icon("bell");
+const alerts = new Alerts({ button: $(".alerts"), onOpen: (id) => open(id) });
 $(".back").innerHTML = icon("back");
 $(".send-text").innerHTML = icon("send");
 $(".start-call[data-media=voice]").innerHTML = icon("phone");
@@ -34,7 +37,8 @@ async function boot() {
   const [brand, settings] = await Promise.all([api.get("/v1/brand"), api.get("/v1/brand/settings")]);
   state.settings = settings;
   $(".brand").textContent = brand.name;
-  document.title = `${brand.name} · Parley`;
+  state.title = `${brand.name} · Parley`;
+  document.title = state.title;
   $(".me").textContent = state.me.name;
   timeline = new Timeline($(".timeline"), { perspective: "agent", api });
   configureVoice();
@@ -55,7 +59,34 @@ async function boot() {
   $(".conversation-pane").append(Object.assign(document.createElement("parley-call"), { session: calls }));
   for (const name of ["call", "ended"]) calls.addEventListener(name, () => state.current && renderCallButtons(state.current));
   realtime.connect();
-  await loadList();
+  await Promise.all([loadList(), loadOpen()]);
+}
+
+/** Every open conversation, for the counts on the filters (whichever filter is shown). */
+async function loadOpen() {
+  const page = await api.get(`/v1/conversations?${filters.open}&limit=200`);
+  state.open = new Map(page.items.map((conversation) => [conversation.id, conversation]));
+  renderCounts();
+}
+
+/** Counts on the Open, Mine and Unassigned filters, and unread messages in the tab's title. */
+function renderCounts() {
+  const open = [...state.open.values()];
+  const counts = {
+    open: open.length,
+    mine: open.filter((conversation) => conversation.assigneeId === state.me.id).length,
+    unassigned: open.filter((conversation) => !conversation.assigneeId).length,
+  };
+  for (const tab of document.querySelectorAll(".filters button")) {
+    let badge = tab.querySelector(".count");
+    const count = counts[tab.dataset.filter];
+    if (count === undefined) continue;
+    if (!badge) { badge = Object.assign(document.createElement("span"), { className: "count" }); tab.append(badge); }
+    badge.textContent = String(count);
+    badge.setAttribute("aria-label", `${count} conversation${count === 1 ? "" : "s"}`);
+  }
+  const unread = [...state.unread.values()].reduce((sum, count) => sum + count, 0);
+  document.title = unread ? `(${unread}) ${state.title}` : state.title;
 }
 
 function showLogin() {
@@ -232,7 +263,12 @@ async function renderList() {
     tags.append(Object.assign(document.createElement("span"), { className: "tag", textContent: conversation.channel.replace("_", "-") }));
     if (conversation.state === "reopened") tags.append(Object.assign(document.createElement("span"), { className: "tag", textContent: "reopened" }));
     if (conversation.assigneeId === state.me.id) tags.append(Object.assign(document.createElement("span"), { className: "tag", textContent: "mine" }));
-    if (state.unread.has(conversation.id)) tags.append(Object.assign(document.createElement("span"), { className: "tag unread", textContent: "new" }));
+    const unread = state.unread.get(conversation.id);
+    if (unread) {
+      const badge = Object.assign(document.createElement("span"), { className: "tag unread", textContent: String(unread) });
+      badge.setAttribute("aria-label", `${unread} unread`);
+      tags.append(badge);
+    }
     button.append(who, when, preview, tags);
     button.onclick = () => open(conversation.id);
     item.append(button);
@@ -256,6 +292,7 @@ async function open(id) {
   state.current = conversation;
   realtime.view(id);
   state.unread.delete(id);
+  renderCounts();
   $(".workspace").classList.add("open");
   showDetails(false);
   $(".placeholder").hidden = true;
@@ -359,6 +396,8 @@ function update(conversation) {
   const known = state.conversations.get(conversation.id);
   if (known && known.lastSeq > conversation.lastSeq) return;
   state.conversations.set(conversation.id, conversation);
+  if (conversation.state === "resolved") state.open.delete(conversation.id); else state.open.set(conversation.id, conversation);
+  renderCounts();
   if (state.current?.id === conversation.id) {
     state.current = conversation;
     consumer(conversation.consumerId).then((person) => renderDetails(conversation, person));
@@ -370,6 +409,7 @@ async function markRead() {
   const conversation = state.current;
   const seq = timeline.lastIncomingSeq();
   if (!conversation || !seq || document.visibilityState !== "visible") return;
+  if (state.unread.delete(conversation.id)) { renderCounts(); renderList(); }
   await api.post(`/v1/conversations/${conversation.id}/receipts`, { upToSeq: seq, state: "read" }).catch(() => {});
 }
 
@@ -381,6 +421,23 @@ function markDelivered(message) {
 document.addEventListener("visibilitychange", markRead);
 
 // MARK: Real-time
+
+/**
+ * A chime (and a desktop notification while the tab is in the background) for the first message of
+ * a new conversation, or a customer's message in one assigned to me, unless I am looking at it.
+ */
+async function alertIfNew(message, known) {
+  if (message.senderKind !== "consumer") return;
+  const watching = state.current?.id === message.conversationId && document.visibilityState === "visible";
+  const mine = known?.assigneeId === state.me.id;
+  if (watching || !(message.seq === 1 || mine)) return;
+  const person = await consumer(known?.consumerId ?? message.senderId);
+  alerts.notify({
+    title: message.seq === 1 ? `New conversation: ${person.displayName}` : person.displayName,
+    body: message.kind === "voice" ? "Voice message" : message.text.slice(0, 140),
+    conversationId: message.conversationId,
+  });
+}
 
 let typingTimer;
 function receive(frame) {
@@ -397,13 +454,21 @@ function receive(frame) {
     } else {
       api.get(`/v1/conversations/${message.conversationId}`).then(update).catch(() => {});
     }
+    alertIfNew(message, known);
     if (state.current?.id === message.conversationId) {
       timeline.upsert(message);
       if (message.senderKind === "consumer") {
-        if (document.visibilityState === "visible") markRead(); else markDelivered(message);
+        if (document.visibilityState === "visible") {
+          markRead();
+        } else {
+          markDelivered(message);
+          state.unread.set(message.conversationId, (state.unread.get(message.conversationId) ?? 0) + 1);
+          renderCounts();
+        }
       }
     } else if (message.senderKind === "consumer") {
-      state.unread.add(message.conversationId);
+      state.unread.set(message.conversationId, (state.unread.get(message.conversationId) ?? 0) + 1);
+      renderCounts();
       markDelivered(message);
       renderList();
     }

@@ -217,3 +217,14 @@ public struct ErrorBody: Codable, Sendable, Hashable {
         self.error = .init(code: code, message: message, field: field, retryAfter: retryAfter)
     }
 }
+
+/// An agent's private note on a conversation. `clientNoteId` makes a retry return the stored note.
+public struct AddNoteRequest: Codable, Sendable, Hashable {
+    public var clientNoteId: String
+    public var text: String
+
+    public init(clientNoteId: String, text: String) {
+        self.clientNoteId = clientNoteId
+        self.text = text
+    }
+}

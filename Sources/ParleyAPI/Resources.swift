@@ -227,7 +227,8 @@ public struct MessageDTO: Codable, Sendable, Hashable {
     }
 }
 
-/// A stored, sequenced change to a conversation other than a message: receipts, state and assignment changes.
+/// A stored, sequenced change to a conversation other than a message: receipts, state and assignment
+/// changes, voice-processing results, call records and agents' private notes.
 public struct ConversationEventDTO: Codable, Sendable, Hashable {
     public enum Kind: String, Codable, Sendable, Hashable {
         case receipt
@@ -237,6 +238,8 @@ public struct ConversationEventDTO: Codable, Sendable, Hashable {
         case voiceProcessed = "voice_processed"
         /// A call ended; `call` carries its record.
         case call
+        /// An agent's private note on the conversation (`text`): agents only, never the consumer.
+        case note
     }
 
     public var conversationId: ConversationID
@@ -255,14 +258,19 @@ public struct ConversationEventDTO: Codable, Sendable, Hashable {
     /// For `call`: the call's id, and its record.
     public var callId: CallID?
     public var call: CallDTO?
+    /// For `note`: its text, and the id its author's page chose (a retry returns the same note).
+    public var text: String?
+    public var clientNoteId: String?
     public var createdAt: Date
 
     public init(
         conversationId: ConversationID, seq: Int64, kind: Kind, actorKind: ParticipantKind, actorId: String,
         upToSeq: Int64? = nil, deliveryState: DeliveryState? = nil, state: ConversationState? = nil,
         assigneeId: AgentID? = nil, messageId: MessageID? = nil, message: MessageDTO? = nil, callId: CallID? = nil,
-        call: CallDTO? = nil, createdAt: Date
+        call: CallDTO? = nil, text: String? = nil, clientNoteId: String? = nil, createdAt: Date
     ) {
+        self.text = text
+        self.clientNoteId = clientNoteId
         self.callId = callId
         self.call = call
         self.messageId = messageId

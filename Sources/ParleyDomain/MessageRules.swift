@@ -35,6 +35,29 @@ public enum MessageRules {
                 message: "The text has \(text.count) characters; \(channel.rawValue) allows at most \(limit) from \(sender == .agent ? "an agent" : "a consumer").",
                 field: "text")
         }
+        try refuseControlCharacters(text)
+        return text
+    }
+
+    /// Longest private note, in characters.
+    public static let maxNoteLength = 4000
+
+    /// Checks an agent's private note: not blank, at most `maxNoteLength` characters, no control
+    /// characters but tab and line breaks.
+    public static func validateNote(_ text: String) throws(ParleyError) -> String {
+        if text.allSatisfy({ $0.isWhitespace }) {
+            throw ParleyError(.unprocessable, code: "empty_note", message: "A note needs some text.", field: "text")
+        }
+        if text.unicodeScalars.count > maxNoteLength, text.count > maxNoteLength {
+            throw ParleyError(
+                .unprocessable, code: "note_too_long", message: "The note has \(text.count) characters; at most \(maxNoteLength) fit.",
+                field: "text")
+        }
+        try refuseControlCharacters(text)
+        return text
+    }
+
+    private static func refuseControlCharacters(_ text: String) throws(ParleyError) {
         for scalar in text.unicodeScalars where scalar.properties.generalCategory == .control {
             if scalar != "\n" && scalar != "\t" && scalar != "\r" {
                 throw ParleyError(
@@ -43,7 +66,6 @@ public enum MessageRules {
                     field: "text")
             }
         }
-        return text
     }
 
     /// A short single-line preview for conversation lists.

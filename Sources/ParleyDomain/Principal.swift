@@ -54,6 +54,10 @@ public enum Principal: Sendable, Hashable {
         }
     }
 
+    public var isAgent: Bool {
+        if case .agent = self { true } else { false }
+    }
+
     public var participant: ParticipantRef {
         switch self {
         case .agent(let agent): ParticipantRef(kind: .agent, id: agent.agentId.rawValue)

@@ -60,6 +60,7 @@ struct CrossTenantTests {
                     json = SendMessageRequest(clientMessageId: UUID().uuidString, text: "sneaking in")
                 case (.post, let path) where path.hasSuffix("/receipts"): json = ReceiptRequest(upToSeq: 1, state: .read)
                 case (.post, let path) where path.hasSuffix("/assign"): json = AssignRequest(agentId: globex.admin.id)
+                case (.post, let path) where path.hasSuffix("/notes"): json = AddNoteRequest(clientNoteId: UUID().uuidString, text: "peek")
                 case (.post, let path) where path.hasSuffix("/calls"): json = StartCallRequest(media: .voice, connectionId: "ws_none")
                 case (.post, let path) where path.hasSuffix("/keys"):
                     json = AddAppKeyRequest(kid: "stolen", algorithm: "HS256", key: String(repeating: "k", count: 40))

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyAPI
+import ParleyDomain
 import ParleyServer
 import Testing
 
@@ -293,4 +294,61 @@ struct MessagingTests {
             #expect(page.items.map(\.text) == ["message 3", "message 4"])
         }
     }
+
+    @Test("private notes: agents get them live, in history and in a resume; the consumer never does; a retry returns the stored note")
+    func privateNotes() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            let sent = try await acme.send("Hello, my order is late", as: token)
+            let id = sent.conversation.id
+            let agentSocket = try await RealtimeProbe.connect(port: server.port, token: acme.adminToken)
+            let path = "/v1/conversations/\(id)/notes"
+            let body = AddNoteRequest(clientNoteId: "note-1", text: "VIP customer: refund approved by Sam")
+
+            // MUT
+            let reply = try await server.post(path, token: acme.adminToken, json: body)
+
+            // validate: stored in the log at the next sequence number, and sent to the agents
+            #expect(reply.status == .created)
+            let note = try reply.decode(ConversationEventDTO.self)
+            #expect(note.kind == .note && note.text == body.text && note.clientNoteId == "note-1" && note.seq == 2)
+            #expect(note.actorId == acme.admin.id.rawValue)
+            let live = try await agentSocket.next { if case .event(let event) = $0 { event.kind == .note } else { false } }
+            guard case .event(let liveNote) = live else { throw TestFailure("expected the note") }
+            #expect(liveNote.seq == note.seq)
+            // A retry returns it; the same id with other text is refused.
+            let again = try await server.post(path, token: acme.adminToken, json: body)
+            #expect(again.status == .ok)
+            #expect(try again.decode(ConversationEventDTO.self).seq == note.seq)
+            let reused = try await server.post(path, token: acme.adminToken, json: AddNoteRequest(clientNoteId: "note-1", text: "other"))
+            #expect(reused.status == .conflict)
+            #expect(try reused.error.code == "client_note_id_reused")
+            // Bad notes change nothing.
+            for (text, code) in [("   ", "empty_note"), (String(repeating: "n", count: MessageRules.maxNoteLength + 1), "note_too_long")] {
+                let refused = try await server.post(path, token: acme.adminToken, json: AddNoteRequest(clientNoteId: UUID().uuidString, text: text))
+                #expect(refused.status == .unprocessableContent)
+                #expect(try refused.error.code == code)
+            }
+            // Agents see it in history; the consumer sees neither the note nor its route.
+            let agentEvents = try await server.get("/v1/conversations/\(id)/events", token: acme.adminToken).decode(ListResponse<ConversationEventDTO>.self)
+            #expect(agentEvents.items.map(\.kind) == [.note])
+            let consumerEvents = try await server.get("/v1/consumer/conversations/\(id)/events", token: token).decode(ListResponse<ConversationEventDTO>.self)
+            #expect(consumerEvents.items.isEmpty)
+            #expect(try await server.post(path, token: token, json: body).status == .forbidden)
+            let consumerSocket = try await RealtimeProbe.connect(port: server.port, token: token)
+            try consumerSocket.send(.resume(id: "r", cursors: [id.rawValue: 0]))
+            var replayed: [ServerFrame] = []
+            while true {
+                let frame = try await consumerSocket.next()
+                if case .resumed = frame { break }
+                replayed.append(frame)
+            }
+            #expect(replayed.count == 1)  // the message, and no note
+            #expect(!replayed.contains { if case .event(let event) = $0 { event.kind == .note } else { false } })
+            await consumerSocket.close()
+            await agentSocket.close()
+        }
+    }
+
 }

@@ -201,8 +201,8 @@ struct RepositoryTests {
                 try await repo.insertEvent(event, brandId: fixture.brand.id)
                 try await repo.insertEvent(assigned, brandId: fixture.brand.id)
             }
-            #expect(try await store.read { repo in try await repo.events(conversationId: conversation.id, afterSeq: 1, limit: 10) } == [event, assigned])
-            #expect(try await store.read { repo in try await repo.events(conversationId: conversation.id, afterSeq: 2, limit: 10) } == [assigned])
+            #expect(try await store.read { repo in try await repo.events(conversationId: conversation.id, afterSeq: 1, limit: 10, includeNotes: true) } == [event, assigned])
+            #expect(try await store.read { repo in try await repo.events(conversationId: conversation.id, afterSeq: 2, limit: 10, includeNotes: true) } == [assigned])
         }
     }
 
@@ -295,7 +295,7 @@ struct RepositoryTests {
                 #expect(stored == call)
                 #expect(try await repo.calls(conversationId: conversation.id, brandId: acme.brand.id, limit: 10).map(\.id) == [call.id])
                 #expect(try await repo.unfinishedCalls(limit: 10).isEmpty)
-                #expect(try await repo.events(conversationId: conversation.id, afterSeq: 0, limit: 10).first?.callId == call.id)
+                #expect(try await repo.events(conversationId: conversation.id, afterSeq: 0, limit: 10, includeNotes: true).first?.callId == call.id)
                 // Another brand finds nothing.
                 #expect(try await repo.call(brandId: globex.brand.id, id: call.id) == nil)
                 #expect(try await repo.calls(conversationId: conversation.id, brandId: globex.brand.id, limit: 10).isEmpty)

@@ -22,6 +22,7 @@ struct ConversationController {
         routes.agents.post("/v1/conversations/{conversationId}/assign", use: assign)
         routes.agents.post("/v1/conversations/{conversationId}/resolve", use: resolve)
         routes.agents.post("/v1/conversations/{conversationId}/reopen", use: reopen)
+        routes.agents.post("/v1/conversations/{conversationId}/notes", use: addNote)
         routes.agents.get("/v1/consumers/{consumerId}", use: consumer)
         // Consumers
         routes.consumers.get("/v1/consumer/conversations", use: consumerList)
@@ -148,6 +149,14 @@ struct ConversationController {
         let agent = try context.requireAgent()
         let id = try context.id("consumerId", as: ConsumerID.self, what: "Consumer")
         return JSONResponse(.ok, try await identity.consumer(agent, id: id))
+    }
+
+    @Sendable func addNote(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConversationEventDTO> {
+        let agent = try context.requireAgent()
+        let id = try conversationId(context)
+        let body = try await request.decodeJSON(AddNoteRequest.self, limit: configuration.maxJSONBodyBytes)
+        let (note, created) = try await conversations.addNote(agent, conversationId: id, body)
+        return JSONResponse(created ? .created : .ok, note)
     }
 
     // MARK: Consumers

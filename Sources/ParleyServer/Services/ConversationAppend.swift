@@ -75,6 +75,14 @@ struct ConversationAppend: Sendable {
         })
     }
 
+    /// Logs an agent's private note.
+    mutating func logNote(_ text: String, clientNoteId: String, by actor: ParticipantRef) -> ConversationEventDTO {
+        append(event(.note, by: actor) {
+            $0.text = text
+            $0.clientNoteId = clientNoteId
+        })
+    }
+
     /// Logs the end of a voice note's processing; the event carries the message as it now is.
     mutating func logVoiceProcessed(_ message: MessageDTO) -> ConversationEventDTO {
         append(event(.voiceProcessed, by: ParticipantRef(kind: .system, id: "media")) {

@@ -349,7 +349,8 @@ public struct ConversationService: Sendable {
         try await store.read { repo in
             let conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
             return try await Self.withMessages(
-                repo.events(conversationId: conversation.id, afterSeq: afterSeq, limit: limit), brandId: conversation.brandId, repo: repo)
+                repo.events(conversationId: conversation.id, afterSeq: afterSeq, limit: limit, includeNotes: principal.isAgent),
+                brandId: conversation.brandId, repo: repo)
         }
     }
 
@@ -373,7 +374,8 @@ public struct ConversationService: Sendable {
         try await store.read { repo in
             let conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
             let messages = try await repo.messages(conversationId: conversation.id, afterSeq: afterSeq, limit: limit)
-            let events = try await Self.withMessages(repo.events(conversationId: conversation.id, afterSeq: afterSeq, limit: limit), brandId: conversation.brandId, repo: repo)
+            let stored = try await repo.events(conversationId: conversation.id, afterSeq: afterSeq, limit: limit, includeNotes: principal.isAgent)
+            let events = try await Self.withMessages(stored, brandId: conversation.brandId, repo: repo)
             var frames: [(Int64, ServerFrame)] = messages.map { ($0.seq, .message($0)) } + events.map { ($0.seq, .event($0)) }
             frames.sort { $0.0 < $1.0 }
             return frames.prefix(limit).map(\.1)

@@ -27,7 +27,10 @@ public protocol ConversationStore: Sendable {
         conversationId: ConversationID, senderKind: ParticipantKind, upToSeq: Int64, to state: DeliveryState, at: Date
     ) async throws -> Int
     func insertEvent(_ event: ConversationEventDTO, brandId: BrandID) async throws
-    func events(conversationId: ConversationID, afterSeq: Int64, limit: Int) async throws -> [ConversationEventDTO]
+    /// A conversation's events after `afterSeq`; private notes only when `includeNotes` (agents).
+    func events(conversationId: ConversationID, afterSeq: Int64, limit: Int, includeNotes: Bool) async throws -> [ConversationEventDTO]
+    /// The note an author already stored with this client id (a retry), if any.
+    func note(brandId: BrandID, actorId: String, clientNoteId: String) async throws -> ConversationEventDTO?
 }
 
 extension SQLRepository: ConversationStore {
@@ -167,13 +170,23 @@ extension SQLRepository: ConversationStore {
         try await db.insert(EventRow(event, brandId: brandId))
     }
 
-    public func events(conversationId: ConversationID, afterSeq: Int64, limit: Int) async throws -> [ConversationEventDTO] {
-        try await db.raw(
+    public func events(conversationId: ConversationID, afterSeq: Int64, limit: Int, includeNotes: Bool) async throws -> [ConversationEventDTO] {
+        let notes: SQLQueryString = includeNotes ? "" : " AND kind <> \(bind: ConversationEventDTO.Kind.note.rawValue)"
+        return try await db.raw(
             """
-            SELECT * FROM conversation_events WHERE conversation_id = \(bind: conversationId) AND seq > \(bind: afterSeq)
+            SELECT * FROM conversation_events WHERE conversation_id = \(bind: conversationId) AND seq > \(bind: afterSeq)\(notes)
             ORDER BY seq LIMIT \(bind: limit)
             """
         ).all(EventRow.self).map(\.dto)
+    }
+
+    public func note(brandId: BrandID, actorId: String, clientNoteId: String) async throws -> ConversationEventDTO? {
+        try await db.raw(
+            """
+            SELECT * FROM conversation_events WHERE actor_id = \(bind: actorId) AND client_id = \(bind: clientNoteId)
+                AND brand_id = \(bind: brandId) AND kind = \(bind: ConversationEventDTO.Kind.note.rawValue)
+            """
+        ).first(EventRow.self)?.dto
     }
 }
 
@@ -256,9 +269,14 @@ struct EventRow: TableRow {
     var assigneeId: AgentID?
     var messageId: MessageID?
     var callId: CallID?
+    /// A note's text.
+    var body: String?
+    /// The id a note's author chose.
+    var clientId: String?
     var createdAt: Int64
 
     init(_ e: ConversationEventDTO, brandId: BrandID) {
+        (body, clientId) = (e.text, e.clientNoteId)
         (conversationId, seq, self.brandId, kind, actorKind, actorId) = (e.conversationId, e.seq, brandId, e.kind, e.actorKind, e.actorId)
         (upToSeq, deliveryState, state, assigneeId, messageId, callId) = (e.upToSeq, e.deliveryState, e.state, e.assigneeId, e.messageId, e.callId)
         createdAt = StoredTime.millis(e.createdAt)
@@ -268,6 +286,6 @@ struct EventRow: TableRow {
         ConversationEventDTO(
             conversationId: conversationId, seq: seq, kind: kind, actorKind: actorKind, actorId: actorId, upToSeq: upToSeq,
             deliveryState: deliveryState, state: state, assigneeId: assigneeId, messageId: messageId, callId: callId,
-            createdAt: StoredTime.date(createdAt))
+            text: body, clientNoteId: clientId, createdAt: StoredTime.date(createdAt))
     }
 }
