@@ -8,6 +8,7 @@ import re
 import threading
 import uuid
 
+import pytest
 from playwright.sync_api import expect
 
 PHONE = {"width": 360, "height": 740}
@@ -21,6 +22,27 @@ def login(page, server):
     page.fill("input[name=password]", server.password)
     page.click("button[type=submit]")
     expect(page.locator(".topbar .status")).to_have_text("Online", timeout=10000)
+
+
+@pytest.fixture(scope="module")
+def signed_in(server, browser):
+    """One sign-in for the whole module (sign-ins per account are rate-limited, as they should be);
+    each agent page starts from its session cookie."""
+    context = browser.new_context()
+    login(context.new_page(), server)
+    state = context.storage_state()
+    context.close()
+    return state
+
+
+def agent_page(browser, server, signed_in, console_errors, viewport=DESKTOP, init_script=None, **options):
+    context = browser.new_context(viewport=viewport, storage_state=signed_in, **options)
+    if init_script:
+        context.add_init_script(init_script)
+    page = console_errors(context.new_page())
+    page.goto(server.url + "/")
+    expect(page.locator(".topbar .status")).to_have_text("Online", timeout=10000)
+    return page
 
 
 def open_widget(browser, server, console_errors, **context):
@@ -41,11 +63,10 @@ def open_conversation(agent, text):
     expect(agent.locator(".row.in .bubble").last).to_contain_text(text)
 
 
-def test_receipts_only_move_forward_and_typing_shows(server, browser, shoot, console_errors):
+def test_receipts_only_move_forward_and_typing_shows(server, browser, signed_in, shoot, console_errors):
     marker = f"Parcel {uuid.uuid4().hex[:6]}"
     consumer = open_widget(browser, server, console_errors)
-    agent = console_errors(browser.new_context(viewport=DESKTOP).new_page())
-    login(agent, server)
+    agent = agent_page(browser, server, signed_in, console_errors, DESKTOP)
     start_conversation(consumer, f"{marker}: where is it?")
     mark = consumer.locator(".row.out .delivery").last
     # The agent's page got the message without opening the conversation: delivered, not yet read.
@@ -89,13 +110,12 @@ def test_receipts_only_move_forward_and_typing_shows(server, browser, shoot, con
     assert console_errors.errors == [], console_errors.errors
 
 
-def test_workspace_details_below_1000_px(server, browser, shoot, console_errors):
+def test_workspace_details_below_1000_px(server, browser, signed_in, shoot, console_errors):
     marker = f"Tablet {uuid.uuid4().hex[:6]}"
     consumer = open_widget(browser, server, console_errors)
     start_conversation(consumer, f"{marker}: a question")
     for size, name in [(TABLET, "800"), (PHONE, "360")]:
-        agent = console_errors(browser.new_context(viewport=size).new_page())
-        login(agent, server)
+        agent = agent_page(browser, server, signed_in, console_errors, size)
         open_conversation(agent, marker)
         # The conversation takes the room the details pane used to keep empty.
         pane = agent.locator(".conversation-pane").bounding_box()
@@ -121,15 +141,14 @@ def test_workspace_details_below_1000_px(server, browser, shoot, console_errors)
         expect(toggle).to_be_focused()
         agent.context.close()
     # At desktop size the details are a column of their own, with no toggle.
-    agent = console_errors(browser.new_context(viewport=DESKTOP).new_page())
-    login(agent, server)
+    agent = agent_page(browser, server, signed_in, console_errors, DESKTOP)
     open_conversation(agent, marker)
     expect(agent.locator(".details-pane")).to_be_visible()
     expect(agent.get_by_role("button", name="Customer details")).to_be_hidden()
     assert console_errors.errors == [], console_errors.errors
 
 
-def test_composer_focus_growth_and_links(server, browser, shoot, console_errors):
+def test_composer_focus_growth_and_links(server, browser, signed_in, shoot, console_errors):
     marker = f"Links {uuid.uuid4().hex[:6]}"
     consumer = open_widget(browser, server, console_errors, permissions=["microphone"])
     box = consumer.locator("#message")
@@ -147,8 +166,7 @@ def test_composer_focus_growth_and_links(server, browser, shoot, console_errors)
     assert abs(box.bounding_box()["height"] - one_line) < 2, "and shrinks back once sent"
 
     # Links in messages open in a new tab, without a handle on the page.
-    agent = console_errors(browser.new_context(viewport=DESKTOP).new_page())
-    login(agent, server)
+    agent = agent_page(browser, server, signed_in, console_errors, DESKTOP)
     open_conversation(agent, marker)
     agent.fill("#reply", "Track it at https://example.com/track?id=42.")
     agent.keyboard.press("Enter")
@@ -169,13 +187,12 @@ def test_composer_focus_growth_and_links(server, browser, shoot, console_errors)
     assert console_errors.errors == [], console_errors.errors
 
 
-def test_consumer_sees_no_scan_state_and_escape_closes_the_embedded_chat(server, browser, shoot, console_errors):
+def test_consumer_sees_no_scan_state_and_escape_closes_the_embedded_chat(server, browser, signed_in, shoot, console_errors):
     """The default install has no scanner: agents see that a note was not scanned, consumers never do."""
     marker = f"Scan {uuid.uuid4().hex[:6]}"
     consumer = open_widget(browser, server, console_errors, permissions=["microphone"])
     start_conversation(consumer, marker)
-    agent = console_errors(browser.new_context(viewport=DESKTOP, permissions=["microphone"]).new_page())
-    login(agent, server)
+    agent = agent_page(browser, server, signed_in, console_errors, DESKTOP, permissions=["microphone"])
     open_conversation(agent, marker)
     consumer.click("button[aria-label='Record a voice message']")
     consumer.wait_for_timeout(1500)
@@ -227,10 +244,9 @@ def test_consumer_sees_no_scan_state_and_escape_closes_the_embedded_chat(server,
     assert console_errors.errors == [], console_errors.errors
 
 
-def test_unread_counts_in_the_list_the_title_and_the_filters(server, browser, shoot, console_errors):
+def test_unread_counts_in_the_list_the_title_and_the_filters(server, browser, signed_in, shoot, console_errors):
     marker = f"Unread {uuid.uuid4().hex[:6]}"
-    agent = console_errors(browser.new_context(viewport=DESKTOP).new_page())
-    login(agent, server)
+    agent = agent_page(browser, server, signed_in, console_errors, DESKTOP)
     unassigned = agent.locator(".filters [data-filter=unassigned] .count")
     mine = agent.locator(".filters [data-filter=mine] .count")
     expect(unassigned).to_have_text(re.compile(r"^\d+$"))
@@ -257,11 +273,10 @@ def test_unread_counts_in_the_list_the_title_and_the_filters(server, browser, sh
     assert console_errors.errors == [], console_errors.errors
 
 
-def test_chime_and_desktop_notification_for_new_conversations(server, browser, shoot, console_errors):
+def test_chime_and_desktop_notification_for_new_conversations(server, browser, signed_in, shoot, console_errors):
     marker = f"Notify {uuid.uuid4().hex[:6]}"
-    context = browser.new_context(viewport=DESKTOP, permissions=["notifications"])
     # Count the chimes and the notifications the page makes; the page believes it is in the background.
-    context.add_init_script("""
+    counting = """
         window.__chimes = 0; window.__notifications = [];
         const start = OscillatorNode.prototype.start;
         OscillatorNode.prototype.start = function (...args) { window.__chimes += 1; return start.apply(this, args); };
@@ -271,9 +286,8 @@ def test_chime_and_desktop_notification_for_new_conversations(server, browser, s
             constructor(title, options) { super(); window.__notifications.push({ title, ...options }); }
             close() {}
         };
-    """)
-    agent = console_errors(context.new_page())
-    login(agent, server)
+    """
+    agent = agent_page(browser, server, signed_in, console_errors, DESKTOP, init_script=counting, permissions=["notifications"])
     bell = agent.get_by_role("button", name="Turn on desktop notifications")
     expect(bell).to_be_visible()
     bell.click()
@@ -292,4 +306,46 @@ def test_chime_and_desktop_notification_for_new_conversations(server, browser, s
     start_conversation(consumer, f"{marker}: anyone?")
     agent.wait_for_timeout(500)
     assert agent.evaluate("window.__notifications.length") == 1
+    assert console_errors.errors == [], console_errors.errors
+
+
+def test_private_notes_stay_with_the_agents(server, browser, signed_in, shoot, console_errors):
+    marker = f"Note {uuid.uuid4().hex[:6]}"
+    consumer = open_widget(browser, server, console_errors)
+    start_conversation(consumer, f"{marker}: my refund?")
+    agent = agent_page(browser, server, signed_in, console_errors, DESKTOP)
+    open_conversation(agent, marker)
+    colleague = agent_page(browser, server, signed_in, console_errors, DESKTOP)
+    open_conversation(colleague, marker)
+
+    agent.get_by_role("radio", name="Private note").click()
+    expect(agent.locator("#reply")).to_have_attribute("placeholder", "Private note: only agents see this")
+    expect(agent.locator("#reply")).to_be_focused()
+    agent.locator("#reply").fill("Refund approved, see https://example.com/crm/42")
+    shoot(agent, "notes-01-writing-1280")
+    agent.keyboard.press("Enter")
+    note = agent.locator(".note-row .note")
+    expect(note).to_contain_text("Private note · You")
+    expect(note.locator("a")).to_have_attribute("href", "https://example.com/crm/42")
+    expect(agent.locator(".row.out")).to_have_count(0)  # the pending bubble went; no message was sent
+    # Another workspace with the conversation open (the same agent on a second device) gets it live.
+    expect(colleague.locator(".note-row .note")).to_contain_text("Refund approved", timeout=10000)
+    shoot(agent, "notes-02-added-1280")
+
+    # Back to replying: the customer gets the reply, never the note, even after a reload.
+    agent.get_by_role("radio", name="Reply").click()
+    agent.locator("#reply").fill("Your refund is on its way.")
+    agent.keyboard.press("Enter")
+    expect(consumer.locator(".row.in .bubble").last).to_have_text("Your refund is on its way.", timeout=10000)
+    consumer.reload()
+    expect(consumer.locator(".row.in .bubble").last).to_have_text("Your refund is on its way.", timeout=10000)
+    expect(consumer.locator(".timeline")).not_to_contain_text("Refund approved")
+    expect(consumer.locator(".note-row")).to_have_count(0)
+    shoot(consumer, "notes-03-consumer-sees-the-reply-only-360")
+    # The note is part of the conversation's history for agents.
+    agent.reload()
+    expect(agent.locator(".topbar .status")).to_have_text("Online", timeout=10000)
+    agent.locator(".conversations li button", has_text="Your refund is on its way.").first.click()
+    expect(agent.locator(".note-row .note")).to_contain_text("Refund approved")
+    shoot(agent, "notes-04-in-history-1280")
     assert console_errors.errors == [], console_errors.errors

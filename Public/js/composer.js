@@ -13,7 +13,7 @@ export class Composer {
    * @param ready () => whether there is somewhere to send to (default: always)
    * @param sendText (text, clientMessageId) => Promise of a SendMessageResponse
    * @param sendVoice (blob, clientMessageId, onProgress) => Promise of a SendMessageResponse
-   * @param sent (response) => the page takes in the stored message
+   * @param sent (response, clientMessageId) => the page takes in what was stored
    * @param typing (isTyping) => the page reports typing
    */
   constructor({ form, textarea, recorder, timeline, ready = () => true, sendText, sendVoice, sent, typing }) {
@@ -58,7 +58,7 @@ export class Composer {
     const timeline = this.timeline();
     timeline.pending({ clientMessageId, kind: "text", text: body, state: "sending" });
     try {
-      this.sent(await this.sendText(body, clientMessageId));
+      this.sent(await this.sendText(body, clientMessageId), clientMessageId);
     } catch (error) {
       timeline.pending({
         clientMessageId, kind: "text", text: body, state: "failed", error: error.message,
@@ -73,7 +73,7 @@ export class Composer {
     const pending = (state, extra) => timeline.pending({ clientMessageId, kind: "voice", durationMs, state, ...extra });
     pending("uploading", { progress: 0 });
     try {
-      this.sent(await this.sendVoice(blob, clientMessageId, (progress) => pending("uploading", { progress })));
+      this.sent(await this.sendVoice(blob, clientMessageId, (progress) => pending("uploading", { progress })), clientMessageId);
     } catch (error) {
       pending("failed", { error: error.message, onRetry: () => this.voice(blob, durationMs, clientMessageId) });
     }

@@ -86,6 +86,31 @@ export class Timeline {
     if (!element.isConnected) this.place(element, { seq: event.seq });
   }
 
+  /** An agent's private note (a `note` event): agents only, set apart from the conversation. */
+  note(event, authorName) {
+    const key = `note:${event.seq}`;
+    let row = this.rows.get(key);
+    if (!row) {
+      row = { element: document.createElement("div"), message: { seq: event.seq } };
+      this.rows.set(key, row);
+    }
+    const element = row.element;
+    element.className = "row note-row";
+    element.dataset.seq = event.seq;
+    element.dataset.time = event.createdAt;
+    element.dataset.kind = "note";
+    const note = document.createElement("div");
+    note.className = "note";
+    const head = document.createElement("div");
+    head.className = "note-head";
+    head.innerHTML = icon("lock");
+    head.append(text(`Private note · ${authorName}`), Object.assign(document.createElement("span"), {
+      className: "when", textContent: timeFormat.format(new Date(event.createdAt)) }));
+    note.append(head, linkedText(event.text));
+    element.replaceChildren(note);
+    if (!element.isConnected) this.place(element, { seq: event.seq });
+  }
+
   /** A message being sent or uploaded; `state` is sending, uploading or failed. */
   pending({ clientMessageId, kind, text: body, durationMs, state, progress, error, onRetry }) {
     const key = `pending:${clientMessageId}`;

@@ -296,17 +296,19 @@ async function open(id) {
   $(".workspace").classList.add("open");
   showDetails(false);
   $(".placeholder").hidden = true;
-  for (const element of [".conversation-header", ".timeline", ".composer"]) $(element).hidden = false;
+  for (const element of [".conversation-header", ".timeline", ".composer", ".compose-mode"]) $(element).hidden = false;
   $(".details-pane").hidden = false;
   const person = await consumer(conversation.consumerId);
   $(".consumer-name").textContent = person.displayName;
   timeline.clear();
-  const [history, callHistory] = await Promise.all([
+  const [history, callHistory, events] = await Promise.all([
     api.get(`/v1/conversations/${id}/messages?limit=200`),
     api.get(`/v1/conversations/${id}/calls?limit=50`),
+    api.get(`/v1/conversations/${id}/events?limit=200`),
   ]);
   history.items.forEach((message) => timeline.upsert(message));
   callHistory.items.filter((call) => call.seq).forEach((call) => timeline.callRecord({ seq: call.seq, call, createdAt: call.endedAt }));
+  await Promise.all(events.items.filter((event) => event.kind === "note").map(showNote));
   realtime.seen(id, conversation.lastSeq);
   renderDetails(conversation, person);
   renderList();
@@ -348,7 +350,7 @@ function renderDetails(conversation, person) {
   // A resolved conversation takes no replies until it is reopened.
   const reply = $("#reply");
   reply.disabled = resolved;
-  reply.placeholder = resolved ? "Resolved: reopen to reply" : "Reply…";
+  reply.placeholder = resolved ? "Resolved: reopen to reply" : composeMode === "note" ? "Private note: only agents see this" : "Reply…";
   $(".send-text").disabled = resolved;
   $("parley-recorder").hidden = resolved || !(state.settings.voiceFromAgents && state.me.permissions.includes("send_audio"));
   renderCallButtons(conversation);
@@ -480,6 +482,7 @@ function receive(frame) {
     if (event.kind === "receipt") timeline.receipt(event);
     if (event.kind === "voice_processed" && event.message) timeline.upsert(event.message);
     if (event.kind === "call") timeline.callRecord(event);
+    if (event.kind === "note") showNote(event);
   } else if (frame.type === "typing" && state.current?.id === frame.conversationId && frame.participant.kind === "consumer") {
     $(".typing").textContent = frame.isTyping ? "typing…" : "";
     clearTimeout(typingTimer);
@@ -494,18 +497,51 @@ function clockOf(message) {
 
 // MARK: Composer
 
+/** Reply to the customer, or write a private note only agents see. */
+let composeMode = "reply";
+function setComposeMode(mode) {
+  composeMode = mode;
+  for (const button of document.querySelectorAll(".compose-mode button")) button.setAttribute("aria-checked", String(button.dataset.mode === mode));
+  $(".composer").classList.toggle("note-mode", mode === "note");
+  $(".compose-mode").classList.toggle("note-mode", mode === "note");
+  const reply = $("#reply");
+  if (!reply.disabled) reply.placeholder = mode === "note" ? "Private note: only agents see this" : "Reply…";
+  $(".send-text").setAttribute("aria-label", mode === "note" ? "Add note" : "Send reply");
+  reply.focus();
+}
+for (const button of document.querySelectorAll(".compose-mode button")) button.addEventListener("click", () => setComposeMode(button.dataset.mode));
+
+let agentNames;
+/** The name to show for an agent id ("You" for me). */
+async function agentName(id) {
+  if (id === state.me.id) return "You";
+  agentNames ??= api.get("/v1/agents").then((page) => new Map(page.items.map((agent) => [agent.id, agent.name]))).catch(() => new Map());
+  return (await agentNames).get(id) ?? "An agent";
+}
+
+async function showNote(event) {
+  timeline.note(event, await agentName(event.actorId));
+}
+
 new Composer({
   form: $(".composer"), textarea: $("#reply"), recorder: $("parley-recorder"), timeline: () => timeline,
   ready: () => Boolean(state.current),
-  sendText: (text, clientMessageId) => api.post(`/v1/conversations/${state.current.id}/messages`, { clientMessageId, text }),
+  sendText: (text, clientMessageId) => composeMode === "note"
+    ? api.post(`/v1/conversations/${state.current.id}/notes`, { clientNoteId: clientMessageId, text })
+    : api.post(`/v1/conversations/${state.current.id}/messages`, { clientMessageId, text }),
   sendVoice: (blob, clientMessageId, onProgress) =>
     api.upload(`/v1/conversations/${state.current.id}/voice-messages?clientMessageId=${clientMessageId}`, blob, onProgress),
-  sent: (response) => {
+  sent: (response, clientMessageId) => {
+    if (response.kind === "note") {
+      timeline.dropPending(clientMessageId);
+      if (state.current?.id === response.conversationId) showNote(response);
+      return;
+    }
     realtime.seen(response.conversation.id, response.message.seq);
     if (state.current?.id === response.conversation.id) timeline.upsert(response.message);
     update(response.conversation);
   },
-  typing: (isTyping) => realtime.typing(state.current.id, isTyping),
+  typing: (isTyping) => { if (composeMode === "reply") realtime.typing(state.current.id, isTyping); },
 });
 
 boot();
