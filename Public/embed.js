@@ -34,11 +34,47 @@
   place();
   phone.addEventListener("change", place);
 
+  // A visitor who has chatted before keeps the chat loaded (hidden), so that an answer arriving
+  // while the panel is closed shows on the launcher. Someone who never opened it costs nothing.
+  const startedKey = `parley.chat.${app}`;
+  const load = () => { if (!frame.src) frame.src = `${origin}/widget.html?app=${encodeURIComponent(app)}&embedded=1`; };
+  let started = false;
+  try { started = localStorage.getItem(startedKey) === "1"; } catch {}
+
+  const badge = document.createElement("span");
+  badge.setAttribute("aria-hidden", "true");
+  Object.assign(badge.style, {
+    position: "absolute", top: "-4px", right: "-4px", minWidth: "22px", height: "22px", padding: "0 6px", borderRadius: "11px",
+    background: "#dc2626", color: "#fff", font: "700 12px/22px system-ui, sans-serif", textAlign: "center", display: "none",
+    boxShadow: "0 0 0 2px #fff",
+  });
+  button.append(badge);
+  button.style.position = "fixed";
+  const pageTitle = document.title;
+  let unread = 0;
+  let blink;
+  const showUnread = (count) => {
+    unread = count;
+    badge.textContent = count > 9 ? "9+" : String(count);
+    badge.style.display = count ? "block" : "none";
+    button.setAttribute("aria-label", frame.hidden ? (count ? `Open chat, ${count} new message${count === 1 ? "" : "s"}` : "Open chat") : "Close chat");
+    clearInterval(blink);
+    document.title = pageTitle;
+    // The page's title blinks while the tab is in the background.
+    if (count && document.hidden) blink = setInterval(() => { document.title = document.title === pageTitle ? "New message" : pageTitle; }, 1000);
+  };
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) { clearInterval(blink); document.title = pageTitle; } });
+
   const toggle = (open) => {
-    if (open && !frame.src) frame.src = `${origin}/widget.html?app=${encodeURIComponent(app)}&embedded=1`;
+    if (open) {
+      load();
+      try { localStorage.setItem(startedKey, "1"); } catch {}
+    }
     frame.hidden = !open;
     button.setAttribute("aria-expanded", String(open));
+    if (open) showUnread(0);
     button.setAttribute("aria-label", open ? "Close chat" : "Open chat");
+    frame.contentWindow?.postMessage(open ? "parley:open" : "parley:closed", origin);
     if (open) frame.focus();
   };
   button.addEventListener("click", () => toggle(frame.hidden));
@@ -47,7 +83,11 @@
     if (event.origin !== origin) return;
     if (event.data === "parley:close") { toggle(false); button.focus(); }
     if (event.data === "parley:ringing" && frame.hidden) toggle(true);
+    if (event.data?.type === "parley:unread" && frame.hidden) showUnread(Number(event.data.count) || 0);
   });
   document.addEventListener("keydown", (event) => { if (event.key === "Escape" && !frame.hidden) { toggle(false); button.focus(); } });
+  // The widget learns whether its panel is open once it has loaded.
+  frame.addEventListener("load", () => frame.contentWindow.postMessage(frame.hidden ? "parley:closed" : "parley:open", origin));
   document.body.append(frame, button);
+  if (started) load();
 })();

@@ -106,11 +106,20 @@ def pytest_configure(config):
 
 
 @pytest.fixture
-def shoot():
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+def shoot(request):
+    """Screenshots as a story: one folder per test, steps numbered in the order they were taken
+    (test-artifacts/screenshots/<test>/01-<name>.png)."""
+    folder = ARTIFACTS / re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name).strip("-")
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    step = 0
 
     def take(page, name):
-        page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+        nonlocal step
+        step += 1
+        # A test's own numbering ("notes-02-...") is dropped: the folder's order is the story.
+        name = re.sub(r"^[a-z]+-\d\d-", "", name)
+        page.screenshot(path=str(folder / f"{step:02d}-{name}.png"))
     return take
 
 

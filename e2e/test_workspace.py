@@ -349,3 +349,117 @@ def test_private_notes_stay_with_the_agents(server, browser, signed_in, shoot, c
     expect(agent.locator(".note-row .note")).to_contain_text("Refund approved")
     shoot(agent, "notes-04-in-history-1280")
     assert console_errors.errors == [], console_errors.errors
+
+
+def test_launcher_counts_answers_while_the_chat_is_closed(server, browser, signed_in, shoot, console_errors):
+    marker = f"Launcher {uuid.uuid4().hex[:6]}"
+    shop_page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Example Shop</title></head>
+        <body style="font-family: sans-serif; margin: 40px"><h1>Example Shop</h1>
+        <script src="{server.url}/embed.js" data-app="{server.app_id}" async></script></body></html>""".encode()
+
+    class Shop(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(shop_page)
+
+        def log_message(self, *args):
+            pass
+
+    shop = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Shop)
+    threading.Thread(target=shop.serve_forever, daemon=True).start()
+    try:
+        page = console_errors(browser.new_context(viewport=DESKTOP).new_page())
+        page.goto(f"http://127.0.0.1:{shop.server_address[1]}/")
+        launcher = page.locator("button[aria-controls=parley-chat]")
+        launcher.click()
+        chat = page.frame_locator("#parley-chat")
+        expect(chat.locator(".status")).to_have_text("Online", timeout=10000)
+        chat.locator("#message").fill(f"{marker}: is my size in stock?")
+        chat.locator("#message").press("Enter")
+        expect(chat.locator(".row.out[data-id]")).to_have_count(1)
+        chat.locator("#message").press("Escape")
+        expect(page.locator("#parley-chat")).to_be_hidden()
+
+        # The agent answers while the panel is closed and the shop's tab is in the background.
+        page.evaluate("() => { window.__hidden = true; Object.defineProperty(document, 'hidden', { configurable: true, get: () => window.__hidden }); }")
+        agent = agent_page(browser, server, signed_in, console_errors)
+        open_conversation(agent, marker)
+        agent.fill("#reply", "Yes, size 42 is in stock.")
+        agent.keyboard.press("Enter")
+        expect(page.get_by_role("button", name="Open chat, 1 new message")).to_be_visible(timeout=10000)
+        expect(page).to_have_title("New message", timeout=5000)
+        shoot(page, "badge-while-closed-1280")
+        # Delivered to the page, not read: the panel is closed.
+        reply_mark = agent.locator(".row.out .delivery").last
+        expect(reply_mark).to_have_attribute("data-state", "delivered", timeout=10000)
+
+        page.evaluate("() => { window.__hidden = false; document.dispatchEvent(new Event('visibilitychange')); }")
+        launcher.click()
+        expect(chat.locator(".row.in .bubble").last).to_have_text("Yes, size 42 is in stock.")
+        expect(page.get_by_role("button", name="Close chat")).to_be_visible()
+        expect(reply_mark).to_have_attribute("data-state", "read", timeout=10000)
+        expect(page).to_have_title("Example Shop")
+
+        # On the next page the chat is loaded at once (the visitor has chatted): answers still count.
+        page.reload()
+        expect(page.locator("#parley-chat")).to_have_attribute("src", re.compile("widget.html"), timeout=10000)
+        page.wait_for_timeout(1500)  # the hidden chat connects
+        agent.fill("#reply", "It ships today.")
+        agent.keyboard.press("Enter")
+        expect(page.get_by_role("button", name="Open chat, 1 new message")).to_be_visible(timeout=10000)
+        shoot(page, "badge-after-reload-1280")
+    finally:
+        shop.shutdown()
+    assert console_errors.errors == [], console_errors.errors
+
+
+def test_messages_written_offline_go_out_in_order_when_the_connection_returns(server, browser, signed_in, shoot, console_errors):
+    marker = f"Offline {uuid.uuid4().hex[:6]}"
+    context = browser.new_context(viewport=PHONE)
+    # Offline emulation stops HTTP but not WebSockets: while "offline", real-time connections are
+    # refused here, and the open one is closed.
+    network = {"up": True, "sockets": []}
+
+    def realtime(route):
+        if not network["up"]:
+            route.close()
+            return
+        route.connect_to_server()
+        network["sockets"].append(route)
+    context.route_web_socket(re.compile(r"/v1/realtime"), realtime)
+    consumer = console_errors(context.new_page())
+    consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
+    expect(consumer.locator(".status")).to_have_text("Online", timeout=10000)
+    start_conversation(consumer, f"{marker}: before")
+    expect(consumer.locator(".row.out[data-id]")).to_have_count(1)
+
+    network["up"] = False
+    context.set_offline(True)
+    for route in network["sockets"]:
+        route.close()
+    expect(consumer.locator(".status")).not_to_have_text("Online", timeout=15000)
+    for word in ["one", "two", "three"]:
+        consumer.fill("#message", f"{marker}: {word}")
+        consumer.keyboard.press("Enter")
+    waiting = consumer.locator(".row.pending[data-state=queued]")
+    expect(waiting).to_have_count(3, timeout=10000)
+    expect(waiting.first.locator(".meta")).to_have_text("Waiting for the connection…")
+    shoot(consumer, "waiting-360")
+
+    network["up"] = True
+    context.set_offline(False)
+    expect(consumer.locator(".status")).to_have_text("Online", timeout=20000)
+    expect(consumer.locator(".row.out[data-id]")).to_have_count(4, timeout=15000)
+    expect(consumer.locator(".row.pending")).to_have_count(0)
+    shoot(consumer, "sent-360")
+
+    # Stored once each, in the order written.
+    agent = agent_page(browser, server, signed_in, console_errors)
+    agent.locator(".conversations li button", has_text=marker).first.click()
+    expect(agent.locator(".row.in .bubble")).to_have_count(4)
+    texts = agent.locator(".row.in .bubble").all_inner_texts()
+    assert texts == [f"{marker}: {word}" for word in ["before", "one", "two", "three"]], texts
+    # Going offline shows up as failed requests in the console; nothing else may.
+    assert all("ERR_INTERNET_DISCONNECTED" in error or "Failed to fetch" in error for error in console_errors.errors), console_errors.errors

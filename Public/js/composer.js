@@ -1,6 +1,9 @@
 // The composer the widget and the workspace share: Enter sends (Shift+Enter is a new line), the text
 // box grows with its text, focus comes back to it after sending or recording, typing is reported, and a text or voice note shows at once as a pending bubble, goes out with its client
 // message id, and on failure offers "retry" with the same id, so that a retry is never stored twice.
+// When the network is down, messages wait in order ("Waiting for the connection…") and go out, with
+// the same ids, when the page calls `flush()` (its connection is back); a refusal by the server
+// (an answer with an error code) is final and offers "retry" instead.
 // The page says how to send (over which route or socket) and what to do with the stored message.
 
 /** What the connection indicator says for each state of a Realtime connection. */
@@ -18,6 +21,8 @@ export class Composer {
    */
   constructor({ form, textarea, recorder, timeline, ready = () => true, sendText, sendVoice, sent, typing }) {
     Object.assign(this, { form, textarea, timeline, ready, sendText, sendVoice, sent });
+    /** Sends waiting for the connection, oldest first: each is a function that tries once more. */
+    this.queue = [];
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       const body = textarea.value;
@@ -54,28 +59,64 @@ export class Composer {
   /** The CSS max-height of `.composer textarea`. */
   static maxHeight = 140;
 
-  async text(body, clientMessageId = crypto.randomUUID()) {
+  /** `fromQueue`: a retry by `flush()`, which goes now; anything else waits behind the queue. */
+  async text(body, clientMessageId = crypto.randomUUID(), fromQueue = false) {
     const timeline = this.timeline();
-    timeline.pending({ clientMessageId, kind: "text", text: body, state: "sending" });
+    const show = (state, extra) => timeline.pending({ clientMessageId, kind: "text", text: body, state, ...extra });
+    const attempt = () => this.text(body, clientMessageId, true);
+    if (!fromQueue && (this.queue.length || this.flushing)) { this.wait(attempt, show); return false; }  // behind older ones
+    show("sending");
     try {
       this.sent(await this.sendText(body, clientMessageId), clientMessageId);
+      return true;
     } catch (error) {
-      timeline.pending({
-        clientMessageId, kind: "text", text: body, state: "failed", error: error.message,
-        onRetry: () => this.text(body, clientMessageId),
-      });
+      // No answer: the network. It waits (a retry by flush() is put back in front by flush).
+      if (!error.code) { if (fromQueue) show("queued"); else this.wait(attempt, show); return false; }
+      show("failed", { error: error.message, onRetry: attempt });
+      return true;
+    }
+  }
+
+  /** Queues a send until the connection is back. */
+  wait(attempt, show) {
+    this.queue.push(attempt);
+    show("queued");
+  }
+
+  /** The connection is back: sends what waited, in order, stopping at the first that cannot go. */
+  async flush() {
+    if (this.flushing) return;
+    this.flushing = true;
+    try {
+      while (this.queue.length) {
+        const [attempt, ...rest] = this.queue;
+        this.queue = [];  // what is typed meanwhile queues behind `rest`
+        const done = await attempt();
+        if (done === false) {
+          this.queue = [attempt, ...rest, ...this.queue];  // still no network: the same order, later
+          break;
+        }
+        this.queue = [...rest, ...this.queue];
+      }
+    } finally {
+      this.flushing = false;
     }
   }
 
   /** The recording stays in memory until it is stored: "retry" sends it again without re-recording. */
-  async voice(blob, durationMs, clientMessageId = crypto.randomUUID()) {
+  async voice(blob, durationMs, clientMessageId = crypto.randomUUID(), fromQueue = false) {
     const timeline = this.timeline();
     const pending = (state, extra) => timeline.pending({ clientMessageId, kind: "voice", durationMs, state, ...extra });
+    const attempt = () => this.voice(blob, durationMs, clientMessageId, true);
+    if (!fromQueue && (this.queue.length || this.flushing)) { this.wait(attempt, pending); return false; }
     pending("uploading", { progress: 0 });
     try {
       this.sent(await this.sendVoice(blob, clientMessageId, (progress) => pending("uploading", { progress })), clientMessageId);
+      return true;
     } catch (error) {
-      pending("failed", { error: error.message, onRetry: () => this.voice(blob, durationMs, clientMessageId) });
+      if (!error.code) { if (fromQueue) pending("queued"); else this.wait(attempt, pending); return false; }
+      pending("failed", { error: error.message, onRetry: attempt });
+      return true;
     }
   }
 }

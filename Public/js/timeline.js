@@ -144,7 +144,8 @@ export class Timeline {
       retry.onclick = onRetry;
       meta.append(reason, retry);
     } else {
-      meta.append(text(state === "uploading" ? `Uploading ${Math.round((progress ?? 0) * 100)}%` : "Sending…"));
+      meta.append(text(state === "uploading" ? `Uploading ${Math.round((progress ?? 0) * 100)}%`
+        : state === "queued" ? "Waiting for the connection…" : "Sending…"));
     }
     element.replaceChildren(bubble, meta);
     this.scroll();

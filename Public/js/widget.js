@@ -16,7 +16,20 @@ const textarea = $("#message");
 const recorder = $("parley-recorder");
 const composer = $(".composer");
 $(".send-text").innerHTML = icon("send");
-if (new URLSearchParams(location.search).has("embedded") && window.parent !== window) {
+const embedded = new URLSearchParams(location.search).has("embedded") && window.parent !== window;
+/** Whether the visitor can see the chat: an embedded chat is loaded while its panel is closed. */
+let panelOpen = !embedded;
+let unseen = 0;
+if (embedded) {
+  // The launcher says when its panel opens and closes. Only a count crosses to the brand's page,
+  // never message text: any page can embed the widget.
+  window.addEventListener("message", (event) => {
+    if (event.source !== window.parent) return;
+    if (event.data === "parley:open") { panelOpen = true; unseen = 0; markRead(); }
+    if (event.data === "parley:closed") panelOpen = false;
+  });
+}
+if (embedded) {
   // Inside a brand's page (embed.js): a close button hands focus back to the launcher.
   const close = $(".close");
   close.innerHTML = icon("close");
@@ -90,7 +103,10 @@ async function start() {
     if (window.parent !== window) window.parent.postMessage("parley:ringing", "*");
   });
   if (conversationId) realtime.seen(conversationId, conversations[0].lastSeq);
-  realtime.addEventListener("status", (event) => setStatus(event.detail));
+  realtime.addEventListener("status", (event) => {
+    setStatus(event.detail);
+    if (event.detail === "online") writer.flush();  // what was written offline goes out, in order
+  });
   realtime.addEventListener("frame", (event) => receive(event.detail));
   realtime.connect();
   markRead();
@@ -127,10 +143,15 @@ function showTyping(isTyping) {
  * (the message arrived while the chat was in the background).
  */
 function acknowledge() {
-  if (document.visibilityState === "visible") markRead(); else receipt("delivered");
+  if (document.visibilityState === "visible" && panelOpen) {
+    markRead();
+  } else {
+    receipt("delivered");
+    if (embedded && !panelOpen) window.parent.postMessage({ type: "parley:unread", count: ++unseen }, "*");
+  }
 }
 
-function markRead() { return receipt("read"); }
+function markRead() { return panelOpen ? receipt("read") : undefined; }
 
 const acknowledged = { delivered: 0, read: 0 };
 async function receipt(state) {
@@ -167,7 +188,7 @@ async function sendOverBestPath(request) {
   return api.post("/v1/consumer/messages", request);
 }
 
-new Composer({
+const writer = new Composer({
   form: composer, textarea, recorder, timeline: () => timeline, ready: () => Boolean(timeline && realtime),
   sendText: (text, clientMessageId) => sendOverBestPath({ clientMessageId, text, conversationId: conversationId ?? undefined }),
   sendVoice: (blob, clientMessageId, onProgress) => {

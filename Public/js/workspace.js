@@ -47,6 +47,7 @@ async function boot() {
     const status = $(".topbar .status");
     status.dataset.state = event.detail;
     status.textContent = connectionStatusText[event.detail];
+    if (event.detail === "online") writer.flush();
   });
   realtime.addEventListener("frame", (event) => receive(event.detail));
   // The session ended elsewhere (signed out everywhere, a new password, disabled by an admin).
@@ -523,7 +524,7 @@ async function showNote(event) {
   timeline.note(event, await agentName(event.actorId));
 }
 
-new Composer({
+const writer = new Composer({
   form: $(".composer"), textarea: $("#reply"), recorder: $("parley-recorder"), timeline: () => timeline,
   ready: () => Boolean(state.current),
   sendText: (text, clientMessageId) => composeMode === "note"
