@@ -124,6 +124,11 @@ def test_workspace_details_below_1000_px(server, browser, signed_in, shoot, cons
         shoot(agent, f"details-01-conversation-{name}")
         toggle = agent.get_by_role("button", name="Customer details")
         expect(toggle).to_be_visible()
+        # Nothing sticks out of the screen: the toggle, the send button and the sign-out are on it.
+        assert agent.evaluate("document.documentElement.scrollWidth") <= size["width"]
+        for control in [toggle, agent.get_by_role("button", name="Send reply"), agent.get_by_role("button", name="Sign out")]:
+            box = control.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= size["width"], f"{name}: {box}"
         toggle.click()
         details = agent.locator(".details-pane")
         expect(details).to_be_visible()
