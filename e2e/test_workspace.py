@@ -468,3 +468,45 @@ def test_messages_written_offline_go_out_in_order_when_the_connection_returns(se
     assert texts == [f"{marker}: {word}" for word in ["before", "one", "two", "three"]], texts
     # Going offline shows up as failed requests in the console; nothing else may.
     assert all("ERR_INTERNET_DISCONNECTED" in error or "Failed to fetch" in error for error in console_errors.errors), console_errors.errors
+
+
+def test_no_serious_accessibility_violations(server, browser, signed_in, shoot, console_errors):
+    """axe-core finds nothing serious or critical on the sign-in page, the workspace and the widget,
+    at phone, tablet and desktop widths."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    axe = Axe()
+
+    def serious(page):
+        found = axe.run(page).response["violations"]
+        return [(v["id"], v["impact"], [node["target"] for node in v["nodes"]][:3]) for v in found if v["impact"] in ("serious", "critical")]
+
+    # The check can fail: an image without a text alternative is critical to axe.
+    probe = browser.new_context().new_page()
+    probe.set_content('<!doctype html><html lang="en"><title>t</title><main><h1>t</h1><img src="x.png"></main></html>')
+    assert [v[0] for v in serious(probe)] == ["image-alt"]
+    probe.context.close()
+
+    marker = f"Axe {uuid.uuid4().hex[:6]}"
+    for width in (360, 768, 1280):
+        size = {"width": width, "height": 800}
+        consumer = open_widget(browser, server, console_errors) if width == 360 else console_errors(browser.new_context(viewport=size).new_page())
+        if width != 360:
+            consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
+            expect(consumer.locator(".status")).to_have_text("Online", timeout=10000)
+        start_conversation(consumer, f"{marker} at {width}")
+        assert serious(consumer) == [], f"widget at {width}"
+        shoot(consumer, f"widget-{width}")
+
+        signin = console_errors(browser.new_context(viewport=size).new_page())
+        signin.goto(server.url + "/")
+        expect(signin.locator("input[name=email]")).to_be_visible()
+        assert serious(signin) == [], f"sign-in at {width}"
+
+        agent = agent_page(browser, server, signed_in, console_errors, size)
+        open_conversation(agent, f"{marker} at {width}")
+        assert serious(agent) == [], f"workspace at {width}"
+        shoot(agent, f"workspace-{width}")
+        for page in (consumer, signin, agent):
+            page.context.close()
+    assert console_errors.errors == [], console_errors.errors
