@@ -1,5 +1,6 @@
 """End-to-end fixtures: a real `parley serve` on 127.0.0.1 and headless Chromium with a fake microphone
 that speaks real speech (espeak-ng). Everything started here is stopped here, by process id."""
+import http.server
 import os
 import re
 import shutil
@@ -7,6 +8,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -80,6 +82,32 @@ def running_parley(*extra_args, env=None):
                 process.wait()
         log.close()
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@contextmanager
+def brand_site(server):
+    """A brand's own page, on another loopback origin, with Parley's one-tag embed. Yields its URL."""
+    page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Example Shop</title></head>
+        <body style="font-family: sans-serif; margin: 40px"><h1>Example Shop</h1><p>Our products.</p>
+        <script src="{server.url}/embed.js" data-app="{server.app_id}" async></script></body></html>""".encode()
+
+    class Shop(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args):
+            pass
+
+    shop = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Shop)
+    threading.Thread(target=shop.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{shop.server_address[1]}/"
+    finally:
+        shop.shutdown()
+        shop.server_close()
 
 
 @pytest.fixture(scope="session")

@@ -1,12 +1,11 @@
 """Voice messages in real browsers: a consumer records and sends, the agent sees the length before
 playing, plays and seeks, records back; the consumer plays it; a download matches the original."""
-import http.server
 import json
 import re
-import threading
 import time
 from pathlib import Path
 
+from conftest import brand_site
 from playwright.sync_api import expect
 
 PHONE = {"width": 360, "height": 740}
@@ -241,26 +240,10 @@ def test_history_plays_from_the_keyboard(server, browser, shoot, console_errors)
 
 def test_embedded_with_one_script_tag(server, browser, shoot, console_errors):
     """A brand's page adds one script tag: a launcher opens the chat, which works inside the frame."""
-    shop_page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Example Shop</title></head>
-        <body style="font-family: sans-serif; margin: 40px"><h1>Example Shop</h1><p>Our products.</p>
-        <script src="{server.url}/embed.js" data-app="{server.app_id}" async></script></body></html>""".encode()
-
-    class Shop(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.end_headers()
-            self.wfile.write(shop_page)
-
-        def log_message(self, *args):
-            pass
-
     # The brand's own site: another origin on loopback.
-    shop = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Shop)
-    threading.Thread(target=shop.serve_forever, daemon=True).start()
-    try:
+    with brand_site(server) as shop:
         page = console_errors(browser.new_context(viewport=DESKTOP).new_page())
-        page.goto(f"http://127.0.0.1:{shop.server_address[1]}/")
+        page.goto(shop)
         launcher = page.get_by_role("button", name="Open chat")
         expect(launcher).to_be_visible()
         launcher.click()
@@ -275,8 +258,6 @@ def test_embedded_with_one_script_tag(server, browser, shoot, console_errors):
         expect(page.locator("#parley-chat")).to_be_hidden()
         expect(launcher).to_be_focused()
         assert console_errors.errors == [], console_errors.errors
-    finally:
-        shop.shutdown()
 
 
 def test_widget_sends_over_the_socket_and_falls_back_to_http(server, browser, shoot, console_errors):

@@ -3,12 +3,11 @@ backwards or skip "delivered", the agent's typing the consumer never saw, a work
 details below 1000 px, focus lost after sending or recording, a text box that does not grow, links
 that are not links, Escape that does not close the embedded chat, and scan state shown to consumers.
 Screenshots are numbered steps of each test."""
-import http.server
 import re
-import threading
 import uuid
 
 import pytest
+from conftest import brand_site
 from playwright.sync_api import expect
 
 PHONE = {"width": 360, "height": 740}
@@ -215,25 +214,10 @@ def test_consumer_sees_no_scan_state_and_escape_closes_the_embedded_chat(server,
     expect(consumer.locator(".timeline")).not_to_contain_text("scanned")
     shoot(consumer, "scan-01-consumer-sees-nothing-alarming-360")
 
-    shop_page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Example Shop</title></head>
-        <body style="font-family: sans-serif; margin: 40px"><h1>Example Shop</h1>
-        <script src="{server.url}/embed.js" data-app="{server.app_id}" async></script></body></html>""".encode()
-
-    class Shop(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.end_headers()
-            self.wfile.write(shop_page)
-
-        def log_message(self, *args):
-            pass
-
-    shop = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Shop)
-    threading.Thread(target=shop.serve_forever, daemon=True).start()
-    try:
+    # The brand's own site: another origin on loopback.
+    with brand_site(server) as shop:
         page = console_errors(browser.new_context(viewport=DESKTOP).new_page())
-        page.goto(f"http://127.0.0.1:{shop.server_address[1]}/")
+        page.goto(shop)
         launcher = page.get_by_role("button", name="Open chat")
         launcher.click()
         chat = page.frame_locator("#parley-chat")
@@ -244,8 +228,6 @@ def test_consumer_sees_no_scan_state_and_escape_closes_the_embedded_chat(server,
         expect(page.locator("#parley-chat")).to_be_hidden()
         expect(launcher).to_be_focused()
         shoot(page, "escape-02-closed-1280")
-    finally:
-        shop.shutdown()
     assert console_errors.errors == [], console_errors.errors
 
 
@@ -358,25 +340,10 @@ def test_private_notes_stay_with_the_agents(server, browser, signed_in, shoot, c
 
 def test_launcher_counts_answers_while_the_chat_is_closed(server, browser, signed_in, shoot, console_errors):
     marker = f"Launcher {uuid.uuid4().hex[:6]}"
-    shop_page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Example Shop</title></head>
-        <body style="font-family: sans-serif; margin: 40px"><h1>Example Shop</h1>
-        <script src="{server.url}/embed.js" data-app="{server.app_id}" async></script></body></html>""".encode()
-
-    class Shop(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.end_headers()
-            self.wfile.write(shop_page)
-
-        def log_message(self, *args):
-            pass
-
-    shop = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Shop)
-    threading.Thread(target=shop.serve_forever, daemon=True).start()
-    try:
+    # The brand's own site: another origin on loopback.
+    with brand_site(server) as shop:
         page = console_errors(browser.new_context(viewport=DESKTOP).new_page())
-        page.goto(f"http://127.0.0.1:{shop.server_address[1]}/")
+        page.goto(shop)
         launcher = page.locator("button[aria-controls=parley-chat]")
         launcher.click()
         chat = page.frame_locator("#parley-chat")
@@ -415,8 +382,6 @@ def test_launcher_counts_answers_while_the_chat_is_closed(server, browser, signe
         agent.keyboard.press("Enter")
         expect(page.get_by_role("button", name="Open chat, 1 new message")).to_be_visible(timeout=10000)
         shoot(page, "badge-after-reload-1280")
-    finally:
-        shop.shutdown()
     assert console_errors.errors == [], console_errors.errors
 
 

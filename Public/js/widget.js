@@ -28,16 +28,14 @@ if (embedded) {
     if (event.data === "parley:open") { panelOpen = true; unseen = 0; markRead(); }
     if (event.data === "parley:closed") panelOpen = false;
   });
-}
-if (embedded) {
-  // Inside a brand's page (embed.js): a close button hands focus back to the launcher.
+  // A close button, and Escape as for a dialog, hand focus back to the launcher.
+  const closeChat = () => window.parent.postMessage("parley:close", "*");
   const close = $(".close");
   close.innerHTML = icon("close");
   close.hidden = false;
-  close.onclick = () => window.parent.postMessage("parley:close", "*");
-  // Escape closes the chat too, as it would a dialog.
+  close.onclick = closeChat;
   document.addEventListener("keydown", (event) => {
-    if (event.key === "Escape" && !event.defaultPrevented) window.parent.postMessage("parley:close", "*");
+    if (event.key === "Escape" && !event.defaultPrevented) closeChat();
   });
 }
 

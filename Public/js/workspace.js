@@ -70,6 +70,12 @@ async function loadOpen() {
   renderCounts();
 }
 
+/** One more customer message the agent has not seen in a conversation. */
+function countUnread(conversationId) {
+  state.unread.set(conversationId, (state.unread.get(conversationId) ?? 0) + 1);
+  renderCounts();
+}
+
 /** Counts on the Open, Mine and Unassigned filters, and unread messages in the tab's title. */
 function renderCounts() {
   const open = [...state.open.values()];
@@ -465,13 +471,11 @@ function receive(frame) {
           markRead();
         } else {
           markDelivered(message);
-          state.unread.set(message.conversationId, (state.unread.get(message.conversationId) ?? 0) + 1);
-          renderCounts();
+          countUnread(message.conversationId);
         }
       }
     } else if (message.senderKind === "consumer") {
-      state.unread.set(message.conversationId, (state.unread.get(message.conversationId) ?? 0) + 1);
-      renderCounts();
+      countUnread(message.conversationId);
       markDelivered(message);
       renderList();
     }

@@ -37,10 +37,6 @@ struct ConversationController {
         try context.id("conversationId", as: ConversationID.self, what: "Conversation")
     }
 
-    /// The caller: the route's group (agents or consumers) has already refused the other kind.
-    private func principal(_ request: Request, _ context: ParleyRequestContext) throws -> Principal {
-        try context.requirePrincipal()
-    }
 
     // MARK: Agents
 
@@ -93,11 +89,11 @@ struct ConversationController {
     }
 
     @Sendable func show(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConversationDTO> {
-        JSONResponse(.ok, try await conversations.conversation(principal(request, context), id: conversationId(context)))
+        JSONResponse(.ok, try await conversations.conversation(context.requirePrincipal(), id: conversationId(context)))
     }
 
     @Sendable func messages(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<MessageDTO>> {
-        let principal = try principal(request, context)
+        let principal = try context.requirePrincipal()
         let after = try request.queryInt("after", default: 0, range: 0...Int(Int32.max))
         let limit = try request.queryInt("limit", default: 100, range: 1...ConversationService.maxPage)
         let items = try await conversations.messages(principal, conversationId: conversationId(context), afterSeq: Int64(after), limit: limit)
@@ -105,7 +101,7 @@ struct ConversationController {
     }
 
     @Sendable func events(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<ConversationEventDTO>> {
-        let principal = try principal(request, context)
+        let principal = try context.requirePrincipal()
         let after = try request.queryInt("after", default: 0, range: 0...Int(Int32.max))
         let limit = try request.queryInt("limit", default: 100, range: 1...ConversationService.maxPage)
         let items = try await conversations.events(principal, conversationId: conversationId(context), afterSeq: Int64(after), limit: limit)
@@ -125,7 +121,7 @@ struct ConversationController {
     }
 
     @Sendable func receipt(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ReceiptResponse> {
-        let principal = try principal(request, context)
+        let principal = try context.requirePrincipal()
         let body = try await request.decodeJSON(ReceiptRequest.self, limit: configuration.maxJSONBodyBytes)
         let event = try await conversations.receipt(principal, conversationId: conversationId(context), body)
         return JSONResponse(.ok, ReceiptResponse(event: event))
