@@ -58,6 +58,7 @@ public enum IDTags {
     public enum Message: IDTag { public static let prefix = "msg" }
     public enum Call: IDTag { public static let prefix = "call" }
     public enum Connection: IDTag { public static let prefix = "ws" }
+    public enum SavedReply: IDTag { public static let prefix = "rpl" }
 }
 
 public typealias BrandID = ID<IDTags.Brand>
@@ -69,3 +70,5 @@ public typealias MessageID = ID<IDTags.Message>
 public typealias CallID = ID<IDTags.Call>
 /// A real-time connection (one WebSocket), for binding a call to the device that takes part.
 public typealias ConnectionID = ID<IDTags.Connection>
+/// A brand's saved reply (canned response).
+public typealias SavedReplyID = ID<IDTags.SavedReply>

@@ -66,6 +66,8 @@ public enum ServerFrame: Sendable {
     case callAck(id: String, call: CallDTO, ice: IceConfigurationDTO?)
     /// A call of a conversation the recipient can see changed state (ringing, connecting, active, ended).
     case call(CallDTO)
+    /// An agent of the brand changed presence, or connected or went away (agents only).
+    case presence(AgentPresenceDTO)
     /// Signalling from the other side of the recipient's call.
     case callSignal(callId: CallID, from: ParticipantKind, CallSignal)
     /// The other side of the recipient's call muted, unmuted, or turned its camera on or off.
@@ -89,7 +91,7 @@ public enum ClientFrameType: String, Codable, Sendable, CaseIterable {
 
 /// The `type` of a server frame: the one list of tags the coder and the pre-encoded fast path use.
 public enum ServerFrameType: String, Codable, Sendable, CaseIterable {
-    case hello, ack, error, message, event, conversation, typing, resumed, call
+    case hello, ack, error, message, event, conversation, typing, resumed, call, presence
     case callSignal = "call.signal"
     case callMedia = "call.media"
 }
@@ -135,6 +137,7 @@ extension ServerFrame {
         case .typing: .typing
         case .resumed: .resumed
         case .call: .call
+        case .presence: .presence
         case .callSignal: .callSignal
         case .callMedia: .callMedia
         }
@@ -146,7 +149,7 @@ extension ServerFrame {
 private enum FrameKeys: String, CodingKey {
     case type, id, conversationId, clientMessageId, text, channel, upToSeq, state, isTyping, cursors
     case complete, connectionId, participant, brandId, heartbeatSeconds, message, conversation, event, error
-    case callId, call, ice, signal, media, report, reason, from
+    case callId, call, ice, signal, media, report, reason, from, presence
 }
 
 extension KeyedDecodingContainer where K == FrameKeys {
@@ -271,6 +274,8 @@ extension ServerFrame: Codable {
             self = .event(try c.decode(ConversationEventDTO.self, forKey: .event))
         case .conversation:
             self = .conversation(try c.decode(ConversationDTO.self, forKey: .conversation))
+        case .presence:
+            self = .presence(try c.decode(AgentPresenceDTO.self, forKey: .presence))
         case .typing:
             self = .typing(
                 conversationId: try c.decode(ConversationID.self, forKey: .conversationId),
@@ -316,6 +321,8 @@ extension ServerFrame: Codable {
             try c.encode(event, forKey: .event)
         case .conversation(let conversation):
             try c.encode(conversation, forKey: .conversation)
+        case .presence(let presence):
+            try c.encode(presence, forKey: .presence)
         case .typing(let conversationId, let participant, let isTyping):
             try c.encode(conversationId, forKey: .conversationId)
             try c.encode(participant, forKey: .participant)

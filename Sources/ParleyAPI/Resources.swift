@@ -79,12 +79,31 @@ public struct ConsumerDTO: Codable, Sendable, Hashable {
     public var externalId: String?
     public var displayName: String
     public var anonymous: Bool
+    /// First seen.
     public var createdAt: Date
+    /// From the brand-signed JWT's `email` and `phone_number` claims.
+    public var email: String?
+    public var phone: String?
+    /// The JWT claims the brand chose to show agents (`exposedClaims` in brand settings), as text.
+    public var attributes: [String: String]?
+    /// The page the widget last reported, the browser it ran in, and when.
+    public var lastPageUrl: String?
+    public var lastPageTitle: String?
+    public var lastBrowser: String?
+    public var lastSeenAt: Date?
 
     public init(
         id: ConsumerID, brandId: BrandID, appId: AppID, externalId: String?, displayName: String,
-        anonymous: Bool, createdAt: Date
+        anonymous: Bool, createdAt: Date, email: String? = nil, phone: String? = nil, attributes: [String: String]? = nil,
+        lastPageUrl: String? = nil, lastPageTitle: String? = nil, lastBrowser: String? = nil, lastSeenAt: Date? = nil
     ) {
+        self.email = email
+        self.phone = phone
+        self.attributes = attributes
+        self.lastPageUrl = lastPageUrl
+        self.lastPageTitle = lastPageTitle
+        self.lastBrowser = lastBrowser
+        self.lastSeenAt = lastSeenAt
         self.id = id
         self.brandId = brandId
         self.appId = appId
@@ -303,11 +322,33 @@ public struct BrandSettingsDTO: Codable, Sendable, Hashable {
     /// How many conversations one consumer may have open (not resolved) at once in one app, 1-20.
     /// With 1 (the default) a consumer always continues their one conversation.
     public var openConversationsPerConsumer: Int
+    /// Minutes without activity in the workspace after which an online agent is shown away, 1-480;
+    /// 0 turns it off.
+    public var autoAwayMinutes: Int
+    /// Claims of the consumer JWT (beyond `sub`, `name`, `email`, `phone_number`) shown to agents in
+    /// the details pane, at most 20 names. Claims not listed are never stored.
+    public var exposedClaims: [String]
+    /// The widget's accent colour, `#rrggbb`.
+    public var widgetColor: String
+    /// What the widget says while at least one agent is online, and while none is.
+    public var availableText: String
+    public var awayText: String
+
+    public static let defaultWidgetColor = "#4f46e5"
+    public static let defaultAvailableText = "Typically replies in a few minutes"
+    public static let defaultAwayText = "We're away right now. Leave a message and we'll reply here."
 
     public init(
         voiceMaxSeconds: Int = 120, voiceFromConsumers: Bool = true, voiceFromAgents: Bool = true,
-        scanFailurePolicy: ScanFailurePolicy = .closed, cardMasking: CardMasking = .off, openConversationsPerConsumer: Int = 1
+        scanFailurePolicy: ScanFailurePolicy = .closed, cardMasking: CardMasking = .off, openConversationsPerConsumer: Int = 1,
+        autoAwayMinutes: Int = 10, exposedClaims: [String] = [], widgetColor: String = Self.defaultWidgetColor,
+        availableText: String = Self.defaultAvailableText, awayText: String = Self.defaultAwayText
     ) {
+        self.autoAwayMinutes = autoAwayMinutes
+        self.exposedClaims = exposedClaims
+        self.widgetColor = widgetColor
+        self.availableText = availableText
+        self.awayText = awayText
         self.voiceMaxSeconds = voiceMaxSeconds
         self.voiceFromConsumers = voiceFromConsumers
         self.voiceFromAgents = voiceFromAgents
@@ -325,11 +366,23 @@ public struct UpdateBrandSettingsRequest: Codable, Sendable {
     public var scanFailurePolicy: ScanFailurePolicy?
     public var cardMasking: CardMasking?
     public var openConversationsPerConsumer: Int?
+    public var autoAwayMinutes: Int?
+    public var exposedClaims: [String]?
+    public var widgetColor: String?
+    public var availableText: String?
+    public var awayText: String?
 
     public init(
         voiceMaxSeconds: Int? = nil, voiceFromConsumers: Bool? = nil, voiceFromAgents: Bool? = nil,
-        scanFailurePolicy: ScanFailurePolicy? = nil, cardMasking: CardMasking? = nil, openConversationsPerConsumer: Int? = nil
+        scanFailurePolicy: ScanFailurePolicy? = nil, cardMasking: CardMasking? = nil, openConversationsPerConsumer: Int? = nil,
+        autoAwayMinutes: Int? = nil, exposedClaims: [String]? = nil, widgetColor: String? = nil, availableText: String? = nil,
+        awayText: String? = nil
     ) {
+        self.autoAwayMinutes = autoAwayMinutes
+        self.exposedClaims = exposedClaims
+        self.widgetColor = widgetColor
+        self.availableText = availableText
+        self.awayText = awayText
         self.voiceMaxSeconds = voiceMaxSeconds
         self.voiceFromConsumers = voiceFromConsumers
         self.voiceFromAgents = voiceFromAgents
@@ -339,13 +392,25 @@ public struct UpdateBrandSettingsRequest: Codable, Sendable {
     }
 }
 
-/// What the consumer's client needs to know to show or hide its microphone.
+/// What the consumer's client needs: its microphone, the brand's look, and whether anyone is there.
 public struct ConsumerSettingsDTO: Codable, Sendable, Hashable {
     public var voiceEnabled: Bool
     public var voiceMaxSeconds: Int
     public var brandName: String
+    /// `#rrggbb`.
+    public var widgetColor: String
+    /// At least one agent of the brand is online (chose online and is connected).
+    public var agentsAvailable: Bool
+    /// The brand's `availableText` or `awayText`, whichever applies now.
+    public var availability: String
 
-    public init(voiceEnabled: Bool, voiceMaxSeconds: Int, brandName: String) {
+    public init(
+        voiceEnabled: Bool, voiceMaxSeconds: Int, brandName: String, widgetColor: String = BrandSettingsDTO.defaultWidgetColor,
+        agentsAvailable: Bool = false, availability: String = BrandSettingsDTO.defaultAwayText
+    ) {
+        self.widgetColor = widgetColor
+        self.agentsAvailable = agentsAvailable
+        self.availability = availability
         self.voiceEnabled = voiceEnabled
         self.voiceMaxSeconds = voiceMaxSeconds
         self.brandName = brandName

@@ -25,6 +25,7 @@ public struct ParleyServices: Sendable {
     public let voiceProcessor: VoiceProcessor
     public let blobs: LocalBlobStore
     public let calls: CallService
+    public let workspace: WorkspaceService
     public let scanning: MalwareScanning
     public let limits: RateLimits
     /// Open connections per client address (the connection guard's count).
@@ -93,6 +94,7 @@ public struct ParleyServices: Sendable {
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics, clock: clock),
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
             calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
+            workspace: WorkspaceService(store: store, hub: hub, bus: bus, clock: clock, logger: logger),
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
             janitor: MediaJanitor(
                 store: store, blobs: blobs, minimumAge: TimeInterval(configuration.orphanMediaAgeSeconds), interval: .seconds(15 * 60),
@@ -125,6 +127,10 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
         voice: services.voice, identity: services.identity, blobs: services.blobs, configuration: services.configuration
     ).addRoutes(to: routes)
     CallController(calls: services.calls, configuration: services.configuration).addRoutes(to: routes)
+    WorkspaceController(
+        workspace: services.workspace, voice: services.voice, identity: services.identity, limits: services.limits,
+        configuration: services.configuration
+    ).addRoutes(to: routes)
     return router
 }
 

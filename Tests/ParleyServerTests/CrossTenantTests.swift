@@ -43,6 +43,10 @@ struct CrossTenantTests {
             let (_, acmeAgent) = try await acme.agent()
             _ = try await VoiceTests.processed(server, voice, token: acme.adminToken)  // no background writes during the check
 
+            let savedReply = try await server.post(
+                "/v1/saved-replies", token: acme.adminToken, json: SaveReplyRequest(shortcut: "acme-only", text: "private to Acme: our refund code"))
+                .decode(SavedReplyDTO.self)
+
             let globex = try await BrandScenario.make(server, name: "Globex")
             let (globexAgentToken, _) = try await globex.agent(permissions: AgentPermission.allCases)
             let (globexConsumerToken, _) = try await globex.consumer(name: "Mallory")
@@ -52,6 +56,7 @@ struct CrossTenantTests {
             let ids = [
                 "{conversationId}": sent.conversation.id.rawValue, "{consumerId}": acmeConsumer.id.rawValue,
                 "{agentId}": acmeAgent.id.rawValue, "{appId}": acme.app.id.rawValue, "{messageId}": voice.id.rawValue, "{format}": "original",
+                "{replyId}": savedReply.id.rawValue,
             ]
             func body(for route: Route) throws -> (Data?, String?) {
                 let json: (any Encodable)?
@@ -88,6 +93,16 @@ struct CrossTenantTests {
                 }
             }
             #expect(checked == routes.count * 3)
+            // Routes without ids answer with Globex's own data only: search, saved replies, presence.
+            for token in [globex.adminToken, globexAgentToken] {
+                let search = try await server.get("/v1/search?q=private", token: token)
+                #expect(search.status == .ok)
+                #expect(try search.decode(ListResponse<SearchHitDTO>.self).items.isEmpty)
+                #expect(try await server.get("/v1/search?q=Ana", token: token).decode(ListResponse<SearchHitDTO>.self).items.isEmpty)
+                #expect(try await server.get("/v1/saved-replies", token: token).decode(ListResponse<SavedReplyDTO>.self).items.isEmpty)
+                let team = try await server.get("/v1/presence", token: token).decode(ListResponse<AgentPresenceDTO>.self).items
+                #expect(!team.contains { $0.agentId == acme.admin.id || $0.agentId == acmeAgent.id })
+            }
             #expect(try await HTTPErrorTests.rowCounts(server) == before)
             // Acme's agent record and app keys are as they were.
             let agents = try await server.get("/v1/agents", token: acme.adminToken).decode(ListResponse<AgentDTO>.self).items

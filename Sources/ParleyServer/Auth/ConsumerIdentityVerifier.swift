@@ -19,6 +19,31 @@ struct ConsumerIdentityClaims: JWTPayload {
     var nbf: NotBeforeClaim?
     var iat: IssuedAtClaim?
     var name: String?
+    var email: String?
+    var phoneNumber: String?
+
+    enum CodingKeys: String, CodingKey {
+        case sub, exp, aud, nbf, iat, name, email
+        case phoneNumber = "phone_number"
+    }
+
+    /// The claims named in `names` whose values are text, numbers or booleans, as text (at most 200
+    /// characters each), read from a token that has already been verified. Other claims are never kept.
+    static func exposed(_ names: [String], of token: String) -> [String: String]? {
+        guard !names.isEmpty else { return nil }
+        let parts = token.split(separator: ".")
+        guard parts.count == 3 else { return nil }
+        var base64 = String(parts[1]).replacing("-", with: "+").replacing("_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64),
+            let object = try? JSONDecoder().decode([String: ClaimValue].self, from: data)
+        else { return nil }
+        var picked: [String: String] = [:]
+        for name in names {
+            if case .text(let text)? = object[name] { picked[name] = String(text.prefix(WorkspaceRules.maxAttributeLength)) }
+        }
+        return picked.isEmpty ? nil : picked
+    }
 
     func verify(using algorithm: some JWTAlgorithm) async throws {
         let now = Date()
@@ -26,6 +51,27 @@ struct ConsumerIdentityClaims: JWTPayload {
         try nbf?.verifyNotBefore(currentDate: now.addingTimeInterval(Self.leeway))
         if let iat, iat.value > now.addingTimeInterval(Self.leeway) {
             throw JWTError.claimVerificationFailure(failedClaim: iat, reason: "issued in the future")
+        }
+    }
+}
+
+/// A claim's value when it is text, a number or a boolean (as text); anything else is `.other`.
+private enum ClaimValue: Decodable {
+    case text(String)
+    case other
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let text = try? container.decode(String.self) {
+            self = .text(text)
+        } else if let flag = try? container.decode(Bool.self) {
+            self = .text(flag ? "true" : "false")
+        } else if let number = try? container.decode(Int64.self) {
+            self = .text(String(number))
+        } else if let number = try? container.decode(Double.self) {
+            self = .text(String(number))
+        } else {
+            self = .other
         }
     }
 }

@@ -18,7 +18,6 @@ struct VoiceController {
         routes.anyone.get("/v1/media/{messageId}/{format}", use: media)
         routes.agents.get("/v1/brand/settings", use: brandSettings)
         routes.admins.patch("/v1/brand/settings", use: updateBrandSettings)
-        routes.consumers.get("/v1/consumer/settings", use: consumerSettings)
     }
 
     // MARK: Uploads
@@ -102,15 +101,8 @@ struct VoiceController {
 
     @Sendable func updateBrandSettings(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<BrandSettingsDTO> {
         let agent = try context.requireAgent()
-        let change = try await request.decodeJSON(UpdateBrandSettingsRequest.self, limit: 4096)
+        let change = try await request.decodeJSON(UpdateBrandSettingsRequest.self, limit: 8192)
         return JSONResponse(.ok, try await voice.updateSettings(agent, change))
-    }
-
-    @Sendable func consumerSettings(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConsumerSettingsDTO> {
-        let consumer = try context.requireConsumer()
-        let settings = try await voice.settings(brandId: consumer.brandId)
-        let brand = try await identity.brandName(consumer.brandId)
-        return JSONResponse(.ok, ConsumerSettingsDTO(voiceEnabled: settings.voiceFromConsumers, voiceMaxSeconds: settings.voiceMaxSeconds, brandName: brand))
     }
 }
 

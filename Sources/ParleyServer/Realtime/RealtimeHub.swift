@@ -26,6 +26,8 @@ public final class RealtimeHub: Service {
     private let writeTimeout: Duration
     private let logger: Logger
     private let metrics: ParleyMetrics
+    /// Told when an agent's first connection opens (true) or their last one closes (false), outside the lock.
+    private let agentConnectivity = Mutex<(@Sendable (AgentPrincipal, Bool) -> Void)?>(nil)
 
     public init(bus: any EventBus, queueLimit: Int, writeTimeout: Duration = .seconds(10), metrics: ParleyMetrics, logger: Logger) {
         self.queueLimit = queueLimit
@@ -42,37 +44,44 @@ public final class RealtimeHub: Service {
         let outbox = Outbox(
             connectionId: ConnectionID.make(), principal: principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt,
             limit: queueLimit, channel: channel)
-        state.withLock { state in
+        let firstOfAgent = state.withLock { state -> Bool in
             state.connections[outbox.connectionId] = outbox
             switch principal {
             case .agent(let agent):
                 state.agentsByBrand[agent.brandId, default: []].insert(outbox.connectionId)
                 state.byAgent[agent.agentId, default: []].insert(outbox.connectionId)
-            case .consumer(let consumer): state.byConsumer[consumer.consumerId, default: []].insert(outbox.connectionId)
+                return state.byAgent[agent.agentId]?.count == 1
+            case .consumer(let consumer):
+                state.byConsumer[consumer.consumerId, default: []].insert(outbox.connectionId)
+                return false
             }
         }
         metrics.realtimeConnections.increment()
+        if firstOfAgent, case .agent(let agent) = principal { agentConnectivity.withLock { $0 }?(agent, true) }
         return outbox
     }
 
     /// Removes a connection from every index; a second call for the same connection does nothing.
     public func unregister(_ outbox: Outbox) {
         let id = outbox.connectionId
-        let removed = state.withLock { state -> Bool in
-            guard state.connections.removeValue(forKey: id) != nil else { return false }
+        let (removed, lastOfAgent) = state.withLock { state -> (Bool, Bool) in
+            guard state.connections.removeValue(forKey: id) != nil else { return (false, false) }
+            var last = false
             switch outbox.principal {
             case .agent(let agent):
                 Self.remove(id, from: &state.agentsByBrand, key: agent.brandId)
                 Self.remove(id, from: &state.byAgent, key: agent.agentId)
+                last = state.byAgent[agent.agentId] == nil
             case .consumer(let consumer):
                 Self.remove(id, from: &state.byConsumer, key: consumer.consumerId)
             }
             if let conversation = state.viewing.removeValue(forKey: id) {
                 Self.remove(id, from: &state.viewers, key: conversation)
             }
-            return true
+            return (true, last)
         }
         if removed { metrics.realtimeConnections.decrement() }
+        if lastOfAgent, case .agent(let agent) = outbox.principal { agentConnectivity.withLock { $0 }?(agent, false) }
     }
 
     private static func remove<Key: Hashable>(_ id: ConnectionID, from index: inout [Key: Set<ConnectionID>], key: Key) {
@@ -113,6 +122,21 @@ public final class RealtimeHub: Service {
     }
 
     public var connectionCount: Int { state.withLock { $0.connections.count } }
+
+    /// The brand's agents with at least one open connection to this node.
+    public func connectedAgents(brandId: BrandID) -> Set<AgentID> {
+        state.withLock { state in
+            Set((state.agentsByBrand[brandId] ?? []).compactMap { id -> AgentID? in
+                if case .agent(let agent) = state.connections[id]?.principal { return agent.agentId }
+                return nil
+            })
+        }
+    }
+
+    /// Sets who is told when an agent connects for the first time or loses their last connection.
+    func onAgentConnectivity(_ observer: @escaping @Sendable (AgentPrincipal, Bool) -> Void) {
+        agentConnectivity.withLock { $0 = observer }
+    }
 
     /// Who holds an open connection of this node.
     public func principal(ofConnection id: ConnectionID) -> Principal? {

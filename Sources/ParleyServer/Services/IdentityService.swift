@@ -123,19 +123,26 @@ public struct IdentityService: Sendable {
             let claims = try await ConsumerIdentityVerifier.verify(token: identityToken, appId: app.id, keys: keys)
             let name = try claims.name.map { name throws(ParleyError) in try IdentityRules.validateName(name, field: "name") }
                 ?? requestedName
+            // Contact claims and the claims the brand exposes to agents, as the brand's backend signed them.
+            let limit = WorkspaceRules.maxAttributeLength
+            let email = claims.email.map { String($0.prefix(limit)) }
+            let phone = claims.phoneNumber.map { String($0.prefix(limit)) }
+            let exposed = try await store.read { repo in try await repo.brandSettings(brandId: app.brandId) }.exposedClaims
+            let attributes = ConsumerIdentityClaims.exposed(exposed, of: identityToken)
             consumer = try await withUniqueRetry {
                 try await store.write { repo in
                     if var existing = try await repo.consumer(brandId: app.brandId, externalId: claims.sub.value) {
-                        if let name, name != existing.displayName {
-                            existing.displayName = name
-                            try await repo.updateConsumer(existing)
-                        }
+                        let before = existing
+                        if let name { existing.displayName = name }
+                        (existing.email, existing.phone, existing.attributes) = (email, phone, attributes)
+                        if existing != before { try await repo.updateConsumer(existing) }
                         return existing
                     }
                     let id = ConsumerID.make()
                     let created = ConsumerDTO(
                         id: id, brandId: app.brandId, appId: app.id, externalId: claims.sub.value,
-                        displayName: name ?? IdentityRules.visitorName(for: id), anonymous: false, createdAt: clock.now())
+                        displayName: name ?? IdentityRules.visitorName(for: id), anonymous: false, createdAt: clock.now(),
+                        email: email, phone: phone, attributes: attributes)
                     try await repo.insertConsumer(created)
                     return created
                 }

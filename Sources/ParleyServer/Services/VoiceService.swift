@@ -43,6 +43,7 @@ public struct VoiceService: Sendable {
     public func updateSettings(_ agent: AgentPrincipal, _ change: UpdateBrandSettingsRequest) async throws -> BrandSettingsDTO {
         try agent.require(.admin)
         try VoiceRules.validate(change)
+        try WorkspaceRules.validate(change)
         return try await store.write { repo in
             var settings = try await repo.brandSettings(brandId: agent.brandId)
             if let value = change.voiceMaxSeconds { settings.voiceMaxSeconds = value }
@@ -51,6 +52,11 @@ public struct VoiceService: Sendable {
             if let value = change.scanFailurePolicy { settings.scanFailurePolicy = value }
             if let value = change.cardMasking { settings.cardMasking = value }
             if let value = change.openConversationsPerConsumer { settings.openConversationsPerConsumer = value }
+            if let value = change.autoAwayMinutes { settings.autoAwayMinutes = value }
+            if let value = change.exposedClaims { settings.exposedClaims = value }
+            if let value = change.widgetColor { settings.widgetColor = value.lowercased() }
+            if let value = change.availableText { settings.availableText = value }
+            if let value = change.awayText { settings.awayText = value }
             try await repo.saveBrandSettings(settings, brandId: agent.brandId, at: notes.clock.now())
             return settings
         }

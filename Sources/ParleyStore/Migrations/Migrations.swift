@@ -3,17 +3,20 @@ import ParleyDomain
 import Logging
 import SQLKit
 
-/// One versioned schema change. Statements are plain SQL that SQLite and PostgreSQL both accept.
+/// One versioned schema change. `statements` are plain SQL that SQLite and PostgreSQL both accept;
+/// `sqlite` and `postgres` run after them on that database only (full-text search differs).
 public struct Migration: Sendable {
     public var version: Int
     public var name: String
     public var statements: [String]
+    public var sqlite: [String] = []
+    public var postgres: [String] = []
 }
 
 /// The schema, as the ordered list of every change ever made to it, one file per version in this
 /// folder (`V007_...swift`). Never edit a released migration: add a new file and list it here.
 public enum Migrations {
-    public static let all: [Migration] = [.v1, .v2, .v3, .v4, .v5, .v6, .v7, .v8, .v9]
+    public static let all: [Migration] = [.v1, .v2, .v3, .v4, .v5, .v6, .v7, .v8, .v9, .v10, .v11, .v12]
 
     /// Applies every migration not yet recorded in `schema_migrations`, each in its own transaction,
     /// and returns the versions it applied. Safe to run from several nodes at once on PostgreSQL.
@@ -41,7 +44,8 @@ public enum Migrations {
                     "SELECT version FROM schema_migrations WHERE version = \(bind: migration.version)"
                 ).first()
                 if existing != nil { return false }
-                for statement in migration.statements {
+                let own = database.flavor == .postgres ? migration.postgres : migration.sqlite
+                for statement in migration.statements + own {
                     try await db.raw(SQLQueryString(stringLiteral: statement)).run()
                 }
                 try await db.raw(

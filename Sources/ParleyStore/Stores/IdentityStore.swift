@@ -212,6 +212,12 @@ struct BrandSettingsRow: TableRow {
     var scanFailurePolicy: ScanFailurePolicy
     var cardMasking: CardMasking
     var openConversationsPerConsumer: Int
+    var autoAwayMinutes: Int
+    /// Comma-separated claim names.
+    var exposedClaims: String
+    var widgetColor: String
+    var availableText: String
+    var awayText: String
     var updatedAt: Int64
 
     init(_ settings: BrandSettingsDTO, brandId: BrandID, at: Date) {
@@ -222,13 +228,20 @@ struct BrandSettingsRow: TableRow {
         scanFailurePolicy = settings.scanFailurePolicy
         cardMasking = settings.cardMasking
         openConversationsPerConsumer = settings.openConversationsPerConsumer
+        autoAwayMinutes = settings.autoAwayMinutes
+        exposedClaims = settings.exposedClaims.joined(separator: ",")
+        widgetColor = settings.widgetColor
+        availableText = settings.availableText
+        awayText = settings.awayText
         updatedAt = StoredTime.millis(at)
     }
 
     var dto: BrandSettingsDTO {
         BrandSettingsDTO(
             voiceMaxSeconds: voiceMaxSeconds, voiceFromConsumers: voiceFromConsumers != 0, voiceFromAgents: voiceFromAgents != 0,
-            scanFailurePolicy: scanFailurePolicy, cardMasking: cardMasking, openConversationsPerConsumer: openConversationsPerConsumer)
+            scanFailurePolicy: scanFailurePolicy, cardMasking: cardMasking, openConversationsPerConsumer: openConversationsPerConsumer,
+            autoAwayMinutes: autoAwayMinutes, exposedClaims: exposedClaims.split(separator: ",").map(String.init),
+            widgetColor: widgetColor, availableText: availableText, awayText: awayText)
     }
 }
 
@@ -281,16 +294,30 @@ struct ConsumerRow: TableRow {
     var externalId: String?
     var displayName: String
     var createdAt: Int64
+    var email: String?
+    var phone: String?
+    /// JSON object of strings.
+    var attributes: String?
+    var lastPageUrl: String?
+    var lastPageTitle: String?
+    var lastBrowser: String?
+    var lastSeenAt: Int64?
 
     init(_ consumer: ConsumerDTO) {
         (id, brandId, appId, externalId, displayName) = (consumer.id, consumer.brandId, consumer.appId, consumer.externalId, consumer.displayName)
         createdAt = StoredTime.millis(consumer.createdAt)
+        (email, phone) = (consumer.email, consumer.phone)
+        attributes = consumer.attributes.flatMap { try? JSONEncoder.sorted.encode($0) }.map { String(decoding: $0, as: UTF8.self) }
+        (lastPageUrl, lastPageTitle, lastBrowser) = (consumer.lastPageUrl, consumer.lastPageTitle, consumer.lastBrowser)
+        lastSeenAt = consumer.lastSeenAt.map(StoredTime.millis)
     }
 
     var dto: ConsumerDTO {
         ConsumerDTO(
             id: id, brandId: brandId, appId: appId, externalId: externalId, displayName: displayName, anonymous: externalId == nil,
-            createdAt: StoredTime.date(createdAt))
+            createdAt: StoredTime.date(createdAt), email: email, phone: phone,
+            attributes: attributes.flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) },
+            lastPageUrl: lastPageUrl, lastPageTitle: lastPageTitle, lastBrowser: lastBrowser, lastSeenAt: lastSeenAt.map(StoredTime.date))
     }
 }
 
@@ -316,5 +343,14 @@ struct SessionRow: TableRow {
         SessionRecord(
             tokenHash: tokenHash, brandId: brandId, subjectKind: subjectKind, subjectId: subjectId, appId: appId,
             createdAt: StoredTime.date(createdAt), expiresAt: StoredTime.date(expiresAt), revokedAt: revokedAt.map(StoredTime.date))
+    }
+}
+
+extension JSONEncoder {
+    /// Keys in order, so that one value is always stored as the same text.
+    static var sorted: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return encoder
     }
 }
