@@ -32,7 +32,13 @@ public struct ConsumerSessionRequest: Codable, Sendable {
     public var identityToken: String?
     /// A name shown to agents. For authenticated consumers the JWT's `name` claim wins.
     public var displayName: String?
-    public init(appId: AppID, identityToken: String? = nil, displayName: String? = nil) {
+    /// The page the widget opens on (http or https), for agents; the browser comes from User-Agent.
+    /// Later pages are reported with `POST /v1/consumer/visits`.
+    public var pageUrl: String?
+    public var pageTitle: String?
+    public init(appId: AppID, identityToken: String? = nil, displayName: String? = nil, pageUrl: String? = nil, pageTitle: String? = nil) {
+        self.pageUrl = pageUrl
+        self.pageTitle = pageTitle
         self.appId = appId
         self.identityToken = identityToken
         self.displayName = displayName

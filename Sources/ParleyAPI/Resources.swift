@@ -114,6 +114,15 @@ public struct ConsumerDTO: Codable, Sendable, Hashable {
     }
 }
 
+extension ConsumerDTO {
+    /// The consumer's own view: without what is kept for agents (the visit and the exposed claims).
+    public var ownView: ConsumerDTO {
+        var own = self
+        (own.attributes, own.lastPageUrl, own.lastPageTitle, own.lastBrowser, own.lastSeenAt) = (nil, nil, nil, nil, nil)
+        return own
+    }
+}
+
 public struct ConversationDTO: Codable, Sendable, Hashable {
     public var id: ConversationID
     public var brandId: BrandID
@@ -226,12 +235,15 @@ public struct MessageDTO: Codable, Sendable, Hashable {
     /// For `kind == .voice`: the audio. The `text` of a voice message is its transcript line,
     /// `[audio message m:ss]`.
     public var voice: VoiceDTO?
+    /// For agents' messages: the agent's name when they sent it (what the consumer sees).
+    public var senderName: String?
 
     public init(
         id: MessageID, conversationId: ConversationID, seq: Int64, senderKind: ParticipantKind, senderId: String,
         clientMessageId: String, kind: MessageKind, text: String, deliveryState: DeliveryState, createdAt: Date,
-        voice: VoiceDTO? = nil
+        voice: VoiceDTO? = nil, senderName: String? = nil
     ) {
+        self.senderName = senderName
         self.voice = voice
         self.id = id
         self.conversationId = conversationId

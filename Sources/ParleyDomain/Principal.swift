@@ -6,8 +6,11 @@ public struct AgentPrincipal: Sendable, Hashable {
     public var brandId: BrandID
     public var role: AgentRole
     public var permissions: Set<AgentPermission>
+    /// The name consumers see on the agent's messages.
+    public var name: String
 
-    public init(agentId: AgentID, brandId: BrandID, role: AgentRole, permissions: Set<AgentPermission>) {
+    public init(agentId: AgentID, brandId: BrandID, role: AgentRole, permissions: Set<AgentPermission>, name: String = "") {
+        self.name = name
         self.agentId = agentId
         self.brandId = brandId
         self.role = role

@@ -221,6 +221,25 @@ struct WorkspaceTests {
             #expect(seen.lastPageTitle == "Checkout")
             #expect(seen.lastBrowser?.contains("iPhone") == true)
             #expect(seen.lastSeenAt != nil)
+            // The page the widget opened on comes with the session; the consumer's own view leaves it out.
+            let opened = try await server.request(
+                .post, "/v1/consumer/session", json: ConsumerSessionRequest(appId: acme.app.id, pageUrl: "https://shop.example/", pageTitle: "Shop"),
+                headers: [.userAgent: "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0"])
+            let own = try opened.decode(ConsumerSessionResponse.self).consumer
+            #expect(own.lastPageUrl == nil && own.lastBrowser == nil)
+            let newcomer = try await server.get("/v1/consumers/\(own.id)", token: acme.adminToken).decode(ConsumerDTO.self)
+            #expect(newcomer.lastPageUrl == "https://shop.example/")
+            #expect(newcomer.lastBrowser?.contains("Chrome") == true)
+            let badPage = try await server.post("/v1/consumer/session", json: ConsumerSessionRequest(appId: acme.app.id, pageUrl: "javascript:x"))
+            #expect(badPage.status == .badRequest)
+            // An agent's message carries their name for the widget.
+            let sent = try await acme.send("hi", as: token)
+            let answer = try await acme.reply("Hello Ana", in: sent.conversation.id, as: acme.adminToken)
+            #expect(answer.message.senderName == "Acme Admin")
+            let history = try await server.get("/v1/consumer/conversations/\(sent.conversation.id)/messages", token: token)
+                .decode(ListResponse<MessageDTO>.self).items
+            #expect(history.map(\.senderName) == [nil, "Acme Admin"])
+
             for url in ["javascript:alert(1)", "file:///etc/passwd", "https://x.example/" + String(repeating: "a", count: 2048), "https://x.example/a b"] {
                 let refused = try await server.post("/v1/consumer/visits", token: token, json: ConsumerVisitRequest(pageUrl: url))
                 #expect(refused.status == .badRequest, "\(url.prefix(40))")

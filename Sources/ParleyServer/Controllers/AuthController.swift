@@ -82,10 +82,10 @@ struct AuthController {
         try limits.consumerSessions.check(ip, "new chat sessions from this address")
         try limits.ipWrites.check(ip, "requests from this address")
         let body = try await request.decodeJSON(ConsumerSessionRequest.self, limit: configuration.maxJSONBodyBytes)
-        return JSONResponse(.created, try await identity.startConsumerSession(body))
+        return JSONResponse(.created, try await identity.startConsumerSession(body, userAgent: request.headers[.userAgent]))
     }
 
     @Sendable func consumerMe(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConsumerDTO> {
-        JSONResponse(.ok, try await identity.consumer(context.requireConsumer()))
+        JSONResponse(.ok, try await identity.consumer(context.requireConsumer()).ownView)
     }
 }

@@ -121,6 +121,7 @@ public struct ConversationService: Sendable {
         var message = MessageDTO(
             id: MessageID.make(), conversationId: conversation.id, seq: 0, senderKind: sender.kind, senderId: sender.id,
             clientMessageId: request.clientMessageId, kind: .text, text: body.text, deliveryState: .sent, createdAt: now)
+        if case .agent(let agent) = principal, !agent.name.isEmpty { message.senderName = agent.name }
         var voice: VoiceRecord?
         if case .voice(let record) = content {
             message.id = record.messageId

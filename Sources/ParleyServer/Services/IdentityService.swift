@@ -85,7 +85,7 @@ public struct IdentityService: Sendable {
             }
             let principal = Principal.agent(AgentPrincipal(
                 agentId: agent.agent.id, brandId: agent.agent.brandId, role: agent.agent.role,
-                permissions: Set(agent.agent.permissions)))
+                permissions: Set(agent.agent.permissions), name: agent.agent.name))
             return AuthenticatedSession(principal: principal, tokenHash: tokenHash, expiresAt: session.expiresAt)
         case .consumer:
             guard let appId = session.appId else { throw StoreError.corrupt("consumer session without an app") }
@@ -108,7 +108,7 @@ public struct IdentityService: Sendable {
 
     // MARK: Consumers
 
-    public func startConsumerSession(_ request: ConsumerSessionRequest) async throws -> ConsumerSessionResponse {
+    public func startConsumerSession(_ request: ConsumerSessionRequest, userAgent: String? = nil) async throws -> ConsumerSessionResponse {
         guard AppID.isWellFormed(request.appId),
             let app = try await store.read({ repo in try await repo.app(id: request.appId) })
         else {
@@ -117,7 +117,9 @@ public struct IdentityService: Sendable {
         let requestedName = try request.displayName.map { name throws(ParleyError) in
             try IdentityRules.validateName(name, field: "displayName")
         }
-        let consumer: ConsumerDTO
+        let visit = request.pageUrl.map { ConsumerVisitRequest(pageUrl: $0, pageTitle: request.pageTitle) }
+        if let visit { try WorkspaceRules.validateVisit(visit) }
+        var consumer: ConsumerDTO
         if let identityToken = request.identityToken {
             let keys = try await store.read { repo in try await repo.appKeys(appId: app.id) }
             let claims = try await ConsumerIdentityVerifier.verify(token: identityToken, appId: app.id, keys: keys)
@@ -155,10 +157,18 @@ public struct IdentityService: Sendable {
             try await store.write { repo in try await repo.insertConsumer(created) }
             consumer = created
         }
+        if let visit {
+            let (browser, now) = (userAgent.map { String($0.prefix(WorkspaceRules.maxBrowserLength)) }, clock.now())
+            try await store.write { [consumer] repo in
+                try await repo.recordVisit(
+                    brandId: consumer.brandId, consumerId: consumer.id, pageUrl: visit.pageUrl, pageTitle: visit.pageTitle, browser: browser, at: now)
+            }
+            (consumer.lastPageUrl, consumer.lastPageTitle, consumer.lastBrowser, consumer.lastSeenAt) = (visit.pageUrl, visit.pageTitle, browser, now)
+        }
         let session = try await issueSession(
             brandId: app.brandId, subject: ParticipantRef(kind: .consumer, id: consumer.id.rawValue), appId: app.id,
             ttl: configuration.consumerSessionTTL)
-        return ConsumerSessionResponse(token: session.token, expiresAt: session.expiresAt, consumer: consumer)
+        return ConsumerSessionResponse(token: session.token, expiresAt: session.expiresAt, consumer: consumer.ownView)
     }
 
     public func consumer(_ principal: ConsumerPrincipal) async throws -> ConsumerDTO {

@@ -1,5 +1,5 @@
 extension Migration {
-    /// Version 12: agents' presence; what agents see about a consumer (contact claims, the claims the
+    /// Version 12: agents' presence; the name on an agent's message; what agents see about a consumer (contact claims, the claims the
     /// brand exposes, the page and browser the widget last reported); the brand's widget look,
     /// availability texts, idle time and exposed claims.
     static let v12 = Migration(
@@ -8,6 +8,7 @@ extension Migration {
             "ALTER TABLE agents ADD COLUMN presence TEXT NOT NULL DEFAULT 'online'",
             "ALTER TABLE agents ADD COLUMN presence_automatic INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE agents ADD COLUMN presence_at BIGINT NOT NULL DEFAULT 0",
+            "ALTER TABLE messages ADD COLUMN sender_name TEXT",
             "ALTER TABLE consumers ADD COLUMN email TEXT",
             "ALTER TABLE consumers ADD COLUMN phone TEXT",
             "ALTER TABLE consumers ADD COLUMN attributes TEXT",

@@ -240,8 +240,10 @@ struct MessageRow: TableRow {
     var deliveredAt: Int64?
     var readAt: Int64?
     var createdAt: Int64
+    var senderName: String?
 
     init(_ m: MessageDTO, brandId: BrandID) {
+        senderName = m.senderName
         (id, self.brandId, conversationId, seq, senderKind, senderId) = (m.id, brandId, m.conversationId, m.seq, m.senderKind, m.senderId)
         (clientMessageId, kind, body, deliveryState) = (m.clientMessageId, m.kind, m.text, m.deliveryState.rank)
         createdAt = StoredTime.millis(m.createdAt)
@@ -251,7 +253,7 @@ struct MessageRow: TableRow {
         guard let state = DeliveryState(rank: deliveryState) else { throw StoreError.corrupt("message \(id) has delivery state \(deliveryState)") }
         return MessageDTO(
             id: id, conversationId: conversationId, seq: seq, senderKind: senderKind, senderId: senderId, clientMessageId: clientMessageId,
-            kind: kind, text: body, deliveryState: state, createdAt: StoredTime.date(createdAt), voice: voice)
+            kind: kind, text: body, deliveryState: state, createdAt: StoredTime.date(createdAt), voice: voice, senderName: senderName)
     }
 }
 

@@ -139,11 +139,12 @@ enum WireBench {
                 try RawHTTP.request(port: proxyPort, method, path, headers: headers, body: Array((body ?? "").utf8))
             }
         }
-        // What the widget does on a first visit: a session and the brand's settings (a new visitor
-        // has no conversations to list); then the socket.
+        // What the widget does on a first visit: a session (with the page it opened on) and the
+        // brand's settings (a new visitor has no conversations to list); then the socket.
+        let sessionBody = #"{"appId":"\#(appId)","pageUrl":"https://shop.example.com/products/espresso-machine","pageTitle":"Espresso machine · Shop"}"#
         let session = try ParleyJSON.makeDecoder().decode(
             ConsumerSessionResponse.self,
-            from: Data(try await http("POST", "/v1/consumer/session", token: nil, body: #"{"appId":"\#(appId)"}"#).body))
+            from: Data(try await http("POST", "/v1/consumer/session", token: nil, body: sessionBody).body))
         _ = try await http("GET", "/v1/consumer/settings", token: session.token, body: nil)
         let afterHTTP = proxy.bytes
 
