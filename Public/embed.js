@@ -84,10 +84,16 @@
     if (event.data === "parley:close") { toggle(false); button.focus(); }
     if (event.data === "parley:ringing" && frame.hidden) toggle(true);
     if (event.data?.type === "parley:unread" && frame.hidden) showUnread(Number(event.data.count) || 0);
+    // The brand's colour from its settings, once the chat has loaded.
+    if (event.data?.type === "parley:color" && /^#[0-9a-f]{6}$/i.test(event.data.color)) button.style.background = event.data.color;
   });
   document.addEventListener("keydown", (event) => { if (event.key === "Escape" && !frame.hidden) { toggle(false); button.focus(); } });
   // The widget learns whether its panel is open once it has loaded.
-  frame.addEventListener("load", () => frame.contentWindow.postMessage(frame.hidden ? "parley:closed" : "parley:open", origin));
+  // It also learns the page the visitor is on, for the agent's details pane.
+  frame.addEventListener("load", () => {
+    frame.contentWindow.postMessage(frame.hidden ? "parley:closed" : "parley:open", origin);
+    frame.contentWindow.postMessage({ type: "parley:page", url: location.href, title: document.title }, origin);
+  });
   document.body.append(frame, button);
   if (started) load();
 })();

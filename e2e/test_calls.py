@@ -83,7 +83,7 @@ def open_pages(browser, server, console_errors, consumer_viewport=PHONE):
     consumer = console_errors(browser.new_context(viewport=consumer_viewport).new_page())
     consumer.add_init_script(CAPTURE_PEERS)
     consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
-    expect(consumer.locator(".status")).to_have_text("Online", timeout=10000)
+    expect(consumer.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
     consumer.fill("#message", "Hi, could you call me about my order?")
     consumer.press("#message", "Enter")
     expect(consumer.locator(".row.out")).to_have_count(1)

@@ -37,7 +37,7 @@ def test_voice_round_trip(server, browser, shoot, console_errors):
         };
     """)
     consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
-    expect(consumer.locator(".status")).to_have_text("Online", timeout=10000)
+    expect(consumer.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
     expect(consumer.locator(".brand-name")).to_have_text("Demo Brand")
     shoot(consumer, "widget-empty-360")
 
@@ -134,7 +134,7 @@ def test_text_and_keyboard(server, browser, shoot, console_errors):
     """Text goes both ways and markup in a message is shown as text, never run."""
     consumer = console_errors(browser.new_context(viewport=PHONE).new_page())
     consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
-    expect(consumer.locator(".status")).to_have_text("Online", timeout=10000)
+    expect(consumer.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
     consumer.fill("#message", "<img src=x onerror=\"document.title='pwned'\"> Where is my parcel?")
     consumer.keyboard.press("Enter")
     expect(consumer.locator(".row.out .bubble").last).to_have_text("<img src=x onerror=\"document.title='pwned'\"> Where is my parcel?")
@@ -158,7 +158,7 @@ def test_microphone_denied(server, browser, console_errors):
     page = console_errors(context.new_page())
     page.add_init_script("navigator.mediaDevices.getUserMedia = () => Promise.reject(new DOMException('denied', 'NotAllowedError'))")
     page.goto(f"{server.url}/widget.html?app={server.app_id}")
-    expect(page.locator(".status")).to_have_text("Online", timeout=10000)
+    expect(page.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
     page.click("button[aria-label='Record a voice message']")
     expect(page.locator("[role=alert]")).to_contain_text("Microphone access was denied")
     page.click("button[aria-label='Dismiss']")
@@ -171,7 +171,7 @@ def test_failed_upload_retries_without_re_recording(server, browser, shoot, cons
     """The network drops the first upload: the bubble says so and Retry sends the same recording."""
     page = browser.new_context(viewport=PHONE, permissions=["microphone"]).new_page()
     page.goto(f"{server.url}/widget.html?app={server.app_id}")
-    expect(page.locator(".status")).to_have_text("Online", timeout=10000)
+    expect(page.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
     attempts = []
 
     def flaky(route):
@@ -201,7 +201,7 @@ def test_history_plays_from_the_keyboard(server, browser, shoot, console_errors)
     """A resolved conversation's voice note plays from history, driven by the keyboard alone."""
     consumer = browser.new_context(viewport=PHONE, permissions=["microphone"]).new_page()
     consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
-    expect(consumer.locator(".status")).to_have_text("Online", timeout=10000)
+    expect(consumer.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
     # The widget's controls are reachable and labelled for the keyboard and screen readers.
     mic = consumer.locator("button[aria-label='Record a voice message']")
     mic.focus()
@@ -249,7 +249,7 @@ def test_embedded_with_one_script_tag(server, browser, shoot, console_errors):
         launcher.click()
         expect(page.get_by_role("button", name="Close chat").first).to_be_visible()
         chat = page.frame_locator("#parley-chat")
-        expect(chat.locator(".status")).to_have_text("Online", timeout=10000)
+        expect(chat.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
         chat.locator("#message").fill("Hello from the shop page")
         chat.locator("#message").press("Enter")
         expect(chat.locator(".row.out .bubble").last).to_have_text("Hello from the shop page")
@@ -283,7 +283,7 @@ def test_widget_sends_over_the_socket_and_falls_back_to_http(server, browser, sh
     posts = []
     consumer.on("request", lambda r: posts.append(r.url) if r.method == "POST" and "/v1/consumer/" in r.url else None)
     consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
-    expect(consumer.locator(".status")).to_have_text("Online", timeout=10000)
+    expect(consumer.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
 
     consumer.fill("#message", "Sent as a frame on the socket")
     consumer.keyboard.press("Enter")
@@ -314,7 +314,7 @@ def test_widget_sends_over_the_socket_and_falls_back_to_http(server, browser, sh
     state["allow"] = False
     for ws in state["routes"]:
         ws.close()
-    expect(consumer.locator(".status")).not_to_have_text("Online", timeout=10000)
+    expect(consumer.locator(".status")).not_to_have_attribute("data-state", "online", timeout=10000)
     consumer.fill("#message", "Sent over HTTP while the socket is down")
     consumer.keyboard.press("Enter")
     expect(consumer.locator(".row.out .bubble").last).to_have_text("Sent over HTTP while the socket is down")

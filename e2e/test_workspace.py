@@ -47,7 +47,7 @@ def agent_page(browser, server, signed_in, console_errors, viewport=DESKTOP, ini
 def open_widget(browser, server, console_errors, **context):
     page = console_errors(browser.new_context(viewport=PHONE, **context).new_page())
     page.goto(f"{server.url}/widget.html?app={server.app_id}")
-    expect(page.locator(".status")).to_have_text("Online", timeout=10000)
+    expect(page.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
     return page
 
 
@@ -221,7 +221,7 @@ def test_consumer_sees_no_scan_state_and_escape_closes_the_embedded_chat(server,
         launcher = page.get_by_role("button", name="Open chat")
         launcher.click()
         chat = page.frame_locator("#parley-chat")
-        expect(chat.locator(".status")).to_have_text("Online", timeout=10000)
+        expect(chat.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
         chat.locator("#message").click()
         shoot(page, "escape-01-open-1280")
         page.keyboard.press("Escape")
@@ -347,7 +347,7 @@ def test_launcher_counts_answers_while_the_chat_is_closed(server, browser, signe
         launcher = page.locator("button[aria-controls=parley-chat]")
         launcher.click()
         chat = page.frame_locator("#parley-chat")
-        expect(chat.locator(".status")).to_have_text("Online", timeout=10000)
+        expect(chat.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
         chat.locator("#message").fill(f"{marker}: is my size in stock?")
         chat.locator("#message").press("Enter")
         expect(chat.locator(".row.out[data-id]")).to_have_count(1)
@@ -401,7 +401,7 @@ def test_messages_written_offline_go_out_in_order_when_the_connection_returns(se
     context.route_web_socket(re.compile(r"/v1/realtime"), realtime)
     consumer = console_errors(context.new_page())
     consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
-    expect(consumer.locator(".status")).to_have_text("Online", timeout=10000)
+    expect(consumer.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
     start_conversation(consumer, f"{marker}: before")
     expect(consumer.locator(".row.out[data-id]")).to_have_count(1)
 
@@ -409,7 +409,7 @@ def test_messages_written_offline_go_out_in_order_when_the_connection_returns(se
     context.set_offline(True)
     for route in network["sockets"]:
         route.close()
-    expect(consumer.locator(".status")).not_to_have_text("Online", timeout=15000)
+    expect(consumer.locator(".status")).not_to_have_attribute("data-state", "online", timeout=15000)
     for word in ["one", "two", "three"]:
         consumer.fill("#message", f"{marker}: {word}")
         consumer.keyboard.press("Enter")
@@ -420,7 +420,7 @@ def test_messages_written_offline_go_out_in_order_when_the_connection_returns(se
 
     network["up"] = True
     context.set_offline(False)
-    expect(consumer.locator(".status")).to_have_text("Online", timeout=20000)
+    expect(consumer.locator(".status")).to_have_attribute("data-state", "online", timeout=20000)
     expect(consumer.locator(".row.out[data-id]")).to_have_count(4, timeout=15000)
     expect(consumer.locator(".row.pending")).to_have_count(0)
     shoot(consumer, "sent-360")
@@ -458,7 +458,7 @@ def test_no_serious_accessibility_violations(server, browser, signed_in, shoot, 
         consumer = open_widget(browser, server, console_errors) if width == 360 else console_errors(browser.new_context(viewport=size).new_page())
         if width != 360:
             consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
-            expect(consumer.locator(".status")).to_have_text("Online", timeout=10000)
+            expect(consumer.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
         start_conversation(consumer, f"{marker} at {width}")
         assert serious(consumer) == [], f"widget at {width}"
         shoot(consumer, f"widget-{width}")

@@ -6,16 +6,25 @@ const dayFormat = new Intl.DateTimeFormat(undefined, { weekday: "short", day: "n
 const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
 /** Delivery states only move forward: sent, then delivered, then read. */
 const deliveryRank = { sent: 0, delivered: 1, read: 2 };
+/** Messages of one sender less than this apart form a group: one name and avatar, one time. */
+const groupGapMs = 5 * 60_000;
+
+function initialsOf(name) {
+  const words = (name ?? "").trim().split(/\s+/).filter(Boolean);
+  return ((words[0]?.[0] ?? "?") + (words.length > 1 ? words.at(-1)[0] : "")).toUpperCase();
+}
 
 /**
  * A conversation's messages as bubbles. `perspective` is the side whose messages are "out"
  * (right, accent colour): "consumer" in the widget, "agent" in the workspace.
  */
 export class Timeline {
-  constructor(element, { perspective, api }) {
+  /** `nameOf(message)`: the name to show over a group of messages (with initials), or null for none. */
+  constructor(element, { perspective, api, nameOf = () => null }) {
     this.element = element;
     this.perspective = perspective;
     this.api = api;
+    this.nameOf = nameOf;
     this.rows = new Map();  // message id or pending client id -> { message, element }
     this.receipts = {};  // actor kind -> { delivered: up to seq, read: up to seq }
   }
@@ -45,6 +54,7 @@ export class Timeline {
       // A late copy (an HTTP answer, a replay) never takes a message back from read to sent.
       if ((deliveryRank[known] ?? -1) > (deliveryRank[message.deliveryState] ?? -1)) existing.message.deliveryState = known;
       this.fill(existing.element, existing.message, { voiceChanged });
+      this.groups();
       return;
     }
     const element = document.createElement("div");
@@ -109,6 +119,33 @@ export class Timeline {
     note.append(head, linkedText(event.text));
     element.replaceChildren(note);
     if (!element.isConnected) this.place(element, { seq: event.seq });
+  }
+
+  /** A system line (assigned, resolved, reopened) at its place in the timeline. */
+  system(event, line) {
+    const key = `system:${event.seq}`;
+    let row = this.rows.get(key);
+    if (!row) {
+      row = { element: document.createElement("div"), message: { seq: event.seq } };
+      this.rows.set(key, row);
+    }
+    const element = row.element;
+    element.className = "row system";
+    element.dataset.seq = event.seq;
+    element.dataset.time = event.createdAt;
+    element.dataset.kind = "system";
+    element.replaceChildren(text(line), Object.assign(document.createElement("span"), {
+      className: "when", textContent: ` · ${timeFormat.format(new Date(event.createdAt))}` }));
+    if (!element.isConnected) this.place(element, { seq: event.seq });
+  }
+
+  /** Scrolls to a message and marks it for a moment (a search hit). */
+  highlight(messageId) {
+    const row = this.rows.get(messageId);
+    if (!row) return;
+    row.element.classList.add("highlight");
+    row.element.scrollIntoView({ block: "center" });
+    setTimeout(() => row.element.classList.remove("highlight"), 4000);
   }
 
   /** A message being sent or uploaded; `state` is sending, uploading or failed. */
@@ -190,7 +227,37 @@ export class Timeline {
     const later = [...this.element.children].find((child) => Number(child.dataset.seq) > message.seq || child.classList.contains("pending"));
     this.element.insertBefore(element, later ?? null);
     this.days();
+    this.groups();
     this.scroll();
+  }
+
+  /**
+   * Consecutive messages of one sender, less than five minutes apart, form a group: the first
+   * carries the sender's name and initials (where the page names them), the last the time.
+   */
+  groups() {
+    let previous = null;
+    for (const child of this.element.children) {
+      const row = child.dataset.id ? this.rows.get(child.dataset.id) : null;
+      if (!row || !row.message.senderKind) { if (previous) previous.element.classList.add("group-end"); previous = null; continue; }
+      const message = row.message;
+      const joins = previous && previous.message.senderKind === message.senderKind && previous.message.senderId === message.senderId
+        && new Date(message.createdAt) - new Date(previous.message.createdAt) < groupGapMs;
+      if (previous) previous.element.classList.toggle("group-end", !joins);
+      child.classList.toggle("group-start", !joins);
+      const name = joins ? null : this.nameOf(message);
+      let sender = child.querySelector(":scope > .sender");
+      if (name) {
+        if (!sender) { sender = Object.assign(document.createElement("div"), { className: "sender" }); child.prepend(sender); }
+        const avatar = Object.assign(document.createElement("span"), { className: "avatar", textContent: initialsOf(name) });
+        avatar.setAttribute("aria-hidden", "true");
+        sender.replaceChildren(avatar, text(name));
+      } else {
+        sender?.remove();
+      }
+      previous = row;
+    }
+    if (previous) previous.element.classList.add("group-end");
   }
 
   /** Day separators between messages of different days. */
@@ -212,7 +279,8 @@ export class Timeline {
 
   fill(element, message, { voiceChanged }) {
     const out = this.isOut(message);
-    element.className = `row ${out ? "out" : "in"}`;
+    element.classList.remove("in", "out", "pending");
+    element.classList.add("row", out ? "out" : "in");
     element.dataset.id = message.id;
     element.dataset.seq = message.seq;
     element.dataset.time = message.createdAt;
@@ -257,7 +325,9 @@ export class Timeline {
       meta.className = "meta";
       element.append(meta);
     }
-    const parts = [text(timeFormat.format(new Date(message.createdAt)))];
+    const stamp = text(timeFormat.format(new Date(message.createdAt)));
+    stamp.className = "stamp";
+    const parts = [stamp];
     if (voice?.scan === "pending" && out) parts.push(text("Waiting for the malware scan…"));
     else if (message.kind === "voice" && voice?.state === "processing" && voice?.scan !== "pending") parts.push(text("Processing…"));
     // Scan state is for agents: a consumer is never shown anything alarming about a note.

@@ -25,8 +25,9 @@ if (embedded) {
   // never message text: any page can embed the widget.
   window.addEventListener("message", (event) => {
     if (event.source !== window.parent) return;
-    if (event.data === "parley:open") { panelOpen = true; unseen = 0; markRead(); }
+    if (event.data === "parley:open") { panelOpen = true; unseen = 0; markRead(); refreshAvailability(); }
     if (event.data === "parley:closed") panelOpen = false;
+    if (event.data?.type === "parley:page") reportPage(String(event.data.url ?? ""), String(event.data.title ?? ""));
   });
   // A close button, and Escape as for a dialog, hand focus back to the launcher.
   const closeChat = () => window.parent.postMessage("parley:close", "*");
@@ -44,10 +45,70 @@ let realtime;
 let timeline;
 let conversationId = null;
 let calls;
+/** The brand's look and whether an agent is there (from /v1/consumer/settings), and who answered. */
+const brand = { name: "", availability: "", available: false, agent: null };
+let connection = "connecting";
 
+/** The header's second line: the connection while it is not up, otherwise whether anyone is there. */
 function setStatus(state, message) {
+  connection = state;
+  const up = state === "online" && !message;
   status.dataset.state = state;
-  status.textContent = message ?? connectionStatusText[state];
+  status.dataset.availability = brand.available ? "available" : "away";
+  // Away, the header says so briefly; the brand's longer away text is the hint over the composer.
+  const availability = brand.available ? brand.availability : "Away right now";
+  status.textContent = message ?? (up && brand.availability ? availability : connectionStatusText[state]);
+}
+
+/** Colour, name and initials in the header: the brand's until an agent answers, then the agent's. */
+function renderHeader() {
+  $(".brand-name").textContent = brand.agent?.name ?? brand.name;
+  $(".avatar").textContent = initialsOf(brand.agent?.name ?? brand.name);
+  $(".header-brand").textContent = brand.agent ? brand.name : "";
+  setStatus(connection);
+}
+
+function initialsOf(name) {
+  const words = (name ?? "").trim().split(/\s+/).filter(Boolean);
+  return ((words[0]?.[0] ?? "?") + (words.length > 1 && brand.agent ? words.at(-1)[0] : "")).toUpperCase();
+}
+
+/** The brand's colour, with text in white or near-black, whichever reads better on it. */
+function applyColor(hex) {
+  if (!/^#[0-9a-f]{6}$/i.test(hex ?? "")) return;
+  const [r, g, b] = [1, 3, 5].map((index) => parseInt(hex.slice(index, index + 2), 16) / 255)
+    .map((channel) => (channel <= 0.03928 ? channel / 12.92 : ((channel + 0.055) / 1.055) ** 2.4));
+  const luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  const root = document.documentElement.style;
+  root.setProperty("--accent", hex);
+  root.setProperty("--accent-ink", luminance > 0.4 ? "#0f131a" : "#ffffff");
+}
+
+async function refreshAvailability() {
+  if (!api.token) return;
+  try {
+    const settings = await api.get("/v1/consumer/settings");
+    brand.available = settings.agentsAvailable;
+    brand.availability = settings.availability;
+    renderHeader();
+  } catch {}
+}
+
+// The page the visitor is on, from the launcher: sent with a new session, or reported when it changed.
+let pageToReport = null;
+const pageKey = `parley.page.${appId}`;
+function reportPage(url, title) {
+  if (!/^https?:\/\//.test(url)) return;
+  pageToReport = { pageUrl: url.slice(0, 2048), pageTitle: title.slice(0, 300) || undefined };
+  if (api.token) sendPage();
+}
+async function sendPage() {
+  const page = pageToReport;
+  if (!page || localStorage.getItem(pageKey) === page.pageUrl) return;
+  try {
+    await api.post("/v1/consumer/visits", page);
+    localStorage.setItem(pageKey, page.pageUrl);
+  } catch {}
 }
 
 /** Resumes the saved session or starts one; true when the visitor is new (and so has no history). */
@@ -57,7 +118,9 @@ async function session() {
     api.token = saved;
     try { await api.get("/v1/consumer/me"); return false; } catch (error) { if (!(error instanceof ApiError) || error.status !== 401) throw error; }
   }
-  const created = await api.post("/v1/consumer/session", { appId });
+  const page = pageToReport;  // the launcher's report may arrive while the session is created
+  const created = await api.post("/v1/consumer/session", { appId, ...(page ?? {}) });
+  if (page) localStorage.setItem(pageKey, page.pageUrl);
   api.token = created.token;
   localStorage.setItem(storageKey, created.token);
   return true;
@@ -73,15 +136,21 @@ async function start() {
     if (error.code !== "app_not_found") setTimeout(start, 3000);
     return;
   }
+  sendPage();
   const settings = await api.get("/v1/consumer/settings");
   document.title = `Chat with ${settings.brandName}`;
-  $(".brand-name").textContent = settings.brandName;
-  $(".avatar").textContent = settings.brandName.slice(0, 1).toUpperCase();
+  Object.assign(brand, { name: settings.brandName, availability: settings.availability, available: settings.agentsAvailable });
+  applyColor(settings.widgetColor);
+  if (embedded) window.parent.postMessage({ type: "parley:color", color: settings.widgetColor }, "*");
+  $(".empty-hint").textContent = settings.agentsAvailable ? "Send us a message or a voice note." : settings.availability;
+  renderHeader();
   if (settings.voiceEnabled) {
     recorder.setAttribute("max-seconds", settings.voiceMaxSeconds);
     recorder.hidden = false;
   }
-  timeline = new Timeline($(".timeline"), { perspective: "consumer", api });
+  timeline = new Timeline($(".timeline"), {
+    perspective: "consumer", api, nameOf: (message) => message.senderKind === "agent" ? message.senderName ?? brand.name : null,
+  });
   // A visitor whose session was just created has no conversations yet: no request for them.
   const conversations = newVisitor ? [] : (await api.get("/v1/consumer/conversations?limit=1")).items;
   if (conversations.length) {
@@ -91,6 +160,7 @@ async function start() {
       api.get(`/v1/consumer/conversations/${conversationId}/calls?limit=50`),
     ]);
     history.items.forEach((message) => timeline.upsert(message));
+    meetAgent(history.items.findLast((message) => message.senderKind === "agent"));
     callHistory.items.filter((call) => call.seq).forEach((call) => timeline.callRecord({ seq: call.seq, call, createdAt: call.endedAt }));
   }
   realtime = new Realtime({ token: api.token });
@@ -115,6 +185,7 @@ function receive(frame) {
     conversationId ??= frame.message.conversationId;
     timeline.upsert(frame.message);
     if (frame.message.senderKind !== "consumer") {
+      meetAgent(frame.message);
       showTyping(false);
       acknowledge();
     }
@@ -126,6 +197,13 @@ function receive(frame) {
   } else if (frame.type === "typing" && frame.participant.kind === "agent" && frame.conversationId === conversationId) {
     showTyping(frame.isTyping);
   }
+}
+
+/** The agent who answered last is the one the header shows. */
+function meetAgent(message) {
+  if (message?.senderKind !== "agent" || !message.senderName || brand.agent?.id === message.senderId) return;
+  brand.agent = { id: message.senderId, name: message.senderName };
+  renderHeader();
 }
 
 /** "typing…" under the messages while an agent writes; it never sticks. */

@@ -5,6 +5,8 @@ import { Alerts } from "./alerts.js";
 import { Timeline } from "./timeline.js";
 import { icon, text } from "./icons.js";
 import { CallSession } from "./call-session.js";
+import { PresenceControl, presenceLabels } from "./presence.js";
+import { ReplyPicker, SavedRepliesAdmin } from "./saved-replies.js";
 import "./call-view.js";
 import "./voice-recorder.js";
 
@@ -12,10 +14,15 @@ import "./voice-recorder.js";
 const $ = (selector) => document.querySelector(selector);
 const api = new Api();  // the session cookie authenticates
 const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
-const state = { me: null, settings: null, filter: "open", conversations: new Map(), consumers: new Map(), current: null, unread: new Map(), open: new Map(), title: "Parley" };
+const dateFormat = new Intl.DateTimeFormat(undefined, { day: "numeric", month: "short", year: "numeric" });
+const state = {
+  me: null, settings: null, filter: "open", conversations: new Map(), consumers: new Map(), current: null, unread: new Map(),
+  open: new Map(), title: "Parley", team: new Map(), readOnlyReturn: null,
+};
 let realtime;
 let timeline;
 let calls;
+let presence;
 
 $(".logout").innerHTML = icon("logout");
 $(".alerts").innerHTML = icon("bell");
@@ -24,6 +31,8 @@ $(".back").innerHTML = icon("back");
 $(".send-text").innerHTML = icon("send");
 $(".start-call[data-media=voice]").innerHTML = icon("phone");
 $(".start-call[data-media=video]").innerHTML = icon("video");
+$(".shortcuts-open").innerHTML = icon("keyboard");
+$(".shortcuts-close").innerHTML = icon("close");
 
 async function boot() {
   try {
@@ -40,7 +49,14 @@ async function boot() {
   state.title = `${brand.name} · Parley`;
   document.title = state.title;
   $(".me").textContent = state.me.name;
-  timeline = new Timeline($(".timeline"), { perspective: "agent", api });
+  presence = new PresenceControl({ root: $(".presence"), api, idleMinutes: settings.autoAwayMinutes });
+  presence.addEventListener("change", (event) => teamMember(event.detail));
+  timeline = new Timeline($(".timeline"), {
+    perspective: "agent", api,
+    // The customer's name over their groups; a colleague's over theirs; none over mine.
+    nameOf: (message) => message.senderKind === "consumer" ? state.currentPerson?.displayName ?? "Customer"
+      : message.senderId !== state.me.id ? message.senderName ?? "An agent" : null,
+  });
   configureVoice();
   realtime = new Realtime();
   realtime.addEventListener("status", (event) => {
@@ -60,7 +76,20 @@ async function boot() {
   $(".conversation-pane").append(Object.assign(document.createElement("parley-call"), { session: calls }));
   for (const name of ["call", "ended"]) calls.addEventListener(name, () => state.current && renderCallButtons(state.current));
   realtime.connect();
-  await Promise.all([loadList(), loadOpen()]);
+  await Promise.all([loadList(), loadOpen(), loadTeam()]);
+}
+
+/** Every agent's presence; mine drives the top bar's control. */
+async function loadTeam() {
+  const team = (await api.get("/v1/presence")).items;
+  for (const member of team) teamMember(member);
+}
+
+/** A colleague's presence changed (or mine): the top bar, and the team list when it is open. */
+function teamMember(member) {
+  state.team.set(member.agentId, member);
+  if (member.agentId === state.me.id) presence.show(member);
+  if ($(".account").open) renderTeam();
 }
 
 /** Every open conversation, for the counts on the filters (whichever filter is shown). */
@@ -123,6 +152,29 @@ $(".account-open").addEventListener("click", () => {
   renderTeam();
 });
 $(".account-close").addEventListener("click", () => $(".account").close());
+$(".account").addEventListener("close", () => { renderTeam.started = false; });
+
+const savedAdmin = new SavedRepliesAdmin({ section: $(".saved-replies"), api, onChange: () => picker.refresh() });
+
+/** The brand's widget: colour, what it says while agents are there or away, and the idle time. */
+function fillWidgetForm() {
+  const form = $(".widget-form");
+  for (const name of ["widgetColor", "availableText", "awayText", "autoAwayMinutes"]) form.elements[name].value = state.settings[name];
+}
+$(".widget-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = event.target;
+  const note = $(".widget-note");
+  try {
+    state.settings = await api.json("PATCH", "/v1/brand/settings", {
+      widgetColor: form.elements.widgetColor.value, availableText: form.elements.availableText.value,
+      awayText: form.elements.awayText.value, autoAwayMinutes: Number(form.elements.autoAwayMinutes.value),
+    });
+    note.textContent = "Saved. Visitors see it the next time the chat opens.";
+  } catch (failure) {
+    note.textContent = failure.message;
+  }
+});
 
 $(".password-form").addEventListener("submit", async (event) => {
   event.preventDefault();
@@ -146,8 +198,17 @@ $(".sign-out-everywhere").addEventListener("click", async () => {
 /** Admins see the team: each agent with enable/disable, a password reset and delete. */
 async function renderTeam() {
   const team = $(".team");
-  team.hidden = state.me.role !== "admin";
+  const admin = state.me.role === "admin";
+  team.hidden = !admin;
+  $(".saved-replies").hidden = !admin;
+  $(".widget-settings").hidden = !admin;
   if (team.hidden) return;
+  if (!renderTeam.started) {
+    renderTeam.started = true;
+    savedAdmin.render();
+    fillWidgetForm();
+    api.get("/v1/presence").then((page) => page.items.forEach((member) => state.team.set(member.agentId, member))).then(() => renderTeam());
+  }
   const list = $(".team-list");
   const agents = (await api.get("/v1/agents")).items;
   list.replaceChildren(...agents.map((agent) => {
@@ -159,7 +220,13 @@ async function renderTeam() {
     const detail = Object.assign(document.createElement("span"), { textContent: `${agent.email} · ${agent.role}` });
     const status = Object.assign(document.createElement("span"), {
       className: `tag ${agent.disabled ? "off" : "on"}`, textContent: agent.disabled ? "Disabled" : "Active" });
-    who.append(name, status, detail);
+    const member = state.team.get(agent.id);
+    const shown = agent.disabled ? null : (member?.presence ?? "offline");
+    const availability = Object.assign(document.createElement("span"), { className: "presence-tag", textContent: shown ? presenceLabels[shown] : "" });
+    if (shown) availability.dataset.presence = shown;
+    const open = member?.openConversations ?? 0;
+    const load = Object.assign(document.createElement("span"), { className: "load", textContent: `${open} open conversation${open === 1 ? "" : "s"}` });
+    who.append(name, availability, status, load, detail);
     item.append(who);
     if (agent.id !== state.me.id) {
       const actions = document.createElement("div");
@@ -250,9 +317,14 @@ function matchesFilter(conversation) {
   }
 }
 
+/** Newest message first: reading, assigning or a receipt does not move a conversation. */
+function byLastMessage(a, b) {
+  return (b.lastMessageAt ?? b.createdAt).localeCompare(a.lastMessageAt ?? a.createdAt) || b.id.localeCompare(a.id);
+}
+
 async function renderList() {
   const list = $(".conversations");
-  const items = [...state.conversations.values()].filter(matchesFilter).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+  const items = [...state.conversations.values()].filter(matchesFilter).sort(byLastMessage);
   const rows = await Promise.all(items.map(async (conversation) => {
     const person = await consumer(conversation.consumerId);
     const item = document.createElement("li");
@@ -284,6 +356,77 @@ async function renderList() {
   list.replaceChildren(...rows);
 }
 
+// MARK: Search
+
+let searchTimer;
+let searchSerial = 0;
+$("#search").addEventListener("input", () => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(search, 200);
+});
+$("#search").addEventListener("keydown", (event) => {
+  if (event.key === "Escape") { event.target.value = ""; search(); event.target.blur(); }
+  if (event.key === "ArrowDown") { event.preventDefault(); $(".search-results .results button")?.focus(); }
+});
+$(".search").addEventListener("submit", (event) => { event.preventDefault(); clearTimeout(searchTimer); search(); });
+
+/** Results replace the list while the box holds a query: matches in message text, then names. */
+async function search() {
+  const query = $("#search").value.trim();
+  const serial = ++searchSerial;
+  const showing = query.length > 0;
+  $(".search-results").hidden = !showing;
+  $(".list-pane").classList.toggle("searching", showing);
+  if (!showing) return;
+  let hits;
+  try {
+    hits = (await api.get(`/v1/search?q=${encodeURIComponent(query)}&limit=30`)).items;
+  } catch (failure) {
+    if (serial !== searchSerial) return;
+    $(".search-summary").textContent = failure.message;
+    $(".search-results .results").replaceChildren();
+    return;
+  }
+  if (serial !== searchSerial) return;  // a newer query is on its way
+  $(".search-summary").textContent = hits.length ? `${hits.length} conversation${hits.length === 1 ? "" : "s"}` : `Nothing matches “${query}”.`;
+  $(".search-results .results").replaceChildren(...hits.map((hit) => {
+    const item = document.createElement("li");
+    const button = Object.assign(document.createElement("button"), { type: "button" });
+    const who = Object.assign(document.createElement("span"), { className: "who", textContent: hit.consumerName });
+    const when = Object.assign(document.createElement("span"), {
+      className: "when", textContent: dateFormat.format(new Date(hit.message?.createdAt ?? hit.conversation.updatedAt)) });
+    const snippet = Object.assign(document.createElement("span"), { className: "preview" });
+    snippet.append(hit.message ? highlighted(hit.message.text, query) : text(hit.conversation.lastMessagePreview ?? ""));
+    const tags = Object.assign(document.createElement("span"), { className: "tags" });
+    tags.append(Object.assign(document.createElement("span"), { className: "tag", textContent: hit.conversation.state }));
+    button.append(who, when, snippet, tags);
+    button.addEventListener("click", () => open(hit.conversation.id, { highlight: hit.message?.id }));
+    item.append(button);
+    return item;
+  }));
+}
+
+/** The text around the first matched word, with the words that match marked. */
+function highlighted(value, query) {
+  const words = query.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+  const flat = value.split("\n").join(" ");
+  const lower = flat.toLowerCase();
+  const first = Math.min(flat.length, ...words.map((word) => lower.indexOf(word)).filter((index) => index >= 0));
+  const start = Math.max(0, first - 30);
+  const excerpt = (start > 0 ? "…" : "") + flat.slice(start, start + 140);
+  const span = document.createElement("span");
+  const escaped = words.map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const pattern = new RegExp(`(?<![\\p{L}\\p{N}])(?:${escaped.join("|")})[\\p{L}\\p{N}]*`, "giu");
+  let last = 0;
+  for (const match of excerpt.matchAll(pattern)) {
+    span.append(document.createTextNode(excerpt.slice(last, match.index)));
+    span.append(Object.assign(document.createElement("mark"), { textContent: match[0] }));
+    last = match.index + match[0].length;
+  }
+  span.append(document.createTextNode(excerpt.slice(last)));
+  return span;
+}
+
 for (const tab of document.querySelectorAll(".filters button")) {
   tab.addEventListener("click", async () => {
     state.filter = tab.dataset.filter;
@@ -294,18 +437,28 @@ for (const tab of document.querySelectorAll(".filters button")) {
 
 // MARK: Conversation
 
-async function open(id) {
+/**
+ * Opens a conversation. `highlight`: a message to scroll to and mark (a search hit). `readOnly`: a
+ * past conversation opened from the details pane, shown without the composer, with a way back.
+ */
+async function open(id, { highlight, readOnly = false, focusReply = true } = {}) {
   const conversation = state.conversations.get(id) ?? (await api.get(`/v1/conversations/${id}`));
+  state.readOnlyReturn = readOnly ? state.current?.id ?? null : null;
   state.current = conversation;
+  state.readOnly = readOnly;
   realtime.view(id);
   state.unread.delete(id);
   renderCounts();
   $(".workspace").classList.add("open");
   showDetails(false);
   $(".placeholder").hidden = true;
-  for (const element of [".conversation-header", ".timeline", ".composer", ".compose-mode"]) $(element).hidden = false;
+  for (const element of [".conversation-header", ".timeline"]) $(element).hidden = false;
+  for (const element of [".composer", ".compose-mode"]) $(element).hidden = readOnly;
+  $(".readonly-banner").hidden = !readOnly;
   $(".details-pane").hidden = false;
+  state.consumers.delete(conversation.consumerId);  // fresh: the page they are on changes
   const person = await consumer(conversation.consumerId);
+  state.currentPerson = person;
   $(".consumer-name").textContent = person.displayName;
   timeline.clear();
   const [history, callHistory, events] = await Promise.all([
@@ -315,13 +468,21 @@ async function open(id) {
   ]);
   history.items.forEach((message) => timeline.upsert(message));
   callHistory.items.filter((call) => call.seq).forEach((call) => timeline.callRecord({ seq: call.seq, call, createdAt: call.endedAt }));
-  await Promise.all(events.items.filter((event) => event.kind === "note").map(showNote));
+  await Promise.all(events.items.map(showEvent));
   realtime.seen(id, conversation.lastSeq);
   renderDetails(conversation, person);
+  renderPast(conversation);
   renderList();
+  if (highlight) timeline.highlight(highlight);
+  if (readOnly) { $(".back-to-current").focus(); return; }
   markRead();
-  $("#reply").focus();
+  // Moving through the list with j / k keeps the keys for the list.
+  if (focusReply) $("#reply").focus();
 }
+
+$(".back-to-current").addEventListener("click", () => {
+  if (state.readOnlyReturn) open(state.readOnlyReturn);
+});
 
 /** Below 1000 px the details are a panel over the conversation, opened from its header. */
 function showDetails(open) {
@@ -345,11 +506,31 @@ $(".back").addEventListener("click", () => {
 });
 
 function renderDetails(conversation, person) {
+  $(".d-avatar").textContent = initials(person.displayName);
   $(".d-name").textContent = person.displayName;
-  $(".d-identity").textContent = person.anonymous ? "Anonymous visitor" : `Signed in (${person.externalId})`;
-  $(".d-channel").textContent = conversation.channel;
+  $(".d-identity").textContent = person.anonymous ? "Anonymous visitor" : `Signed in as ${person.externalId}`;
+  $(".d-email").textContent = person.email ?? "—";
+  $(".d-phone").textContent = person.phone ?? "—";
+  $(".d-channel").textContent = channelNames[conversation.channel] ?? conversation.channel;
   $(".d-state").textContent = conversation.state;
-  $(".d-assignee").textContent = conversation.assigneeId ? (conversation.assigneeId === state.me.id ? "You" : "Another agent") : "Nobody";
+  const assignee = conversation.assigneeId;
+  $(".d-assignee").textContent = !assignee ? "Nobody" : assignee === state.me.id ? "You" : (state.team.get(assignee)?.name ?? "Another agent");
+  $(".d-first-seen").textContent = dateFormat.format(new Date(person.createdAt));
+  const page = $(".d-page");
+  if (person.lastPageUrl) {
+    const link = Object.assign(document.createElement("a"), {
+      href: person.lastPageUrl, target: "_blank", rel: "noopener noreferrer", textContent: person.lastPageTitle || person.lastPageUrl });
+    link.title = person.lastPageUrl;
+    page.replaceChildren(link);
+  } else {
+    page.textContent = "—";
+  }
+  $(".d-browser").textContent = person.lastBrowser ? browserName(person.lastBrowser) : "—";
+  const attributes = Object.entries(person.attributes ?? {});
+  $(".d-attributes").hidden = $(".d-attributes-title").hidden = attributes.length === 0;
+  $(".d-attributes").replaceChildren(...attributes.flatMap(([name, value]) => [
+    Object.assign(document.createElement("dt"), { textContent: name }), Object.assign(document.createElement("dd"), { textContent: value }),
+  ]));
   $(".assign").hidden = conversation.assigneeId === state.me.id;
   const resolve = $(".resolve");
   const resolved = conversation.state === "resolved";
@@ -357,10 +538,50 @@ function renderDetails(conversation, person) {
   // A resolved conversation takes no replies until it is reopened.
   const reply = $("#reply");
   reply.disabled = resolved;
-  reply.placeholder = resolved ? "Resolved: reopen to reply" : composeMode === "note" ? "Private note: only agents see this" : "Reply…";
+  reply.placeholder = resolved ? "Resolved: reopen to reply" : composeMode === "note" ? "Private note: only agents see this" : "Reply… (/ for saved replies)";
   $(".send-text").disabled = resolved;
   $("parley-recorder").hidden = resolved || !(state.settings.voiceFromAgents && state.me.permissions.includes("send_audio"));
   renderCallButtons(conversation);
+}
+
+const channelNames = { web: "Web chat", in_app: "In-app", whatsapp: "WhatsApp", messenger: "Messenger", apple_messages: "Apple Messages", sms: "SMS" };
+
+/** "Chrome on Android" from a User-Agent: enough for an agent to picture the customer's screen. */
+function browserName(agent) {
+  const browser = /Edg\//.test(agent) ? "Edge" : /OPR\//.test(agent) ? "Opera" : /Firefox\//.test(agent) ? "Firefox"
+    : /Chrome\//.test(agent) ? "Chrome" : /Safari\//.test(agent) ? "Safari" : "A browser";
+  const system = /iPhone|iPad/.test(agent) ? "iOS" : /Android/.test(agent) ? "Android" : /Mac OS X/.test(agent) ? "macOS"
+    : /Windows/.test(agent) ? "Windows" : /Linux/.test(agent) ? "Linux" : "";
+  return system ? `${browser} on ${system}` : browser;
+}
+
+function initials(name) {
+  const words = (name ?? "").trim().split(/\s+/).filter(Boolean);
+  return ((words[0]?.[0] ?? "?") + (words.length > 1 ? words.at(-1)[0] : "")).toUpperCase();
+}
+
+/** The customer's other conversations, newest first; each opens read-only. */
+async function renderPast(conversation) {
+  const list = $(".past");
+  const page = await api.get(`/v1/conversations?consumer=${conversation.consumerId}&limit=20`).catch(() => ({ items: [] }));
+  if (state.current?.id !== conversation.id) return;
+  const others = page.items.filter((other) => other.id !== conversation.id);
+  if (!others.length) {
+    list.replaceChildren(Object.assign(document.createElement("li"), { className: "empty", textContent: "None: this is their first." }));
+    return;
+  }
+  list.replaceChildren(...others.map((other) => {
+    const item = document.createElement("li");
+    const button = Object.assign(document.createElement("button"), { type: "button" });
+    const when = Object.assign(document.createElement("span"), { className: "when", textContent: dateFormat.format(new Date(other.createdAt)) });
+    const status = Object.assign(document.createElement("span"), { className: "tag", textContent: other.state });
+    const preview = Object.assign(document.createElement("span"), { className: "preview", textContent: other.lastMessagePreview ?? "" });
+    button.append(when, status, preview);
+    button.setAttribute("aria-label", `Conversation of ${when.textContent}, ${other.state}: ${preview.textContent}`);
+    button.addEventListener("click", () => open(other.id, { readOnly: other.state === "resolved" }));
+    item.append(button);
+    return item;
+  }));
 }
 
 /** Call buttons show only for the kinds of call the agent's profile allows, on channels that carry calls. */
@@ -487,7 +708,9 @@ function receive(frame) {
     if (event.kind === "receipt") timeline.receipt(event);
     if (event.kind === "voice_processed" && event.message) timeline.upsert(event.message);
     if (event.kind === "call") timeline.callRecord(event);
-    if (event.kind === "note") showNote(event);
+    if (["note", "assigned", "state_changed"].includes(event.kind)) showEvent(event);
+  } else if (frame.type === "presence") {
+    teamMember(frame.presence);
   } else if (frame.type === "typing" && state.current?.id === frame.conversationId && frame.participant.kind === "consumer") {
     $(".typing").textContent = frame.isTyping ? "typing…" : "";
     clearTimeout(typingTimer);
@@ -510,7 +733,7 @@ function setComposeMode(mode) {
   $(".composer").classList.toggle("note-mode", mode === "note");
   $(".compose-mode").classList.toggle("note-mode", mode === "note");
   const reply = $("#reply");
-  if (!reply.disabled) reply.placeholder = mode === "note" ? "Private note: only agents see this" : "Reply…";
+  if (!reply.disabled) reply.placeholder = mode === "note" ? "Private note: only agents see this" : "Reply… (/ for saved replies)";
   $(".send-text").setAttribute("aria-label", mode === "note" ? "Add note" : "Send reply");
   reply.focus();
 }
@@ -524,8 +747,22 @@ async function agentName(id) {
   return (await agentNames).get(id) ?? "An agent";
 }
 
-async function showNote(event) {
-  timeline.note(event, await agentName(event.actorId));
+/** Notes, and system lines for assignment and state changes, in the timeline. */
+async function showEvent(event) {
+  if (event.kind === "note") return timeline.note(event, await agentName(event.actorId));
+  const actor = event.actorKind === "agent" ? await agentName(event.actorId) : event.actorKind === "consumer" ? "The customer" : "Parley";
+  let line;
+  if (event.kind === "assigned") {
+    const target = event.assigneeId ? await agentName(event.assigneeId) : null;
+    line = !target ? `${actor} unassigned the conversation`
+      : event.assigneeId === event.actorId ? `${actor === "You" ? "You" : actor} took the conversation`
+      : `${actor} assigned it to ${target === "You" ? "you" : target}`;
+  } else if (event.kind === "state_changed") {
+    line = event.state === "resolved" ? `${actor} resolved the conversation`
+      : event.state === "reopened" ? (event.actorKind === "consumer" ? "The customer wrote again: reopened" : `${actor} reopened the conversation`)
+      : null;
+  }
+  if (line) timeline.system(event, line);
 }
 
 const writer = new Composer({
@@ -539,7 +776,7 @@ const writer = new Composer({
   sent: (response, clientMessageId) => {
     if (response.kind === "note") {
       timeline.dropPending(clientMessageId);
-      if (state.current?.id === response.conversationId) showNote(response);
+      if (state.current?.id === response.conversationId) showEvent(response);
       return;
     }
     realtime.seen(response.conversation.id, response.message.seq);
@@ -547,6 +784,54 @@ const writer = new Composer({
     update(response.conversation);
   },
   typing: (isTyping) => { if (composeMode === "reply") realtime.typing(state.current.id, isTyping); },
+});
+
+const picker = new ReplyPicker({
+  form: $(".composer"), textarea: $("#reply"), list: $(".reply-picker"),
+  load: async () => (await api.get("/v1/saved-replies")).items,
+});
+
+// MARK: Keyboard shortcuts
+
+$(".shortcuts-open").addEventListener("click", () => $(".shortcuts").showModal());
+$(".shortcuts-close").addEventListener("click", () => $(".shortcuts").close());
+
+/** The conversation before or after the open one in the list as it is shown. */
+function step(direction) {
+  const buttons = [...document.querySelectorAll(".conversations li button")];
+  if (!buttons.length) return;
+  const index = buttons.findIndex((button) => button.dataset.id === state.current?.id);
+  const next = buttons[index < 0 ? 0 : Math.min(buttons.length - 1, Math.max(0, index + direction))];
+  if (next && next.dataset.id !== state.current?.id) { open(next.dataset.id, { focusReply: false }); next.scrollIntoView({ block: "nearest" }); }
+}
+
+document.addEventListener("keydown", (event) => {
+  if ($(".workspace").hidden || document.querySelector("dialog[open]")) return;
+  const typing = event.target.closest?.("input, textarea, select, [contenteditable]");
+  if (event.altKey && (event.key === "ArrowDown" || event.key === "ArrowUp")) {
+    event.preventDefault();
+    step(event.key === "ArrowDown" ? 1 : -1);
+    return;
+  }
+  if (typing) {
+    if (event.key === "Escape" && event.target.id === "reply" && $(".reply-picker").hidden) event.target.blur();
+    return;
+  }
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  const actions = {
+    j: () => step(1),
+    k: () => step(-1),
+    r: () => { if (state.current && !state.readOnly) setComposeMode("reply"); },
+    n: () => { if (state.current && !state.readOnly) setComposeMode("note"); },
+    e: () => { if (state.current) $(".resolve").click(); },
+    a: () => { if (state.current && !$(".assign").hidden) $(".assign").click(); },
+    "/": () => $("#search").focus(),
+    "?": () => $(".shortcuts").showModal(),
+  };
+  const action = actions[event.key];
+  if (!action) return;
+  event.preventDefault();
+  action();
 });
 
 boot();

@@ -160,6 +160,8 @@ public struct ConversationFilter: Sendable, Hashable {
     public var states: [ConversationState]
     public var assignee: Assignee
     public var channel: Channel?
+    /// One customer's conversations (the details pane's "past conversations").
+    public var consumerId: ConsumerID?
     public var limit: Int
     /// Keyset cursor: the `(updatedAt, id)` of the last row of the previous page.
     public var before: (updatedAt: Int64, id: ConversationID)?

@@ -121,6 +121,13 @@ struct WorkspaceTests {
             }
             // Globex sees only its own.
             #expect(try await search("parcel", token: globex.adminToken).map(\.consumerName) == ["Ana Other"])
+            // One customer's conversations, for the details pane; another brand's customer has none.
+            let anas = try await server.get("/v1/conversations?consumer=\(anaFirst.conversation.consumerId)", token: acme.adminToken)
+                .decode(Page<ConversationDTO>.self).items
+            #expect(anas.map(\.id) == [anaFirst.conversation.id])
+            #expect(try await server.get("/v1/conversations?consumer=\(anaFirst.conversation.consumerId)", token: globex.adminToken)
+                .decode(Page<ConversationDTO>.self).items.isEmpty)
+            #expect(try await server.get("/v1/conversations?consumer=nonsense", token: acme.adminToken).status == .badRequest)
             // Bad queries.
             for (query, status) in [("", HTTPResponse.Status.badRequest), ("   ", .badRequest), (String(repeating: "a", count: 201), .badRequest)] {
                 let encoded = query.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!

@@ -68,6 +68,13 @@ struct ConversationController {
             }
             filter.channel = value
         }
+        if let consumer = request.queryString("consumer") {
+            // Another brand's consumer (or a malformed id) simply has no conversations here.
+            guard ConsumerID.isWellFormed(consumer) else {
+                throw ParleyError.invalidField("consumer", "'consumer' is a consumer id (csm_...).")
+            }
+            filter.consumerId = ConsumerID(rawValue: consumer)
+        }
         if let cursor = request.queryString("cursor") {
             filter.before = try Self.parseCursor(cursor)
         }

@@ -89,6 +89,10 @@ extension SQLRepository: ConversationStore {
             query.appendInterpolation(unsafeRaw: " AND channel = ")
             query.appendInterpolation(bind: channel.rawValue)
         }
+        if let consumerId = filter.consumerId {
+            query.appendInterpolation(unsafeRaw: " AND consumer_id = ")
+            query.appendInterpolation(bind: consumerId)
+        }
         if let before = filter.before {
             query.appendInterpolation(unsafeRaw: " AND (updated_at < ")
             query.appendInterpolation(bind: before.updatedAt)

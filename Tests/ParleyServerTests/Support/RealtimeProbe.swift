@@ -77,13 +77,19 @@ final class RealtimeProbe: Sendable {
         outgoing.yield(text)
     }
 
-    /// The next frame, or a failure after `seconds`.
+    /// The next frame, or a failure after `seconds`. Agents' presence frames (a colleague, or this
+    /// agent, connected or changed presence) are skipped: only `next(where:)` sees them.
     func next(within seconds: Double = 5) async throws -> ServerFrame {
+        try await next(within: seconds, includingPresence: false)
+    }
+
+    private func next(within seconds: Double, includingPresence: Bool) async throws -> ServerFrame {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while true {
             let (frame, closed) = shared.state.withLock { inbox -> (ServerFrame?, Bool) in
                 inbox.frames.isEmpty ? (nil, inbox.closed) : (inbox.frames.removeFirst(), false)
             }
+            if let frame, !includingPresence, case .presence = frame { continue }
             if let frame { return frame }
             if closed { throw TestFailure("the connection closed") }
             if ContinuousClock.now >= deadline { throw TestFailure("no real-time frame within \(seconds) s") }
@@ -97,7 +103,7 @@ final class RealtimeProbe: Sendable {
         while true {
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 { throw TestFailure("no matching real-time frame within \(seconds) s") }
-            let frame = try await next(within: remaining)
+            let frame = try await next(within: remaining, includingPresence: true)
             if matches(frame) { return frame }
         }
     }
