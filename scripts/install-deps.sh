@@ -4,8 +4,9 @@
 #   scripts/install-deps.sh --test   also what the test suite needs
 set -euo pipefail
 
-# ffmpeg: voice notes (sniffed, measured and converted by the server).
-packages=(ca-certificates ffmpeg)
+# ffmpeg: voice notes (sniffed, measured and converted by the server) and image thumbnails;
+# libheif-examples: heif-convert, for thumbnails of HEIC photos (which Debian's ffmpeg cannot read).
+packages=(ca-certificates ffmpeg libheif-examples)
 if [[ "${1:-}" == "--test" ]]; then
     # postgresql: the repository suite's second engine; espeak-ng, sox and its AMR format: real
     # speech in every container the voice tests upload.

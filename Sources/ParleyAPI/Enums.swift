@@ -77,6 +77,8 @@ public enum DeliveryState: String, Codable, Sendable, CaseIterable, Hashable, Co
 public enum MessageKind: String, Codable, Sendable, Hashable {
     case text
     case voice
+    /// An image or a file; `MessageDTO.attachment` describes it.
+    case attachment
 }
 
 /// Where a voice note is on its way from upload to playable everywhere.

@@ -162,8 +162,91 @@ public struct ConversationDTO: Codable, Sendable, Hashable {
     }
 }
 
+/// What kind of attachment a file is, by its bytes (never by its name or declared type).
+public enum AttachmentType: String, Codable, Sendable, Hashable, CaseIterable {
+    case jpeg, png, gif, webp, heic, pdf, text, docx, xlsx, pptx, msOffice = "ms_office"
+
+    /// Shown as a picture (with a thumbnail) rather than as a file.
+    public var isImage: Bool { [.jpeg, .png, .gif, .webp, .heic].contains(self) }
+
+    /// The brand's allow-list names these groups.
+    public var group: AttachmentGroup {
+        switch self {
+        case .jpeg, .png, .gif, .webp, .heic: .images
+        case .pdf: .pdf
+        case .text: .text
+        case .docx, .xlsx, .pptx, .msOffice: .office
+        }
+    }
+
+    public var contentType: String {
+        switch self {
+        case .jpeg: "image/jpeg"
+        case .png: "image/png"
+        case .gif: "image/gif"
+        case .webp: "image/webp"
+        case .heic: "image/heic"
+        case .pdf: "application/pdf"
+        case .text: "text/plain; charset=utf-8"
+        case .docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+        case .xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+        case .pptx: "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+        case .msOffice: "application/octet-stream"
+        }
+    }
+}
+
+/// The kinds of attachment a brand allows.
+public enum AttachmentGroup: String, Codable, Sendable, Hashable, CaseIterable {
+    /// JPEG, PNG, GIF, WebP and HEIC.
+    case images
+    case pdf
+    /// Plain text (UTF-8).
+    case text
+    /// Word, Excel and PowerPoint (OOXML, and the older binary formats).
+    case office
+}
+
+/// An image or file sent in a conversation.
+public struct AttachmentDTO: Codable, Sendable, Hashable {
+    public var type: AttachmentType
+    /// The name the sender's device gave it (cleaned of paths and control characters).
+    public var fileName: String
+    public var contentType: String
+    public var bytes: Int
+    /// Images: their size in pixels.
+    public var width: Int?
+    public var height: Int?
+    /// The file (Range requests; `?download` for a download).
+    public var url: String
+    /// Images: a JPEG at most 480 px wide, made by the server.
+    public var thumbnailUrl: String?
+    /// The malware scan's state: `clean`, or `unscanned` where no scanner is configured.
+    public var scan: MalwareScanState
+
+    public init(
+        type: AttachmentType, fileName: String, contentType: String, bytes: Int, width: Int?, height: Int?, url: String,
+        thumbnailUrl: String?, scan: MalwareScanState
+    ) {
+        self.type = type
+        self.fileName = fileName
+        self.contentType = contentType
+        self.bytes = bytes
+        self.width = width
+        self.height = height
+        self.url = url
+        self.thumbnailUrl = thumbnailUrl
+        self.scan = scan
+    }
+}
+
 /// Where media is served from.
 public enum MediaPaths {
+    /// `/v1/files/{messageId}/{variant}`: an attachment (`original`) or its thumbnail.
+    public static func attachment(messageId: MessageID, thumbnail: Bool = false) -> String {
+        "/v1/files/\(messageId)/\(thumbnail ? "thumbnail" : "original")"
+    }
+
     /// `/v1/media/{messageId}/{format}`.
     public static func voice(messageId: MessageID, format: VoiceFormat) -> String {
         "/v1/media/\(messageId)/\(format.rawValue)"
@@ -237,6 +320,9 @@ public struct MessageDTO: Codable, Sendable, Hashable {
     public var voice: VoiceDTO?
     /// For agents' messages: the agent's name when they sent it (what the consumer sees).
     public var senderName: String?
+    /// For `kind == .attachment`: the image or file. The `text` is its transcript line, `[image]`
+    /// or `[file name.pdf]`.
+    public var attachment: AttachmentDTO?
 
     public init(
         id: MessageID, conversationId: ConversationID, seq: Int64, senderKind: ParticipantKind, senderId: String,
@@ -345,6 +431,10 @@ public struct BrandSettingsDTO: Codable, Sendable, Hashable {
     /// What the widget says while at least one agent is online, and while none is.
     public var availableText: String
     public var awayText: String
+    /// Which kinds of attachment consumers and agents may send (all by default; empty: none).
+    public var attachmentGroups: [AttachmentGroup]
+    /// Largest attachment accepted, 1-25 MB (default 10).
+    public var attachmentMaxMegabytes: Int
 
     public static let defaultWidgetColor = "#4f46e5"
     public static let defaultAvailableText = "Typically replies in a few minutes"
@@ -354,8 +444,11 @@ public struct BrandSettingsDTO: Codable, Sendable, Hashable {
         voiceMaxSeconds: Int = 120, voiceFromConsumers: Bool = true, voiceFromAgents: Bool = true,
         scanFailurePolicy: ScanFailurePolicy = .closed, cardMasking: CardMasking = .off, openConversationsPerConsumer: Int = 1,
         autoAwayMinutes: Int = 10, exposedClaims: [String] = [], widgetColor: String = Self.defaultWidgetColor,
-        availableText: String = Self.defaultAvailableText, awayText: String = Self.defaultAwayText
+        availableText: String = Self.defaultAvailableText, awayText: String = Self.defaultAwayText,
+        attachmentGroups: [AttachmentGroup] = AttachmentGroup.allCases, attachmentMaxMegabytes: Int = 10
     ) {
+        self.attachmentGroups = attachmentGroups
+        self.attachmentMaxMegabytes = attachmentMaxMegabytes
         self.autoAwayMinutes = autoAwayMinutes
         self.exposedClaims = exposedClaims
         self.widgetColor = widgetColor
@@ -383,13 +476,17 @@ public struct UpdateBrandSettingsRequest: Codable, Sendable {
     public var widgetColor: String?
     public var availableText: String?
     public var awayText: String?
+    public var attachmentGroups: [AttachmentGroup]?
+    public var attachmentMaxMegabytes: Int?
 
     public init(
         voiceMaxSeconds: Int? = nil, voiceFromConsumers: Bool? = nil, voiceFromAgents: Bool? = nil,
         scanFailurePolicy: ScanFailurePolicy? = nil, cardMasking: CardMasking? = nil, openConversationsPerConsumer: Int? = nil,
         autoAwayMinutes: Int? = nil, exposedClaims: [String]? = nil, widgetColor: String? = nil, availableText: String? = nil,
-        awayText: String? = nil
+        awayText: String? = nil, attachmentGroups: [AttachmentGroup]? = nil, attachmentMaxMegabytes: Int? = nil
     ) {
+        self.attachmentGroups = attachmentGroups
+        self.attachmentMaxMegabytes = attachmentMaxMegabytes
         self.autoAwayMinutes = autoAwayMinutes
         self.exposedClaims = exposedClaims
         self.widgetColor = widgetColor
@@ -415,11 +512,17 @@ public struct ConsumerSettingsDTO: Codable, Sendable, Hashable {
     public var agentsAvailable: Bool
     /// The brand's `availableText` or `awayText`, whichever applies now.
     public var availability: String
+    /// What the consumer may attach, and how large.
+    public var attachmentGroups: [AttachmentGroup]
+    public var attachmentMaxMegabytes: Int
 
     public init(
         voiceEnabled: Bool, voiceMaxSeconds: Int, brandName: String, widgetColor: String = BrandSettingsDTO.defaultWidgetColor,
-        agentsAvailable: Bool = false, availability: String = BrandSettingsDTO.defaultAwayText
+        agentsAvailable: Bool = false, availability: String = BrandSettingsDTO.defaultAwayText,
+        attachmentGroups: [AttachmentGroup] = AttachmentGroup.allCases, attachmentMaxMegabytes: Int = 10
     ) {
+        self.attachmentGroups = attachmentGroups
+        self.attachmentMaxMegabytes = attachmentMaxMegabytes
         self.widgetColor = widgetColor
         self.agentsAvailable = agentsAvailable
         self.availability = availability

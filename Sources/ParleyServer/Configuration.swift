@@ -32,6 +32,8 @@ public struct ParleyConfiguration: Sendable {
     public var ffmpeg: String = "ffmpeg"
     /// Largest voice upload, in bytes; larger uploads are cut off with 413 while they stream in.
     public var maxVoiceBytes: Int = 16 * 1024 * 1024
+    /// Largest image or file upload, in bytes, whatever a brand allows (brands allow 1-25 MB, 10 by default).
+    public var maxAttachmentBytes: Int = 25 * 1024 * 1024
     /// Voice notes transcoded at once.
     public var voiceWorkers: Int = 2
     /// Longest an ffmpeg run may take before it is killed and its note fails (decoding gets at most 30 s).

@@ -57,6 +57,9 @@ extension ParleyConfiguration {
         Setting(flag: "max-voice-bytes", environment: "PARLEY_MAX_VOICE_BYTES", help: "largest voice upload in bytes (default 16777216)") { c, v, name throws(ConfigurationError) in
             c.maxVoiceBytes = try parseInt(v, name, range: 1024...1_073_741_824, what: "a byte count")
         },
+        Setting(flag: "max-attachment-bytes", environment: "PARLEY_MAX_ATTACHMENT_BYTES", help: "largest image or file upload in bytes, whatever a brand allows (default 26214400)") { c, v, name throws(ConfigurationError) in
+            c.maxAttachmentBytes = try parseInt(v, name, range: 1024...1_073_741_824, what: "a byte count")
+        },
         Setting(flag: "voice-workers", environment: "PARLEY_VOICE_WORKERS", help: "voice notes transcoded at once (default 2)") { c, v, name throws(ConfigurationError) in
             c.voiceWorkers = try parseInt(v, name, range: 1...64, what: "a worker count")
         },

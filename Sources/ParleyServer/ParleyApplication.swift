@@ -26,6 +26,7 @@ public struct ParleyServices: Sendable {
     public let blobs: LocalBlobStore
     public let calls: CallService
     public let workspace: WorkspaceService
+    public let attachments: AttachmentService
     public let scanning: MalwareScanning
     public let limits: RateLimits
     /// Open connections per client address (the connection guard's count).
@@ -95,6 +96,19 @@ public struct ParleyServices: Sendable {
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
             calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
             workspace: WorkspaceService(store: store, hub: hub, bus: bus, clock: clock, logger: logger),
+            attachments: AttachmentService(
+                store: store, blobs: blobs, conversations: conversations, scanning: scanning,
+                thumbnailer: ffmpeg.flatMap { ffmpeg in
+                    ProcessRunner.locate("ffprobe").map { ffprobe in
+                        ImageThumbnailer(
+                            ffmpeg: ffmpeg, ffprobe: ProcessRunner(executable: ffprobe),
+                            heifConvert: ProcessRunner.locate("heif-convert").map(ProcessRunner.init(executable:)),
+                            timeout: .seconds(min(30, configuration.ffmpegTimeoutSeconds)))
+                    }
+                },
+                maxUploadBytes: configuration.maxAttachmentBytes, receiver: UploadReceiver(pace: voice.pace, metrics: metrics),
+                thumbnails: WorkSlots(limit: configuration.voiceAnalyses, queueLimit: configuration.voiceQueue), uploads: voice.uploads,
+                limits: limits, clock: clock, logger: logger),
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
             janitor: MediaJanitor(
                 store: store, blobs: blobs, minimumAge: TimeInterval(configuration.orphanMediaAgeSeconds), interval: .seconds(15 * 60),
@@ -127,6 +141,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
         voice: services.voice, identity: services.identity, blobs: services.blobs, configuration: services.configuration
     ).addRoutes(to: routes)
     CallController(calls: services.calls, configuration: services.configuration).addRoutes(to: routes)
+    AttachmentController(attachments: services.attachments, blobs: services.blobs, configuration: services.configuration).addRoutes(to: routes)
     WorkspaceController(
         workspace: services.workspace, voice: services.voice, identity: services.identity, limits: services.limits,
         configuration: services.configuration

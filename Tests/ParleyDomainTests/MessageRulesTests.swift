@@ -72,3 +72,45 @@ struct MessageRulesTests {
         #expect(Channel.allCases.filter { ChannelRules.of($0).supportsCalls } == [.web, .inApp])
     }
 }
+
+@Suite("Attachment rules")
+struct AttachmentRulesTests {
+    @Test("files are known by their bytes")
+    func sniffing() {
+        func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+        #expect(AttachmentRules.sniff([0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10]) == .jpeg)
+        #expect(AttachmentRules.sniff([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0]) == .png)
+        #expect(AttachmentRules.sniff(bytes("GIF89a....")) == .gif)
+        #expect(AttachmentRules.sniff(bytes("RIFF\u{0}\u{0}\u{0}\u{0}WEBPVP8 ")) == .webp)
+        #expect(AttachmentRules.sniff([0, 0, 0, 0x18] + bytes("ftypheic") + [0, 0, 0, 0] + bytes("mif1heic")) == .heic)
+        #expect(AttachmentRules.sniff([0, 0, 0, 0x1C] + bytes("ftypmif1") + [0, 0, 0, 0] + bytes("mif1heicmiaf")) == .heic)
+        // AVIF and MP4 are ftyp files too, and are not images we take.
+        #expect(AttachmentRules.sniff([0, 0, 0, 0x1C] + bytes("ftypavif") + [0, 0, 0, 0] + bytes("avifmif1miaf")) == nil)
+        #expect(AttachmentRules.sniff([0, 0, 0, 0x18] + bytes("ftypisom") + [0, 0, 2, 0] + bytes("isomiso2")) == nil)
+        #expect(AttachmentRules.sniff(bytes("%PDF-1.7\n")) == .pdf)
+        #expect(AttachmentRules.sniff([0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1]) == .msOffice)
+        #expect(AttachmentRules.sniff([0x50, 0x4B, 0x03, 0x04] + bytes("....[Content_Types].xml....word/document.xml")) == .docx)
+        #expect(AttachmentRules.sniff([0x50, 0x4B, 0x03, 0x04] + bytes("....xl/workbook.xml")) == .xlsx)
+        #expect(AttachmentRules.sniff([0x50, 0x4B, 0x03, 0x04] + bytes("....ppt/presentation.xml")) == .pptx)
+        #expect(AttachmentRules.sniff([0x50, 0x4B, 0x03, 0x04] + bytes("....payload.exe")) == nil)  // any other ZIP
+        #expect(AttachmentRules.sniff(bytes("Plain text, ünïcode, tabs\tand\r\nlines")) == .text)
+        #expect(AttachmentRules.sniff(bytes("Cut in the middle: é").dropLast()) == .text)
+        #expect(AttachmentRules.sniff([0x7F, 0x45, 0x4C, 0x46, 2, 1, 1, 0]) == nil)  // a program
+        #expect(AttachmentRules.sniff(bytes("text with a NUL\u{0}byte")) == nil)
+        #expect(AttachmentRules.sniff([0xC3, 0x28, 0x41]) == nil)  // not UTF-8
+        #expect(AttachmentRules.sniff([]) == nil)
+    }
+
+    @Test("names lose paths, quotes and control characters, and keep their extension when cut")
+    func fileNames() {
+        #expect(AttachmentRules.cleanFileName("../../etc/passwd", type: .text) == "passwd")
+        #expect(AttachmentRules.cleanFileName("C:\\Users\\ana\\scan.pdf", type: .pdf) == "scan.pdf")
+        #expect(AttachmentRules.cleanFileName("bad\"name\u{7}.pdf", type: .pdf) == "badname.pdf")
+        #expect(AttachmentRules.cleanFileName(nil, type: .jpeg) == "image.jpg")
+        #expect(AttachmentRules.cleanFileName(" .. ", type: .pdf) == "file.pdf")
+        let long = AttachmentRules.cleanFileName(String(repeating: "a", count: 300) + ".docx", type: .docx)
+        #expect(long.count == AttachmentRules.maxFileNameLength && long.hasSuffix(".docx"))
+        #expect(AttachmentRules.transcriptLine(type: .png, fileName: "x.png") == "[image]")
+        #expect(AttachmentRules.transcriptLine(type: .pdf, fileName: "invoice.pdf") == "[file invoice.pdf]")
+    }
+}

@@ -43,6 +43,9 @@ struct CrossTenantTests {
             let (_, acmeAgent) = try await acme.agent()
             _ = try await VoiceTests.processed(server, voice, token: acme.adminToken)  // no background writes during the check
 
+            let photo = try ImageFixtures.files().data("photo.jpg")
+            let image = try await AttachmentTests.upload(server, photo, token: acmeConsumerToken, name: "private.jpg", conversationId: sent.conversation.id)
+                .decode(SendMessageResponse.self).message
             let savedReply = try await server.post(
                 "/v1/saved-replies", token: acme.adminToken, json: SaveReplyRequest(shortcut: "acme-only", text: "private to Acme: our refund code"))
                 .decode(SavedReplyDTO.self)
@@ -71,6 +74,7 @@ struct CrossTenantTests {
                     json = AddAppKeyRequest(kid: "stolen", algorithm: "HS256", key: String(repeating: "k", count: 40))
                 case (.patch, _): json = UpdateAgentRequest(name: "Renamed by Globex", role: .admin)
                 case (.post, let path) where path.hasSuffix("/voice-messages"): return (note, "audio/webm")
+                case (.post, let path) where path.hasSuffix("/attachments"): return (photo, "image/jpeg")
                 case (.post, _): json = [String: String]()
                 default: json = nil
                 }
@@ -80,8 +84,11 @@ struct CrossTenantTests {
             var checked = 0
             for route in routes {
                 var path = route.template
+                if route.template.hasPrefix("/v1/files/") {
+                    path = path.replacingOccurrences(of: "{messageId}", with: image.id.rawValue).replacingOccurrences(of: "{variant}", with: "original")
+                }
                 for (name, value) in ids { path = path.replacingOccurrences(of: name, with: value) }
-                if route.template.hasSuffix("/voice-messages") { path += "?clientMessageId=\(UUID().uuidString)" }
+                if route.template.hasSuffix("/voice-messages") || route.template.hasSuffix("/attachments") { path += "?clientMessageId=\(UUID().uuidString)" }
                 for (who, token) in [("Globex admin", globex.adminToken), ("Globex agent", globexAgentToken), ("Globex consumer", globexConsumerToken)] {
                     let (data, contentType) = try body(for: route)
                     var headers: HTTPFields = [:]

@@ -55,42 +55,11 @@ struct VoiceController {
             throw ParleyError.notFound("Rendition")
         }
         let file = try await voice.media(principal, messageId: messageId, format: format)
-        let etag = "\"\(messageId)-\(format.rawValue)-\(file.bytes)\""
-        var headers: HTTPFields = [
-            .contentType: file.contentType,
-            .acceptRanges: "bytes",
-            .eTag: etag,
-            // The bytes under a URL never change; only the people allowed to fetch them may keep them.
-            .cacheControl: "private, max-age=31536000, immutable",
-        ]
-        if request.uri.queryParameters["download"] != nil {
-            headers[.contentDisposition] = "attachment; filename=\"voice-\(messageId).\(file.fileExtension)\""
-        }
-        if let match = request.headers[.ifNoneMatch], match == etag || match == "*" {
-            return Response(status: .notModified, headers: headers)
-        }
-        var range = 0..<file.bytes
-        var status = HTTPResponse.Status.ok
-        if let rangeHeader = request.headers[.range] {
-            switch ByteRange.parse(rangeHeader, size: file.bytes) {
-            case .whole:
-                break
-            case .partial(let requested):
-                range = requested
-                status = .partialContent
-                headers[.contentRange] = "bytes \(requested.lowerBound)-\(requested.upperBound - 1)/\(file.bytes)"
-            case .unsatisfiable:
-                headers[.contentRange] = "bytes */\(file.bytes)"
-                var refusal = ErrorMiddleware.response(
-                    for: ParleyError(.badRequest, code: "range_not_satisfiable", message: "The range is outside the \(file.bytes) bytes of this file."))
-                refusal.status = .rangeNotSatisfiable
-                refusal.headers[.contentRange] = "bytes */\(file.bytes)"
-                return refusal
-            }
-        }
-        let data = try await blobs.read(key: file.key, range: range)
-        headers[.contentLength] = "\(data.count)"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        let download = request.uri.queryParameters["download"] != nil
+        return try await MediaResponse.make(
+            request, blobs: blobs, key: file.key, contentType: file.contentType, bytes: file.bytes,
+            etag: "\"\(messageId)-\(format.rawValue)-\(file.bytes)\"",
+            disposition: download ? "attachment; filename=\"voice-\(messageId).\(file.fileExtension)\"" : nil)
     }
 
     // MARK: Settings

@@ -22,6 +22,7 @@ struct ConversationAppend: Sendable {
     /// The message logged, if any (one per append), and its voice note.
     private(set) var message: MessageDTO?
     private var voice: VoiceRecord?
+    private var attachment: AttachmentRecord?
 
     init(_ conversation: ConversationDTO, isNew: Bool = false, now: Date) {
         self.conversation = conversation
@@ -52,7 +53,7 @@ struct ConversationAppend: Sendable {
     /// Logs a message (and its voice note, whose message id is the message's) at the next sequence
     /// number; it becomes the conversation's last message. Returns the message as stored.
     @discardableResult
-    mutating func log(_ message: MessageDTO, preview: String, voice: VoiceRecord? = nil) -> MessageDTO {
+    mutating func log(_ message: MessageDTO, preview: String, voice: VoiceRecord? = nil, attachment: AttachmentRecord? = nil) -> MessageDTO {
         precondition(self.message == nil, "one message per append")
         var message = message
         message.conversationId = conversation.id
@@ -64,6 +65,7 @@ struct ConversationAppend: Sendable {
         conversation.updatedAt = now
         self.message = message
         self.voice = voice
+        self.attachment = attachment
         return message
     }
 
@@ -119,6 +121,9 @@ struct ConversationAppend: Sendable {
         }
         if let voice {
             try await repo.insertVoice(voice)
+        }
+        if let attachment {
+            try await repo.insertAttachment(attachment)
         }
     }
 

@@ -28,6 +28,8 @@ public struct ConversationService: Sendable {
         case text(String)
         /// A stored, measured voice note; the record's message id is the new message's id.
         case voice(VoiceRecord)
+        /// A stored, scanned image or file; the record's message id is the new message's id.
+        case attachment(AttachmentRecord)
     }
 
     /// A text message from `principal` (from `address`, for the rate limits).
@@ -123,13 +125,20 @@ public struct ConversationService: Sendable {
             clientMessageId: request.clientMessageId, kind: .text, text: body.text, deliveryState: .sent, createdAt: now)
         if case .agent(let agent) = principal, !agent.name.isEmpty { message.senderName = agent.name }
         var voice: VoiceRecord?
+        var attachment: AttachmentRecord?
         if case .voice(let record) = content {
             message.id = record.messageId
             message.kind = .voice
             message.voice = record.dto
             voice = record
         }
-        message = log.log(message, preview: body.preview, voice: voice)
+        if case .attachment(let record) = content {
+            message.id = record.messageId
+            message.kind = .attachment
+            message.attachment = record.dto
+            attachment = record
+        }
+        message = log.log(message, preview: body.preview, voice: voice, attachment: attachment)
         try await log.write(in: repo)
         return AppendOutcome(
             message: message, conversation: log.conversation, created: true, conversationCreated: isNew, events: log.events,
@@ -153,6 +162,8 @@ public struct ConversationService: Sendable {
             return ("[audio message blocked by the malware scan]", "Audio message blocked", nil)
         case .voice(let voice):
             return (VoiceRules.transcriptLine(durationMs: voice.durationMs), VoiceRules.preview(durationMs: voice.durationMs), nil)
+        case .attachment(let file):
+            return (AttachmentRules.transcriptLine(type: file.type, fileName: file.fileName), AttachmentRules.preview(type: file.type, fileName: file.fileName), nil)
         }
     }
 
@@ -166,6 +177,7 @@ public struct ConversationService: Sendable {
         switch content {
         case .text(let text): sameContent = existing.kind == .text && existing.text == text
         case .voice: sameContent = existing.kind == .voice
+        case .attachment: sameContent = existing.kind == .attachment
         }
         guard sameContent, request.conversationId == nil || request.conversationId == existing.conversationId else {
             throw ParleyError(

@@ -44,6 +44,7 @@ public struct VoiceService: Sendable {
         try agent.require(.admin)
         try VoiceRules.validate(change)
         try WorkspaceRules.validate(change)
+        try AttachmentRules.validate(change)
         return try await store.write { repo in
             var settings = try await repo.brandSettings(brandId: agent.brandId)
             if let value = change.voiceMaxSeconds { settings.voiceMaxSeconds = value }
@@ -57,6 +58,8 @@ public struct VoiceService: Sendable {
             if let value = change.widgetColor { settings.widgetColor = value.lowercased() }
             if let value = change.availableText { settings.availableText = value }
             if let value = change.awayText { settings.awayText = value }
+            if let value = change.attachmentGroups { settings.attachmentGroups = AttachmentGroup.allCases.filter(value.contains) }
+            if let value = change.attachmentMaxMegabytes { settings.attachmentMaxMegabytes = value }
             try await repo.saveBrandSettings(settings, brandId: agent.brandId, at: notes.clock.now())
             return settings
         }
@@ -96,7 +99,8 @@ public struct VoiceService: Sendable {
 
         let partial = blobs.partialFile()
         defer { try? FileManager.default.removeItem(at: partial) }
-        let size = try await receiveWhole(body, into: partial)
+        let size = try await UploadReceiver(pace: pace, metrics: metrics)
+            .receiveWhole(body, into: partial, maxBytes: maxUploadBytes, tooLarge: tooLarge(), empty: "The upload has no bytes.", emptyCode: "empty_audio")
         // The malware scan comes first, before any decoder touches the bytes. A file with malware is
         // kept (in quarantine) as a blocked message whatever it claims to be, so the sender and the
         // agents see that something was stopped.
@@ -146,27 +150,6 @@ public struct VoiceService: Sendable {
         return SendMessageResponse(message: existing, conversation: conversation, created: false)
     }
 
-    /// The whole body into `partial`, or a clear error: too large (refused), abandoned or stalled
-    /// (nothing kept), or empty.
-    private func receiveWhole(_ body: RequestBody, into partial: URL) async throws -> Int {
-        let size: Int
-        do {
-            size = try await receive(body, into: partial)
-        } catch let error as ParleyError where error.code != "upload_stalled" && error.code != "upload_too_slow" {
-            throw error  // too large: refused, not abandoned
-        } catch {
-            // The client went away before the last byte: nothing is kept, and it is not a server fault.
-            try? FileManager.default.removeItem(at: partial)
-            metrics.uploadsAbandoned.increment()
-            if error is ParleyError { throw error }
-            throw ParleyError(.badRequest, code: "upload_incomplete", message: "The upload ended before its last byte. Send it again.")
-        }
-        if size == 0 {
-            throw ParleyError(.unprocessable, code: "empty_audio", message: "The upload has no bytes.")
-        }
-        return size
-    }
-
     /// Stores a received, scanned (and, unless blocked, measured) upload and publishes its message.
     /// Nobody but the sender ever gets a file the scanner has not passed, unless it is marked unscanned.
     private func store(
@@ -198,88 +181,6 @@ public struct VoiceService: Sendable {
         ParleyError(
             .payloadTooLarge, code: "voice_too_large",
             message: "The voice message is larger than \(maxUploadBytes / (1024 * 1024)) MB.")
-    }
-
-    /// Streams the body to a file, stopping as soon as it passes the cap, and giving up on a client
-    /// that stalls, trickles or takes too long (a slow upload must not hold a connection and a file).
-    private func receive(_ body: RequestBody, into file: URL) async throws -> Int {
-        guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
-            throw ParleyError(.internalError, code: "internal_error", message: "The upload could not be stored.")
-        }
-        let handle = try FileHandle(forWritingTo: file)
-        defer { try? handle.close() }
-        let progress = Progress()
-        let maxUploadBytes = self.maxUploadBytes
-        let pace = self.pace
-        let tooLarge = self.tooLarge()
-        return try await withThrowingTaskGroup(of: Int?.self) { group in
-            group.addTask {
-                var size = 0
-                for try await chunk in body {
-                    size += chunk.readableBytes
-                    progress.received(chunk.readableBytes)
-                    if size > maxUploadBytes { throw tooLarge }
-                    try handle.write(contentsOf: chunk.readableBytesView)
-                }
-                return size
-            }
-            group.addTask {
-                while true {
-                    try await Task.sleep(for: .milliseconds(250))
-                    if let failure = progress.check(pace) { throw failure }
-                }
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let size = first else {
-                throw ParleyError(.internalError, code: "internal_error", message: "The upload could not be stored.")
-            }
-            return size
-        }
-    }
-
-    /// How an upload is arriving.
-    private final class Progress: Sendable {
-        private struct State {
-            let started = ContinuousClock.now
-            var lastBytesAt = ContinuousClock.now
-            var windowStart = ContinuousClock.now
-            var windowBytes = 0
-        }
-        private let state = Mutex(State())
-
-        func received(_ bytes: Int) {
-            state.withLock { state in
-                state.lastBytesAt = .now
-                state.windowBytes += bytes
-            }
-        }
-
-        /// Why the upload must be abandoned now, if it must.
-        func check(_ pace: UploadPace, now: ContinuousClock.Instant = .now) -> ParleyError? {
-            state.withLock { state -> ParleyError? in
-                if now - state.lastBytesAt > pace.idle {
-                    return ParleyError(
-                        .requestTimeout, code: "upload_stalled",
-                        message: "The upload stopped sending data for \(pace.idle.components.seconds) s and was abandoned. Send it again.")
-                }
-                if now - state.started > pace.deadline {
-                    return ParleyError(
-                        .requestTimeout, code: "upload_too_slow",
-                        message: "The upload took longer than \(pace.deadline.components.seconds) s and was abandoned. Send it again on a better connection.")
-                }
-                if now - state.windowStart >= pace.window {
-                    let needed = pace.minBytesPerSecond * Int(pace.window.components.seconds)
-                    if state.windowBytes < needed {
-                        return ParleyError(
-                            .requestTimeout, code: "upload_too_slow",
-                            message: "The upload arrived slower than \(pace.minBytesPerSecond) bytes a second and was abandoned. Send it again on a better connection.")
-                    }
-                    state.windowStart = now
-                    state.windowBytes = 0
-                }
-                return nil
-            }
-        }
     }
 
     /// A stored voice note's file, for playback, if the principal may hear it.

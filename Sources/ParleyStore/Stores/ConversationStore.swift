@@ -150,7 +150,12 @@ extension SQLRepository: ConversationStore {
                 voices[voice.messageId] = voice.record.dto
             }
         }
-        return try rows.map { try $0.dto(voice: voices[$0.id]) }
+        let attachments = try await attachments(of: rows.filter { $0.kind == .attachment }.map(\.id))
+        return try rows.map { row in
+            var message = try row.dto(voice: voices[row.id])
+            message.attachment = attachments[row.id]
+            return message
+        }
     }
 
     public func raiseDeliveryState(

@@ -218,6 +218,9 @@ struct BrandSettingsRow: TableRow {
     var widgetColor: String
     var availableText: String
     var awayText: String
+    /// Comma-separated groups.
+    var attachmentGroups: String
+    var attachmentMaxMegabytes: Int
     var updatedAt: Int64
 
     init(_ settings: BrandSettingsDTO, brandId: BrandID, at: Date) {
@@ -233,6 +236,8 @@ struct BrandSettingsRow: TableRow {
         widgetColor = settings.widgetColor
         availableText = settings.availableText
         awayText = settings.awayText
+        attachmentGroups = settings.attachmentGroups.map(\.rawValue).joined(separator: ",")
+        attachmentMaxMegabytes = settings.attachmentMaxMegabytes
         updatedAt = StoredTime.millis(at)
     }
 
@@ -241,7 +246,9 @@ struct BrandSettingsRow: TableRow {
             voiceMaxSeconds: voiceMaxSeconds, voiceFromConsumers: voiceFromConsumers != 0, voiceFromAgents: voiceFromAgents != 0,
             scanFailurePolicy: scanFailurePolicy, cardMasking: cardMasking, openConversationsPerConsumer: openConversationsPerConsumer,
             autoAwayMinutes: autoAwayMinutes, exposedClaims: exposedClaims.split(separator: ",").map(String.init),
-            widgetColor: widgetColor, availableText: availableText, awayText: awayText)
+            widgetColor: widgetColor, availableText: availableText, awayText: awayText,
+            attachmentGroups: attachmentGroups.split(separator: ",").compactMap { AttachmentGroup(rawValue: String($0)) },
+            attachmentMaxMegabytes: attachmentMaxMegabytes)
     }
 }
 

@@ -1,0 +1,71 @@
+import Foundation
+import ParleyAPI
+import ParleyDomain
+
+/// Measures an image and makes its thumbnail: a JPEG at most `AttachmentRules.thumbnailWidth` wide.
+///
+/// The size comes from ffprobe, which reads the header only, so that an image claiming more than
+/// `AttachmentRules.maxImagePixels` is refused before anything decodes it. HEIC, which Debian's
+/// ffmpeg cannot read, is decoded by libheif's `heif-convert` first.
+public struct ImageThumbnailer: Sendable {
+    public enum Failure: Error, Equatable {
+        /// More pixels than allowed: refused, never decoded.
+        case tooManyPixels(width: Int, height: Int)
+        /// The bytes could not be decoded as the image they claim to be.
+        case undecodable(String)
+    }
+
+    public struct Result: Sendable {
+        public var width: Int
+        public var height: Int
+        /// The thumbnail, or nil where the image decodes but cannot be scaled (an animated WebP in
+        /// ffmpeg 5): the original is shown instead.
+        public var thumbnail: URL?
+    }
+
+    let ffmpeg: ProcessRunner
+    let ffprobe: ProcessRunner
+    let heifConvert: ProcessRunner?
+    let timeout: Duration
+
+    public init(ffmpeg: ProcessRunner, ffprobe: ProcessRunner, heifConvert: ProcessRunner?, timeout: Duration) {
+        self.ffmpeg = ffmpeg
+        self.ffprobe = ffprobe
+        self.heifConvert = heifConvert
+        self.timeout = timeout
+    }
+
+    /// Measures `file` (an image of `type`) and writes its thumbnail next to `output`.
+    public func thumbnail(of file: URL, type: AttachmentType, into output: URL) async throws -> Result {
+        var source = file
+        var intermediate: URL?
+        defer { if let intermediate { try? FileManager.default.removeItem(at: intermediate) } }
+        if type == .heic {
+            guard let heifConvert else { throw Failure.undecodable("HEIC needs heif-convert (libheif-examples)") }
+            let converted = output.deletingLastPathComponent().appendingPathComponent("\(UUID().uuidString).heic.jpg")
+            intermediate = converted
+            let outcome = try await heifConvert.run(["-q", "90", file.path, converted.path], timeout: timeout)
+            guard outcome.succeeded, FileManager.default.fileExists(atPath: converted.path) else {
+                throw Failure.undecodable(outcome.timedOut ? "heif-convert timed out" : outcome.stderrTail)
+            }
+            source = converted
+        }
+        let probe = try await ffprobe.run(
+            ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "csv=p=0:s=x", source.path],
+            timeout: timeout)
+        let size = String(decoding: probe.stdout, as: UTF8.self).split(whereSeparator: \.isNewline).first ?? ""
+        let parts = size.split(separator: "x").compactMap { Int($0) }
+        guard probe.succeeded, parts.count == 2, parts[0] > 0, parts[1] > 0 else {
+            throw Failure.undecodable(probe.timedOut ? "ffprobe timed out" : "no image size: \(probe.stderrTail)")
+        }
+        let (width, height) = (parts[0], parts[1])
+        if width * height > AttachmentRules.maxImagePixels { throw Failure.tooManyPixels(width: width, height: height) }
+        let scaled = try await ffmpeg.run(
+            ["-nostdin", "-v", "error", "-y", "-i", source.path, "-frames:v", "1",
+             "-vf", "scale='min(\(AttachmentRules.thumbnailWidth),iw)':-2:flags=lanczos", "-q:v", "4", "-f", "image2", "-c:v", "mjpeg",
+             output.path],
+            timeout: timeout)
+        let made = scaled.succeeded && ((try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int) ?? 0) > 0
+        return Result(width: width, height: height, thumbnail: made ? output : nil)
+    }
+}

@@ -1,0 +1,59 @@
+import Hummingbird
+import ParleyAPI
+import ParleyDomain
+import ParleyMedia
+
+/// Images and files: uploads from consumers and agents, and the files themselves.
+struct AttachmentController {
+    let attachments: AttachmentService
+    let blobs: LocalBlobStore
+    let configuration: ParleyConfiguration
+
+    func addRoutes(to routes: RouteGroups) {
+        routes.consumers.post("/v1/consumer/attachments", use: consumerUpload)
+        routes.agents.post("/v1/conversations/{conversationId}/attachments", use: agentUpload)
+        routes.anyone.get("/v1/files/{messageId}/{variant}", use: file)
+    }
+
+    @Sendable func consumerUpload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
+        let consumer = try context.requireConsumer()
+        let conversationId = request.queryString("conversationId")
+        if let conversationId, !ConversationID.isWellFormed(conversationId) { throw ParleyError.notFound("Conversation") }
+        return try await upload(.consumer(consumer), conversationId: conversationId.map(ConversationID.init(rawValue:)), request, context: context)
+    }
+
+    @Sendable func agentUpload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
+        let agent = try context.requireAgent()
+        let conversationId = try context.id("conversationId", as: ConversationID.self, what: "Conversation")
+        return try await upload(.agent(agent), conversationId: conversationId, request, context: context)
+    }
+
+    private func upload(
+        _ principal: Principal, conversationId: ConversationID?, _ request: Request, context: ParleyRequestContext
+    ) async throws -> JSONResponse<SendMessageResponse> {
+        guard let clientMessageId = request.queryString("clientMessageId") else { throw ParleyError.missingField("clientMessageId") }
+        let response = try await attachments.upload(
+            principal, clientMessageId: clientMessageId, conversationId: conversationId, fileName: request.queryString("name"),
+            contentLength: request.headers[.contentLength].flatMap { Int($0) }, body: request.body,
+            clientAddress: context.clientIP(request, trustProxy: configuration.trustProxy))
+        return JSONResponse(response.created ? .created : .ok, response)
+    }
+
+    /// The file, or an image's thumbnail. Images are shown inline; anything else is a download, so
+    /// that no document is ever rendered as a page of this origin.
+    @Sendable func file(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let principal = try context.requirePrincipal()
+        let messageId = try context.id("messageId", as: MessageID.self, what: "Attachment")
+        let variant = context.parameters.get("variant")
+        guard variant == "original" || variant == "thumbnail" else { throw ParleyError.notFound("Attachment") }
+        let thumbnail = variant == "thumbnail"
+        let file = try await attachments.file(principal, messageId: messageId, thumbnail: thumbnail)
+        let inline = file.record.type.isImage && request.uri.queryParameters["download"] == nil
+        let name = file.record.fileName.unicodeScalars.map { $0.isASCII && $0 != "\\" ? String($0) : "_" }.joined()
+        let encoded = file.record.fileName.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? name
+        return try await MediaResponse.make(
+            request, blobs: blobs, key: file.key, contentType: file.contentType, bytes: file.bytes,
+            etag: "\"\(messageId)-\(variant ?? "")-\(file.bytes)\"",
+            disposition: inline ? "inline" : "attachment; filename=\"\(name)\"; filename*=UTF-8''\(encoded)")
+    }
+}

@@ -1,0 +1,161 @@
+import Foundation
+import Hummingbird
+import Logging
+import ParleyAPI
+import ParleyDomain
+import ParleyMedia
+import ParleyStore
+
+/// Images and files from consumers and agents: the same streaming upload, size cap, pace limits,
+/// idempotency and malware scan as voice notes; the type from the bytes against the brand's
+/// allow-list; a thumbnail for images; then one message in the conversation's log.
+public struct AttachmentService: Sendable {
+    let store: Store
+    let blobs: LocalBlobStore
+    let conversations: ConversationService
+    let scanning: MalwareScanning
+    let thumbnailer: ImageThumbnailer?
+    /// The server's cap, whatever a brand allows.
+    let maxUploadBytes: Int
+    let receiver: UploadReceiver
+    let thumbnails: WorkSlots
+    let uploads: UploadGate
+    let limits: RateLimits
+    let clock: any WallClock
+    let logger: Logger
+
+    public func upload(
+        _ principal: Principal, clientMessageId: String, conversationId: ConversationID?, fileName: String?, contentLength: Int?,
+        body: RequestBody, clientAddress: String? = nil
+    ) async throws -> SendMessageResponse {
+        try limits.admitMessage(from: principal, address: clientAddress)
+        return try await uploads.run(consumer: principal.participant.id, address: clientAddress) {
+            try await receive(
+                principal, clientMessageId: clientMessageId, conversationId: conversationId, fileName: fileName, contentLength: contentLength,
+                body: body)
+        }
+    }
+
+    private func receive(
+        _ principal: Principal, clientMessageId: String, conversationId: ConversationID?, fileName: String?, contentLength: Int?,
+        body: RequestBody
+    ) async throws -> SendMessageResponse {
+        try MessageRules.validateClientMessageId(clientMessageId)
+        let settings = try await store.read { repo in try await repo.brandSettings(brandId: principal.brandId) }
+        if settings.attachmentGroups.isEmpty {
+            throw ParleyError(.forbidden, code: "attachments_disabled", message: "This brand does not accept attachments.")
+        }
+        let request = SendMessageRequest(clientMessageId: clientMessageId, text: "", conversationId: conversationId)
+        if let original = try await retried(principal, clientMessageId: clientMessageId) { return original }
+        if let conversationId {
+            _ = try await conversations.conversation(principal, id: conversationId)  // 404 before reading the body
+        }
+        let cap = min(maxUploadBytes, settings.attachmentMaxMegabytes * 1024 * 1024)
+        let tooLarge = AttachmentRules.tooLarge(megabytes: cap / (1024 * 1024))
+        if let contentLength, contentLength > cap { throw tooLarge }
+
+        let partial = blobs.partialFile()
+        defer { try? FileManager.default.removeItem(at: partial) }
+        let size = try await receiver.receiveWhole(
+            body, into: partial, maxBytes: cap, tooLarge: tooLarge, empty: "The attachment has no bytes.", emptyCode: "empty_attachment")
+        let header = try FileHandle(forReadingFrom: partial).readToEndLimited(AttachmentRules.headerLength)
+        guard let type = AttachmentRules.sniff([UInt8](header)) else {
+            throw ParleyError(
+                .unsupportedMediaType, code: "unsupported_attachment",
+                message: "This kind of file is not accepted. Send an image (JPEG, PNG, GIF, WebP, HEIC), a PDF, plain text or an Office document.")
+        }
+        try AttachmentRules.authorize(type, bytes: size, settings: settings)
+
+        // The scan comes before any decoder touches the bytes. Unlike a voice note, an attachment
+        // is not kept while the scanner is away: the sender is told to try again (nothing was
+        // acknowledged, so nothing is lost).
+        let outcome = await scanning.scanUpload(partial, policy: settings.scanFailurePolicy)
+        switch outcome.scan {
+        case .infected:
+            throw ParleyError(
+                .unprocessable, code: "attachment_blocked", message: "The malware scan found \(outcome.detail ?? "malware") in this file; it was not sent.")
+        case .pending, .failed:
+            throw ParleyError(
+                .unavailable, code: "scan_unavailable", message: "The malware scanner is unavailable; send the file again in a moment.")
+        case .clean, .unscanned:
+            break
+        }
+
+        let messageId = MessageID.make()
+        let base = "files/\(principal.brandId)/\(messageId)"
+        var (width, height, thumbnailKey, thumbnailBytes): (Int?, Int?, String?, Int?) = (nil, nil, nil, nil)
+        if type.isImage {
+            guard let thumbnailer else {
+                throw ParleyError(.unavailable, code: "images_unavailable", message: "Images are unavailable: the server has no ffmpeg.")
+            }
+            let thumbnailFile = blobs.partialFile()
+            defer { try? FileManager.default.removeItem(at: thumbnailFile) }
+            let made: ImageThumbnailer.Result
+            do {
+                made = try await thumbnails.run { try await thumbnailer.thumbnail(of: partial, type: type, into: thumbnailFile) }
+            } catch ImageThumbnailer.Failure.tooManyPixels(let w, let h) {
+                throw ParleyError(
+                    .unprocessable, code: "image_too_large",
+                    message: "The image is \(w) x \(h) pixels; at most \(AttachmentRules.maxImagePixels / 1_000_000) megapixels are accepted.")
+            } catch ImageThumbnailer.Failure.undecodable {
+                throw ParleyError(.unprocessable, code: "corrupt_image", message: "The image is damaged and cannot be shown.")
+            }
+            (width, height) = (made.width, made.height)
+            if let thumbnail = made.thumbnail {
+                let key = "\(base)/thumbnail.jpg"
+                thumbnailBytes = (try FileManager.default.attributesOfItem(atPath: thumbnail.path)[.size] as? Int) ?? 0
+                try await blobs.putFile(thumbnail, key: key)
+                thumbnailKey = key
+            }
+        }
+        let originalKey = "\(base)/original.\(AttachmentRules.defaultExtension(type))"
+        try await blobs.putFile(partial, key: originalKey)
+        let record = AttachmentRecord(
+            messageId: messageId, brandId: principal.brandId, type: type, fileName: AttachmentRules.cleanFileName(fileName, type: type),
+            bytes: size, width: width, height: height, originalKey: originalKey, thumbnailKey: thumbnailKey, thumbnailBytes: thumbnailBytes,
+            scan: outcome.scan, createdAt: clock.now())
+        let response: SendMessageResponse
+        do {
+            response = try await conversations.send(principal, request, content: .attachment(record))
+        } catch {
+            await removeFiles(record)
+            throw error
+        }
+        if !response.created { await removeFiles(record) }  // lost a race with its own retry: keep the first
+        return response
+    }
+
+    private func removeFiles(_ record: AttachmentRecord) async {
+        try? await blobs.delete(key: record.originalKey)
+        if let key = record.thumbnailKey { try? await blobs.delete(key: key) }
+    }
+
+    /// A retry of an upload that was stored: the original message, nothing read or stored.
+    private func retried(_ principal: Principal, clientMessageId: String) async throws -> SendMessageResponse? {
+        guard let existing = try await store.read({ repo in
+            try await repo.message(senderId: principal.participant.id, clientMessageId: clientMessageId)
+        }) else { return nil }
+        guard existing.kind == .attachment else {
+            throw ParleyError(
+                .conflict, code: "client_message_id_reused",
+                message: "This client message id was already used for a different message.", field: "clientMessageId")
+        }
+        let conversation = try await conversations.conversation(principal, id: existing.conversationId)
+        return SendMessageResponse(message: existing, conversation: conversation, created: false)
+    }
+
+    /// A stored attachment's file (or thumbnail), if the principal may see its conversation.
+    public func file(_ principal: Principal, messageId: MessageID, thumbnail: Bool) async throws -> (key: String, contentType: String, bytes: Int, record: AttachmentRecord) {
+        let (message, record) = try await store.read { repo -> (MessageDTO?, AttachmentRecord?) in
+            guard let message = try await repo.message(brandId: principal.brandId, id: messageId) else { return (nil, nil) }
+            return (message, try await repo.attachment(messageId: messageId, brandId: principal.brandId))
+        }
+        guard let message, let record else { throw ParleyError.notFound("Attachment") }
+        _ = try await conversations.conversation(principal, id: message.conversationId)  // a consumer's own only
+        if thumbnail {
+            guard let key = record.thumbnailKey, let bytes = record.thumbnailBytes else { throw ParleyError.notFound("Thumbnail") }
+            return (key, "image/jpeg", bytes, record)
+        }
+        return (record.originalKey, record.type.contentType, record.bytes, record)
+    }
+}

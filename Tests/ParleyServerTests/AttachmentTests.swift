@@ -1,0 +1,216 @@
+import Foundation
+import HTTPTypes
+import ParleyAPI
+import ParleyDomain
+import ParleyMedia
+import ParleyServer
+import Synchronization
+import Testing
+
+/// Images and files made for the tests with ffmpeg and libheif, once per run.
+enum ImageFixtures {
+    struct Files: Sendable {
+        let directory: URL
+        func data(_ name: String) throws -> Data { try Data(contentsOf: directory.appendingPathComponent(name)) }
+    }
+
+    private static let made = Mutex<Files?>(nil)
+
+    static func files() throws -> Files {
+        try made.withLock { cached in
+            if let cached { return cached }
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-images-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            func run(_ tool: String, _ arguments: [String]) throws {
+                let outcome = try ProcessRunner(executable: ProcessRunner.locate(tool) ?? "/usr/bin/\(tool)").runBlocking(arguments, timeout: .seconds(120))
+                guard outcome.status == 0 else { throw TestFailure("\(tool) failed: \(outcome.stderrTail)") }
+            }
+            let path = { (name: String) in directory.appendingPathComponent(name).path }
+            let ffmpeg = { (source: String, name: String) in
+                try run("ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", source, "-frames:v", "1", path(name)])
+            }
+            try ffmpeg("testsrc=size=1200x800:rate=1", "photo.png")
+            try ffmpeg("testsrc=size=1200x800:rate=1", "photo.jpg")
+            try ffmpeg("testsrc=size=320x200:rate=1", "small.webp")
+            try ffmpeg("testsrc=size=320x200:rate=1", "small.gif")
+            // 7,000 x 6,000 = 42 megapixels of one colour: a small file that would decode to 168 MB.
+            try ffmpeg("color=c=white:s=7000x6000", "huge.png")
+            try run("heif-enc", ["-q", "50", "-o", path("photo.heic"), path("photo.png")])
+            try Data("%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n".utf8)
+                .write(to: directory.appendingPathComponent("invoice.pdf"))
+            try Data("Order 1234\nDelivered to the wrong address.\n".utf8).write(to: directory.appendingPathComponent("notes.txt"))
+            try Data([0x7F, 0x45, 0x4C, 0x46, 2, 1, 1, 0] + [UInt8](repeating: 0, count: 200)).write(to: directory.appendingPathComponent("program.pdf"))
+            let files = Files(directory: directory)
+            cached = files
+            return files
+        }
+    }
+}
+
+@Suite("Attachments: images and files from both sides")
+struct AttachmentTests {
+    static func upload(
+        _ server: TestServer, _ data: Data, token: String, name: String, clientMessageId: String = UUID().uuidString,
+        conversationId: ConversationID? = nil, agentConversation: ConversationID? = nil, contentType: String = "application/octet-stream"
+    ) async throws -> TestServer.Reply {
+        var path = agentConversation.map { "/v1/conversations/\($0)/attachments" } ?? "/v1/consumer/attachments"
+        path += "?clientMessageId=\(clientMessageId)&name=\(name.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)"
+        if let conversationId { path += "&conversationId=\(conversationId)" }
+        return try await server.request(.post, path, token: token, data: data, headers: [.contentType: contentType])
+    }
+
+    @Test("an image from the consumer: sniffed, measured, a thumbnail made; served inline with ranges to the agent, never to another brand")
+    func consumerImage() async throws {
+        let files = try ImageFixtures.files()
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let globex = try await BrandScenario.make(server, name: "Globex")
+            let (token, _) = try await acme.consumer(name: "Ana")
+            let (otherToken, _) = try await acme.consumer(name: "Ben")
+            let photo = try files.data("photo.jpg")
+            let reply = try await Self.upload(server, photo, token: token, name: "../../holiday photo.jpg", clientMessageId: "img-1")
+            #expect(reply.status == .created, "\(reply.text)")
+            let sent = try reply.decode(SendMessageResponse.self)
+            let message = sent.message
+            #expect(message.kind == .attachment)
+            #expect(message.text == "[image]")
+            #expect(sent.conversation.lastMessagePreview == "Image")
+            #expect(sent.conversation.lastMessageKind == .attachment)
+            let attachment = try #require(message.attachment)
+            #expect(attachment.type == .jpeg && attachment.contentType == "image/jpeg")
+            #expect(attachment.fileName == "holiday photo.jpg")
+            #expect(attachment.width == 1200 && attachment.height == 800)
+            #expect(attachment.bytes == photo.count)
+            #expect(attachment.scan == .unscanned)
+            // A retry returns the same message and stores nothing more.
+            let again = try await Self.upload(server, photo, token: token, name: "holiday photo.jpg", clientMessageId: "img-1")
+            #expect(again.status == .ok)
+            #expect(try again.decode(SendMessageResponse.self).message.id == message.id)
+
+            // The agent gets the original (inline, with ranges and an ETag) and a JPEG thumbnail 480 px wide.
+            let original = try await server.get(attachment.url, token: acme.adminToken)
+            #expect(original.status == .ok && original.body == photo)
+            #expect(original.headers[.contentDisposition] == "inline")
+            #expect(original.headers[.xContentTypeOptions] == "nosniff")
+            let range = try await server.request(.get, attachment.url, token: acme.adminToken, headers: [.range: "bytes=0-99"])
+            #expect(range.status == .partialContent && range.body.count == 100)
+            let etag = try #require(original.headers[.eTag])
+            #expect(try await server.request(.get, attachment.url, token: acme.adminToken, headers: [.ifNoneMatch: etag]).status == .notModified)
+            let thumbnailURL = try #require(attachment.thumbnailUrl)
+            let thumbnail = try await server.get(thumbnailURL, token: acme.adminToken)
+            #expect(thumbnail.status == .ok && thumbnail.headers[.contentType] == "image/jpeg")
+            #expect(AttachmentRules.sniff([UInt8](thumbnail.body.prefix(16))) == .jpeg)
+            #expect(thumbnail.body.count < photo.count)
+            // History carries it.
+            let history = try await server.get("/v1/conversations/\(message.conversationId)/messages", token: acme.adminToken)
+                .decode(ListResponse<MessageDTO>.self).items
+            #expect(history.first?.attachment == attachment)
+            // Another consumer, and another brand, get nothing.
+            for (who, other) in [("Ben", otherToken), ("Globex", globex.adminToken)] {
+                #expect(try await server.get(attachment.url, token: other).status == .notFound, "\(who)")
+                #expect(try await server.get(thumbnailURL, token: other).status == .notFound, "\(who)")
+            }
+            #expect(try await server.get(attachment.url).status == .unauthorized)
+            #expect(try await server.get("/v1/files/\(message.id)/other", token: acme.adminToken).status == .notFound)
+        }
+    }
+
+    @Test("every image format gets a thumbnail: PNG, GIF, WebP and HEIC (decoded with libheif)")
+    func imageFormats() async throws {
+        let files = try ImageFixtures.files()
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            for (name, type, width) in [("photo.png", AttachmentType.png, 1200), ("small.gif", .gif, 320), ("small.webp", .webp, 320), ("photo.heic", .heic, 1200)] {
+                let reply = try await Self.upload(server, try files.data(name), token: token, name: name)
+                #expect(reply.status == .created, "\(name): \(reply.text)")
+                let attachment = try #require(try reply.decode(SendMessageResponse.self).message.attachment)
+                #expect(attachment.type == type, "\(name)")
+                #expect(attachment.width == width, "\(name)")
+                let thumbnail = try await server.get(try #require(attachment.thumbnailUrl, "\(name)"), token: acme.adminToken)
+                #expect(AttachmentRules.sniff([UInt8](thumbnail.body.prefix(16))) == .jpeg, "\(name)")
+            }
+        }
+    }
+
+    @Test("a file from the agent: a PDF the consumer downloads (never shown inline), with its name")
+    func agentFile() async throws {
+        let files = try ImageFixtures.files()
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            let conversation = try await acme.send("Can I have the invoice?", as: token).conversation
+            let pdf = try files.data("invoice.pdf")
+            let reply = try await Self.upload(server, pdf, token: acme.adminToken, name: "Facture n°42.pdf", agentConversation: conversation.id)
+            #expect(reply.status == .created, "\(reply.text)")
+            let message = try reply.decode(SendMessageResponse.self).message
+            #expect(message.text == "[file Facture n°42.pdf]")
+            #expect(message.senderName == "Acme Admin")
+            let attachment = try #require(message.attachment)
+            #expect(attachment.type == .pdf && attachment.thumbnailUrl == nil && attachment.width == nil)
+            let download = try await server.get(attachment.url, token: token)
+            #expect(download.status == .ok && download.body == pdf)
+            #expect(download.headers[.contentType] == "application/pdf")
+            let disposition = try #require(download.headers[.contentDisposition])
+            #expect(disposition.hasPrefix("attachment; filename=\"Facture n_42.pdf\""))
+            #expect(disposition.contains("filename*=UTF-8''Facture%20n%C2%B042%2Epdf") || disposition.contains("filename*=UTF-8''Facture"))
+            let text = try await Self.upload(server, try files.data("notes.txt"), token: token, name: "notes.txt")
+            #expect(try text.decode(SendMessageResponse.self).message.attachment?.type == .text)
+        }
+    }
+
+    @Test("refused: other kinds of file, what the brand does not allow, over the brand's size, decompression bombs; nothing stored")
+    func refusals() async throws {
+        let files = try ImageFixtures.files()
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            _ = try await acme.send("hello", as: token)
+            let before = try await HTTPErrorTests.rowCounts(server)
+            // A program named .pdf is what its bytes say.
+            var reply = try await Self.upload(server, try files.data("program.pdf"), token: token, name: "invoice.pdf", contentType: "application/pdf")
+            #expect(reply.status == .unsupportedMediaType)
+            #expect(try reply.error.code == "unsupported_attachment")
+            // 42 megapixels: refused before anything decodes it.
+            reply = try await Self.upload(server, try files.data("huge.png"), token: token, name: "huge.png")
+            #expect(reply.status == .unprocessableContent)
+            #expect(try reply.error.code == "image_too_large")
+            // Empty.
+            reply = try await Self.upload(server, Data(), token: token, name: "empty.txt")
+            #expect(try reply.error.code == "empty_attachment")
+            // The brand allows only images, of at most 1 MB.
+            let changed = try await server.request(
+                .patch, "/v1/brand/settings", token: acme.adminToken,
+                json: UpdateBrandSettingsRequest(attachmentGroups: [.images], attachmentMaxMegabytes: 1))
+            #expect(changed.status == .ok)
+            reply = try await Self.upload(server, try files.data("invoice.pdf"), token: token, name: "invoice.pdf")
+            #expect(reply.status == .unsupportedMediaType)
+            #expect(try reply.error.code == "attachment_type_not_allowed")
+            reply = try await Self.upload(server, Data(repeating: 0xFF, count: 1024 * 1024 + 1), token: token, name: "big.jpg")
+            #expect(reply.status == .contentTooLarge)
+            #expect(try reply.error.code == "attachment_too_large")
+            // No attachments at all; and settings are checked.
+            _ = try await server.request(.patch, "/v1/brand/settings", token: acme.adminToken, json: UpdateBrandSettingsRequest(attachmentGroups: []))
+            reply = try await Self.upload(server, try files.data("photo.jpg"), token: token, name: "photo.jpg")
+            #expect(try reply.error.code == "attachments_disabled")
+            let bad = try await server.request(.patch, "/v1/brand/settings", token: acme.adminToken, json: UpdateBrandSettingsRequest(attachmentMaxMegabytes: 26))
+            #expect(bad.status == .badRequest)
+            #expect(try await HTTPErrorTests.rowCounts(server) == before)
+            let attachments = try await server.services.store.database.read { db in
+                try await db.raw("SELECT COUNT(*) AS n FROM attachments").first()?.decode(column: "n", as: Int.self) ?? -1
+            }
+            #expect(attachments == 0)
+        }
+    }
+
+    @Test("the server's cap holds whatever the brand allows")
+    func serverCap() async throws {
+        try await TestServer.run(configure: { $0.maxAttachmentBytes = 64 * 1024 }) { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            let reply = try await Self.upload(server, Data(repeating: 0x41, count: 64 * 1024 + 1), token: token, name: "long.txt")
+            #expect(reply.status == .contentTooLarge)
+            #expect(try reply.error.code == "attachment_too_large")
+        }
+    }
+}
