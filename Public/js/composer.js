@@ -16,11 +16,32 @@ export class Composer {
    * @param ready () => whether there is somewhere to send to (default: always)
    * @param sendText (text, clientMessageId) => Promise of a SendMessageResponse
    * @param sendVoice (blob, clientMessageId, onProgress) => Promise of a SendMessageResponse
+   * @param sendFile (file, clientMessageId, onProgress) => Promise of a SendMessageResponse (absent: no attachments)
    * @param sent (response, clientMessageId) => the page takes in what was stored
    * @param typing (isTyping) => the page reports typing
    */
-  constructor({ form, textarea, recorder, timeline, ready = () => true, sendText, sendVoice, sent, typing }) {
-    Object.assign(this, { form, textarea, timeline, ready, sendText, sendVoice, sent });
+  constructor({ form, textarea, recorder, timeline, ready = () => true, sendText, sendVoice, sendFile, sent, typing }) {
+    Object.assign(this, { form, textarea, timeline, ready, sendText, sendVoice, sendFile, sent });
+    // Attachments: the paperclip's file picker, or an image pasted into the text box.
+    const input = form.querySelector(".attach-input");
+    const button = form.querySelector(".attach");
+    if (button && input && sendFile) {
+      button.innerHTML = '<svg class="icon" viewBox="0 0 24 24" aria-hidden="true"><path d="M20 11.5l-8.2 8.2a5 5 0 0 1-7.1-7.1l8.5-8.5a3.3 3.3 0 0 1 4.7 4.7l-8.5 8.5a1.7 1.7 0 0 1-2.4-2.4l7.8-7.8"/></svg>';
+      button.addEventListener("click", () => input.click());
+      input.addEventListener("change", () => {
+        for (const file of input.files) if (ready()) this.file(file);
+        input.value = "";
+        textarea.focus();
+      });
+      textarea.addEventListener("paste", (event) => {
+        const files = [...(event.clipboardData?.files ?? [])];
+        if (!files.length || !ready()) return;
+        event.preventDefault();
+        for (const file of files) this.file(file);
+      });
+    } else {
+      button?.remove();
+    }
     /** Sends waiting for the connection, oldest first: each is a function that tries once more. */
     this.queue = [];
     form.addEventListener("submit", (event) => {
@@ -100,6 +121,23 @@ export class Composer {
       }
     } finally {
       this.flushing = false;
+    }
+  }
+
+  /** An image or a file, shown at once as a pending bubble with its upload's progress. */
+  async file(file, clientMessageId = crypto.randomUUID(), fromQueue = false) {
+    const timeline = this.timeline();
+    const pending = (state, extra) => timeline.pending({ clientMessageId, kind: "attachment", text: file.name || "Image", state, ...extra });
+    const attempt = () => this.file(file, clientMessageId, true);
+    if (!fromQueue && (this.queue.length || this.flushing)) { this.wait(attempt, pending); return false; }
+    pending("uploading", { progress: 0 });
+    try {
+      this.sent(await this.sendFile(file, clientMessageId, (progress) => pending("uploading", { progress })), clientMessageId);
+      return true;
+    } catch (error) {
+      if (!error.code) { if (fromQueue) pending("queued"); else this.wait(attempt, pending); return false; }
+      pending("failed", { error: error.message, onRetry: attempt });
+      return true;
     }
   }
 

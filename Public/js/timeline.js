@@ -9,6 +9,53 @@ const deliveryRank = { sent: 0, delivered: 1, read: 2 };
 /** Messages of one sender less than this apart form a group: one name and avatar, one time. */
 const groupGapMs = 5 * 60_000;
 
+function fileSize(bytes) {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${Math.round(bytes / 1024)} KB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+function fileKind(file) {
+  return { pdf: "PDF", text: "Text", docx: "Word", xlsx: "Excel", pptx: "PowerPoint", ms_office: "Office" }[file.type] ?? "File";
+}
+
+/** Downloads an attachment under its name (through the API: the widget authenticates with a token). */
+async function save(api, file) {
+  const url = await api.mediaURL(`${file.url}?download`);
+  const link = Object.assign(document.createElement("a"), { href: url, download: file.fileName });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+/** The full image over the page, with a download and a close button (Escape closes it too). */
+async function openLightbox(api, file) {
+  const dialog = Object.assign(document.createElement("dialog"), { className: "lightbox" });
+  dialog.setAttribute("aria-label", file.fileName || "Image");
+  const image = Object.assign(document.createElement("img"), { alt: file.fileName || "Image" });
+  const bar = Object.assign(document.createElement("div"), { className: "lightbox-bar" });
+  const name = Object.assign(document.createElement("span"), { textContent: file.fileName });
+  const download = Object.assign(document.createElement("button"), { type: "button", className: "icon-button" });
+  download.innerHTML = icon("download");
+  download.setAttribute("aria-label", `Download ${file.fileName}`);
+  download.addEventListener("click", () => save(api, file));
+  const close = Object.assign(document.createElement("button"), { type: "button", className: "icon-button close-lightbox" });
+  close.innerHTML = icon("close");
+  close.setAttribute("aria-label", "Close image");
+  close.addEventListener("click", () => dialog.close());
+  bar.append(name, download, close);
+  dialog.append(bar, image);
+  dialog.addEventListener("close", () => { if (image.src) URL.revokeObjectURL(image.src); dialog.remove(); });
+  dialog.addEventListener("click", (event) => { if (event.target === dialog) dialog.close(); });
+  document.body.append(dialog);
+  dialog.showModal();
+  close.focus();
+  // HEIC shows as its thumbnail: browsers other than Safari cannot draw HEIC.
+  const url = file.type === "heic" && file.thumbnailUrl ? file.thumbnailUrl : file.url;
+  image.src = await api.mediaURL(url).catch(() => "");
+}
+
 function initialsOf(name) {
   const words = (name ?? "").trim().split(/\s+/).filter(Boolean);
   return ((words[0]?.[0] ?? "?") + (words.length > 1 ? words.at(-1)[0] : "")).toUpperCase();
@@ -165,6 +212,10 @@ export class Timeline {
     bubble.className = "bubble";
     if (kind === "voice") {
       bubble.append(text(`Voice message ${clock(durationMs)}`));
+    } else if (kind === "attachment") {
+      bubble.classList.add("file-pending");
+      bubble.insertAdjacentHTML("afterbegin", icon("paperclip"));
+      bubble.append(text(body));
     } else {
       bubble.append(text(body));
     }
@@ -316,6 +367,8 @@ export class Timeline {
         player.audio = undefined;
         player.voice = message.voice;
       }
+    } else if (message.kind === "attachment" && message.attachment) {
+      if (!bubble.querySelector(".attachment")) bubble.replaceChildren(this.attachmentView(message));
     } else {
       bubble.replaceChildren(linkedText(message.text));
     }
@@ -345,6 +398,38 @@ export class Timeline {
       parts.push(mark);
     }
     meta.replaceChildren(...parts);
+  }
+
+  /** An image (its thumbnail, opening full size) or a file (name, size, download). */
+  attachmentView(message) {
+    const file = message.attachment;
+    const api = this.api;
+    if (file.type && ["jpeg", "png", "gif", "webp", "heic"].includes(file.type)) {
+      const button = Object.assign(document.createElement("button"), { type: "button", className: "attachment image" });
+      button.setAttribute("aria-label", `Image${file.fileName ? `: ${file.fileName}` : ""}. Open full size`);
+      const image = document.createElement("img");
+      image.alt = "";
+      if (file.width && file.height) {
+        const width = Math.min(260, file.width);
+        image.width = width;
+        image.height = Math.round((width * file.height) / file.width);
+      }
+      api.mediaURL(file.thumbnailUrl ?? file.url).then((url) => { image.src = url; }).catch(() => { button.classList.add("broken"); });
+      button.append(image);
+      button.addEventListener("click", () => openLightbox(api, file));
+      return button;
+    }
+    const card = Object.assign(document.createElement("div"), { className: "attachment file" });
+    card.insertAdjacentHTML("afterbegin", icon("file"));
+    const about = Object.assign(document.createElement("div"), { className: "about" });
+    about.append(Object.assign(document.createElement("strong"), { textContent: file.fileName }),
+      Object.assign(document.createElement("span"), { textContent: `${fileKind(file)} · ${fileSize(file.bytes)}` }));
+    const download = Object.assign(document.createElement("button"), { type: "button", className: "icon-button download" });
+    download.innerHTML = icon("download");
+    download.setAttribute("aria-label", `Download ${file.fileName}`);
+    download.addEventListener("click", () => save(api, file));
+    card.append(about, download);
+    return card;
   }
 
   lastSeq() {

@@ -144,6 +144,11 @@ async function start() {
   if (embedded) window.parent.postMessage({ type: "parley:color", color: settings.widgetColor }, "*");
   $(".empty-hint").textContent = settings.agentsAvailable ? "Send us a message or a voice note." : settings.availability;
   renderHeader();
+  const groups = settings.attachmentGroups ?? [];
+  const accept = { images: "image/jpeg,image/png,image/gif,image/webp,image/heic,.heic", pdf: "application/pdf,.pdf", text: "text/plain,.txt,.csv",
+    office: ".doc,.docx,.xls,.xlsx,.ppt,.pptx" };
+  $(".attach-input").setAttribute("accept", groups.map((group) => accept[group]).join(","));
+  $(".composer .attach").hidden = groups.length === 0;
   if (settings.voiceEnabled) {
     recorder.setAttribute("max-seconds", settings.voiceMaxSeconds);
     recorder.hidden = false;
@@ -271,6 +276,12 @@ const writer = new Composer({
     const query = new URLSearchParams({ clientMessageId });
     if (conversationId) query.set("conversationId", conversationId);
     return api.upload(`/v1/consumer/voice-messages?${query}`, blob, onProgress);
+  },
+  sendFile: (file, clientMessageId, onProgress) => {
+    // encodeURIComponent, not URLSearchParams: a space is %20, never "+" (which stays a plus).
+    const conversation = conversationId ? `&conversationId=${conversationId}` : "";
+    return api.upload(`/v1/consumer/attachments?clientMessageId=${clientMessageId}&name=${encodeURIComponent(file.name || "image")}${conversation}`,
+      file, onProgress);
   },
   sent: (response) => {
     conversationId = response.message.conversationId;

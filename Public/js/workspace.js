@@ -58,6 +58,7 @@ async function boot() {
       : message.senderId !== state.me.id ? message.senderName ?? "An agent" : null,
   });
   configureVoice();
+  configureAttachments($(".composer"), settings);
   realtime = new Realtime();
   realtime.addEventListener("status", (event) => {
     const status = $(".topbar .status");
@@ -275,6 +276,16 @@ $(".logout").addEventListener("click", async () => {
   location.reload();
 });
 
+/** The paperclip offers what the brand accepts, or goes when it accepts nothing. */
+function configureAttachments(form, settings) {
+  const groups = settings.attachmentGroups ?? [];
+  const accept = { images: "image/jpeg,image/png,image/gif,image/webp,image/heic,.heic", pdf: "application/pdf,.pdf", text: "text/plain,.txt,.csv",
+    office: ".doc,.docx,.xls,.xlsx,.ppt,.pptx" };
+  form.querySelector(".attach-input")?.setAttribute("accept", groups.map((group) => accept[group]).join(","));
+  const button = form.querySelector(".attach");
+  if (button) button.hidden = groups.length === 0;
+}
+
 /** The microphone shows only when the brand and the agent's profile allow voice; otherwise why not. */
 function configureVoice() {
   const recorder = $("parley-recorder");
@@ -337,6 +348,7 @@ async function renderList() {
     const preview = Object.assign(document.createElement("span"), { className: "preview" });
     const isVoice = conversation.lastMessageKind === "voice";
     if (isVoice) preview.insertAdjacentHTML("afterbegin", icon("mic"));
+    if (conversation.lastMessageKind === "attachment") preview.insertAdjacentHTML("afterbegin", icon("paperclip"));
     preview.append(text(conversation.lastMessagePreview ?? ""));
     const tags = Object.assign(document.createElement("span"), { className: "tags" });
     tags.append(Object.assign(document.createElement("span"), { className: "tag", textContent: conversation.channel.replace("_", "-") }));
@@ -540,6 +552,7 @@ function renderDetails(conversation, person) {
   reply.disabled = resolved;
   reply.placeholder = resolved ? "Resolved: reopen to reply" : composeMode === "note" ? "Private note: only agents see this" : "Reply… (/ for saved replies)";
   $(".send-text").disabled = resolved;
+  $(".composer .attach")?.toggleAttribute("disabled", resolved);
   $("parley-recorder").hidden = resolved || !(state.settings.voiceFromAgents && state.me.permissions.includes("send_audio"));
   renderCallButtons(conversation);
 }
@@ -664,7 +677,7 @@ async function alertIfNew(message, known) {
   const person = await consumer(known?.consumerId ?? message.senderId);
   alerts.notify({
     title: message.seq === 1 ? `New conversation: ${person.displayName}` : person.displayName,
-    body: message.kind === "voice" ? "Voice message" : message.text.slice(0, 140),
+    body: message.kind === "voice" ? "Voice message" : message.kind === "attachment" ? attachmentPreview(message) : message.text.slice(0, 140),
     conversationId: message.conversationId,
   });
 }
@@ -678,7 +691,8 @@ function receive(frame) {
       update({
         ...known, lastSeq: Math.max(known.lastSeq, message.seq), updatedAt: message.createdAt, lastMessageAt: message.createdAt,
         lastMessageKind: message.kind,
-        lastMessagePreview: message.kind !== "voice" ? message.text.split("\n").join(" ").slice(0, 120)
+        lastMessagePreview: message.kind === "attachment" ? attachmentPreview(message)
+          : message.kind !== "voice" ? message.text.split("\n").join(" ").slice(0, 120)
           : message.voice?.state === "blocked" ? "Audio message blocked" : `Audio message ${clockOf(message)}`,
       });
     } else {
@@ -716,6 +730,11 @@ function receive(frame) {
     clearTimeout(typingTimer);
     typingTimer = setTimeout(() => { $(".typing").textContent = ""; }, 6000);
   }
+}
+
+function attachmentPreview(message) {
+  const file = message.attachment;
+  return ["jpeg", "png", "gif", "webp", "heic"].includes(file?.type) ? "Image" : `File: ${file?.fileName ?? ""}`;
 }
 
 function clockOf(message) {
@@ -773,6 +792,10 @@ const writer = new Composer({
     : api.post(`/v1/conversations/${state.current.id}/messages`, { clientMessageId, text }),
   sendVoice: (blob, clientMessageId, onProgress) =>
     api.upload(`/v1/conversations/${state.current.id}/voice-messages?clientMessageId=${clientMessageId}`, blob, onProgress),
+  sendFile: (file, clientMessageId, onProgress) =>
+    // encodeURIComponent, not URLSearchParams: a space is %20, never "+" (which stays a plus).
+    api.upload(`/v1/conversations/${state.current.id}/attachments?clientMessageId=${clientMessageId}&name=${encodeURIComponent(file.name || "image")}`,
+      file, onProgress),
   sent: (response, clientMessageId) => {
     if (response.kind === "note") {
       timeline.dropPending(clientMessageId);

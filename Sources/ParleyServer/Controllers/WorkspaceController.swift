@@ -76,7 +76,8 @@ struct WorkspaceController {
         let available = try await workspace.agentsAvailable(brandId: consumer.brandId)
         return JSONResponse(.ok, ConsumerSettingsDTO(
             voiceEnabled: settings.voiceFromConsumers, voiceMaxSeconds: settings.voiceMaxSeconds, brandName: brand,
-            widgetColor: settings.widgetColor, agentsAvailable: available, availability: available ? settings.availableText : settings.awayText))
+            widgetColor: settings.widgetColor, agentsAvailable: available, availability: available ? settings.availableText : settings.awayText,
+            attachmentGroups: settings.attachmentGroups, attachmentMaxMegabytes: settings.attachmentMaxMegabytes))
     }
 
     @Sendable func agent(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<PublicAgentDTO> {
