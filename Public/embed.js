@@ -65,7 +65,42 @@
   };
   document.addEventListener("visibilitychange", () => { if (!document.hidden) { clearInterval(blink); document.title = pageTitle; } });
 
+  // A short preview of an answer while the chat is closed (only the brand's own sites get one).
+  const preview = document.createElement("div");
+  preview.setAttribute("role", "status");
+  preview.setAttribute("aria-live", "polite");
+  Object.assign(preview.style, {
+    position: "fixed", right: "20px", bottom: "88px", maxWidth: "min(300px, calc(100vw - 40px))", display: "none", zIndex: "2147483000",
+    background: "#fff", color: "#1c2230", borderRadius: "14px", boxShadow: "0 8px 28px rgb(0 0 0 / 22%)", font: "14px/1.4 system-ui, sans-serif",
+  });
+  const previewOpen = document.createElement("button");
+  previewOpen.type = "button";
+  Object.assign(previewOpen.style, { all: "unset", display: "block", padding: "12px 36px 12px 14px", cursor: "pointer", borderRadius: "14px" });
+  const previewName = document.createElement("strong");
+  previewName.style.display = "block";
+  const previewText = document.createElement("span");
+  Object.assign(previewText.style, { display: "-webkit-box", webkitLineClamp: "2", webkitBoxOrient: "vertical", overflow: "hidden", color: "#3b4252" });
+  previewOpen.append(previewName, previewText);
+  const previewClose = document.createElement("button");
+  previewClose.type = "button";
+  previewClose.setAttribute("aria-label", "Dismiss");
+  previewClose.textContent = "×";
+  Object.assign(previewClose.style, {
+    position: "absolute", top: "6px", right: "6px", width: "26px", height: "26px", border: "0", borderRadius: "50%", background: "transparent",
+    color: "#5b6475", font: "20px/26px system-ui, sans-serif", cursor: "pointer",
+  });
+  preview.append(previewOpen, previewClose);
+  previewClose.addEventListener("click", () => { preview.style.display = "none"; });
+  previewOpen.addEventListener("click", () => toggle(true));
+  const showPreview = (name, text) => {
+    previewName.textContent = name;
+    previewText.textContent = text;
+    previewOpen.setAttribute("aria-label", `New message from ${name}: ${text}. Open chat`);
+    preview.style.display = "block";
+  };
+
   const toggle = (open) => {
+    if (open) preview.style.display = "none";
     if (open) {
       load();
       try { localStorage.setItem(startedKey, "1"); } catch {}
@@ -84,6 +119,7 @@
     if (event.data === "parley:close") { toggle(false); button.focus(); }
     if (event.data === "parley:ringing" && frame.hidden) toggle(true);
     if (event.data?.type === "parley:unread" && frame.hidden) showUnread(Number(event.data.count) || 0);
+    if (event.data?.type === "parley:preview" && frame.hidden) showPreview(String(event.data.name ?? "").slice(0, 60), String(event.data.text ?? "").slice(0, 90));
     // The brand's colour from its settings, once the chat has loaded.
     if (event.data?.type === "parley:color" && /^#[0-9a-f]{6}$/i.test(event.data.color)) button.style.background = event.data.color;
   });
@@ -94,6 +130,6 @@
     frame.contentWindow.postMessage(frame.hidden ? "parley:closed" : "parley:open", origin);
     frame.contentWindow.postMessage({ type: "parley:page", url: location.href, title: document.title }, origin);
   });
-  document.body.append(frame, button);
+  document.body.append(frame, preview, button);
   if (started) load();
 })();

@@ -10,7 +10,7 @@ from conftest import brand_site
 from playwright.sync_api import expect
 from test_workspace import DESKTOP, PHONE, agent_page, open_conversation, open_widget, signed_in, start_conversation  # noqa: F401
 
-TABLET = {"width": 768, "height": 1024}
+from test_workspace import TABLET  # noqa: E402,F811
 SIZES = [("360", PHONE), ("768", TABLET), ("1280", DESKTOP)]
 
 

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 from test_workspace import DESKTOP, agent_page, open_widget, signed_in, start_conversation  # noqa: F401
 
-TABLET = {"width": 768, "height": 1024}
+from test_workspace import TABLET  # noqa: E402,F811
 
 
 @pytest.fixture(scope="module")

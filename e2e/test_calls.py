@@ -151,6 +151,10 @@ def test_voice_call(call_server, browser, shoot, console_errors):
     expect(agent.locator(".call-overlay .mute")).to_have_attribute("aria-pressed", "true")
     expect(consumer.locator(".call-badges")).to_have_text(f"{me} muted")
     shoot(agent, "call-voice-active-muted-1280")
+    # Docked beside the conversation: the timeline and the composer stay in reach during the call.
+    overlay, reply = agent.locator(".call-overlay").bounding_box(), agent.locator("#reply").bounding_box()
+    assert reply["x"] + reply["width"] <= overlay["x"] + 1, (reply, overlay)
+    expect(agent.locator("#reply")).to_be_editable()
     shoot(consumer, "call-voice-active-360")
     assert agent.evaluate("() => window.__peers.at(-1).getSenders().find((s) => s.track?.kind === 'audio').track.enabled") is False
     agent.click(".call-overlay .mute")

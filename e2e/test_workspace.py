@@ -11,7 +11,7 @@ from conftest import brand_site
 from playwright.sync_api import expect
 
 PHONE = {"width": 360, "height": 740}
-TABLET = {"width": 800, "height": 900}
+TABLET = {"width": 768, "height": 1024}
 DESKTOP = {"width": 1280, "height": 800}
 
 
@@ -113,7 +113,7 @@ def test_workspace_details_below_1000_px(server, browser, signed_in, shoot, cons
     marker = f"Tablet {uuid.uuid4().hex[:6]}"
     consumer = open_widget(browser, server, console_errors)
     start_conversation(consumer, f"{marker}: a question")
-    for size, name in [(TABLET, "800"), (PHONE, "360")]:
+    for size, name in [(TABLET, "768"), (PHONE, "360")]:
         agent = agent_page(browser, server, signed_in, console_errors, size)
         open_conversation(agent, marker)
         # The conversation takes the room the details pane used to keep empty.
@@ -362,6 +362,8 @@ def test_launcher_counts_answers_while_the_chat_is_closed(server, browser, signe
         agent.keyboard.press("Enter")
         expect(page.get_by_role("button", name="Open chat, 1 new message")).to_be_visible(timeout=10000)
         expect(page).to_have_title("New message", timeout=5000)
+        # This site is not one of the brand's preview sites: a count, never the text.
+        expect(page.get_by_text("Yes, size 42 is in stock.")).to_have_count(0)
         shoot(page, "badge-while-closed-1280")
         # Delivered to the page, not read: the panel is closed.
         reply_mark = agent.locator(".row.out .delivery").last
@@ -374,6 +376,10 @@ def test_launcher_counts_answers_while_the_chat_is_closed(server, browser, signe
         expect(reply_mark).to_have_attribute("data-state", "read", timeout=10000)
         expect(page).to_have_title("Example Shop")
 
+        # The brand lists the shop as its own site: answers now show their first words on the launcher.
+        origin = shop.rstrip("/")
+        listed = agent.request.patch(f"{server.url}/v1/brand/settings", data={"previewOrigins": [origin]})
+        assert listed.ok and listed.json()["previewOrigins"] == [origin], listed.text()
         # On the next page the chat is loaded at once (the visitor has chatted): answers still count.
         page.reload()
         expect(page.locator("#parley-chat")).to_have_attribute("src", re.compile("widget.html"), timeout=10000)
@@ -381,7 +387,14 @@ def test_launcher_counts_answers_while_the_chat_is_closed(server, browser, signe
         agent.fill("#reply", "It ships today.")
         agent.keyboard.press("Enter")
         expect(page.get_by_role("button", name="Open chat, 1 new message")).to_be_visible(timeout=10000)
-        shoot(page, "badge-after-reload-1280")
+        preview = page.get_by_role("status").filter(has_text="It ships today.")
+        expect(preview).to_be_visible()
+        expect(preview).to_contain_text(agent.request.get(f"{server.url}/v1/me").json()["name"])
+        shoot(page, "preview-after-reload-1280")
+        preview.get_by_role("button", name=re.compile("^New message from")).click()
+        expect(page.get_by_role("button", name="Close chat")).to_be_visible()
+        expect(preview).to_be_hidden()
+        agent.request.patch(f"{server.url}/v1/brand/settings", data={"previewOrigins": []})
     assert console_errors.errors == [], console_errors.errors
 
 

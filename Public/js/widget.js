@@ -20,11 +20,14 @@ const embedded = new URLSearchParams(location.search).has("embedded") && window.
 /** Whether the visitor can see the chat: an embedded chat is loaded while its panel is closed. */
 let panelOpen = !embedded;
 let unseen = 0;
+/** The page around the chat, as the browser reports it on its messages (never as the page claims). */
+let parentOrigin = null;
 if (embedded) {
   // The launcher says when its panel opens and closes. Only a count crosses to the brand's page,
   // never message text: any page can embed the widget.
   window.addEventListener("message", (event) => {
     if (event.source !== window.parent) return;
+    parentOrigin = event.origin;
     if (event.data === "parley:open") { panelOpen = true; unseen = 0; markRead(); refreshAvailability(); }
     if (event.data === "parley:closed") panelOpen = false;
     if (event.data?.type === "parley:page") reportPage(String(event.data.url ?? ""), String(event.data.title ?? ""));
@@ -46,7 +49,7 @@ let timeline;
 let conversationId = null;
 let calls;
 /** The brand's look and whether an agent is there (from /v1/consumer/settings), and who answered. */
-const brand = { name: "", availability: "", available: false, agent: null };
+const brand = { name: "", availability: "", available: false, agent: null, previewOrigins: [] };
 let connection = "connecting";
 
 /** The header's second line: the connection while it is not up, otherwise whether anyone is there. */
@@ -139,7 +142,9 @@ async function start() {
   sendPage();
   const settings = await api.get("/v1/consumer/settings");
   document.title = `Chat with ${settings.brandName}`;
-  Object.assign(brand, { name: settings.brandName, availability: settings.availability, available: settings.agentsAvailable });
+  Object.assign(brand, {
+    name: settings.brandName, availability: settings.availability, available: settings.agentsAvailable, previewOrigins: settings.previewOrigins ?? [],
+  });
   applyColor(settings.widgetColor);
   if (embedded) window.parent.postMessage({ type: "parley:color", color: settings.widgetColor }, "*");
   $(".empty-hint").textContent = settings.agentsAvailable ? "Send us a message or a voice note." : settings.availability;
@@ -192,7 +197,7 @@ function receive(frame) {
     if (frame.message.senderKind !== "consumer") {
       meetAgent(frame.message);
       showTyping(false);
-      acknowledge();
+      acknowledge(frame.message);
     }
   } else if (frame.type === "event") {
     const event = frame.event;
@@ -223,12 +228,21 @@ function showTyping(isTyping) {
  * Tells the agents what reached the consumer: read when the page is visible, delivered otherwise
  * (the message arrived while the chat was in the background).
  */
-function acknowledge() {
+function acknowledge(message) {
   if (document.visibilityState === "visible" && panelOpen) {
     markRead();
   } else {
     receipt("delivered");
-    if (embedded && !panelOpen) window.parent.postMessage({ type: "parley:unread", count: ++unseen }, "*");
+    if (embedded && !panelOpen) {
+      window.parent.postMessage({ type: "parley:unread", count: ++unseen }, "*");
+      // The first words go only to a page of the brand's own sites, and only to that origin.
+      if (parentOrigin && brand.previewOrigins.includes(parentOrigin)) {
+        const text = message.kind === "voice" ? "Voice message"
+          : message.kind === "attachment" ? (["jpeg", "png", "gif", "webp", "heic"].includes(message.attachment?.type) ? "Image" : "File")
+          : message.text.split("\n").join(" ");
+        window.parent.postMessage({ type: "parley:preview", name: message.senderName ?? brand.name, text: text.slice(0, 90) }, parentOrigin);
+      }
+    }
   }
 }
 

@@ -161,6 +161,7 @@ const savedAdmin = new SavedRepliesAdmin({ section: $(".saved-replies"), api, on
 function fillWidgetForm() {
   const form = $(".widget-form");
   for (const name of ["widgetColor", "availableText", "awayText", "autoAwayMinutes"]) form.elements[name].value = state.settings[name];
+  form.elements.previewOrigins.value = (state.settings.previewOrigins ?? []).join("\n");
 }
 $(".widget-form").addEventListener("submit", async (event) => {
   event.preventDefault();
@@ -170,6 +171,7 @@ $(".widget-form").addEventListener("submit", async (event) => {
     state.settings = await api.json("PATCH", "/v1/brand/settings", {
       widgetColor: form.elements.widgetColor.value, availableText: form.elements.availableText.value,
       awayText: form.elements.awayText.value, autoAwayMinutes: Number(form.elements.autoAwayMinutes.value),
+      previewOrigins: form.elements.previewOrigins.value.split(/\s+/).filter(Boolean),
     });
     note.textContent = "Saved. Visitors see it the next time the chat opens.";
   } catch (failure) {

@@ -435,6 +435,10 @@ public struct BrandSettingsDTO: Codable, Sendable, Hashable {
     public var attachmentGroups: [AttachmentGroup]
     /// Largest attachment accepted, 1-25 MB (default 10).
     public var attachmentMaxMegabytes: Int
+    /// The brand's sites (`https://shop.example.com`) whose launcher may show the first words of an
+    /// answer that arrives while the chat is closed. Elsewhere the launcher shows only a count: any
+    /// page can embed the widget, and message text must not reach a page the brand does not own.
+    public var previewOrigins: [String]
 
     public static let defaultWidgetColor = "#4f46e5"
     public static let defaultAvailableText = "Typically replies in a few minutes"
@@ -445,8 +449,9 @@ public struct BrandSettingsDTO: Codable, Sendable, Hashable {
         scanFailurePolicy: ScanFailurePolicy = .closed, cardMasking: CardMasking = .off, openConversationsPerConsumer: Int = 1,
         autoAwayMinutes: Int = 10, exposedClaims: [String] = [], widgetColor: String = Self.defaultWidgetColor,
         availableText: String = Self.defaultAvailableText, awayText: String = Self.defaultAwayText,
-        attachmentGroups: [AttachmentGroup] = AttachmentGroup.allCases, attachmentMaxMegabytes: Int = 10
+        attachmentGroups: [AttachmentGroup] = AttachmentGroup.allCases, attachmentMaxMegabytes: Int = 10, previewOrigins: [String] = []
     ) {
+        self.previewOrigins = previewOrigins
         self.attachmentGroups = attachmentGroups
         self.attachmentMaxMegabytes = attachmentMaxMegabytes
         self.autoAwayMinutes = autoAwayMinutes
@@ -478,13 +483,16 @@ public struct UpdateBrandSettingsRequest: Codable, Sendable {
     public var awayText: String?
     public var attachmentGroups: [AttachmentGroup]?
     public var attachmentMaxMegabytes: Int?
+    public var previewOrigins: [String]?
 
     public init(
         voiceMaxSeconds: Int? = nil, voiceFromConsumers: Bool? = nil, voiceFromAgents: Bool? = nil,
         scanFailurePolicy: ScanFailurePolicy? = nil, cardMasking: CardMasking? = nil, openConversationsPerConsumer: Int? = nil,
         autoAwayMinutes: Int? = nil, exposedClaims: [String]? = nil, widgetColor: String? = nil, availableText: String? = nil,
-        awayText: String? = nil, attachmentGroups: [AttachmentGroup]? = nil, attachmentMaxMegabytes: Int? = nil
+        awayText: String? = nil, attachmentGroups: [AttachmentGroup]? = nil, attachmentMaxMegabytes: Int? = nil,
+        previewOrigins: [String]? = nil
     ) {
+        self.previewOrigins = previewOrigins
         self.attachmentGroups = attachmentGroups
         self.attachmentMaxMegabytes = attachmentMaxMegabytes
         self.autoAwayMinutes = autoAwayMinutes
@@ -515,12 +523,15 @@ public struct ConsumerSettingsDTO: Codable, Sendable, Hashable {
     /// What the consumer may attach, and how large.
     public var attachmentGroups: [AttachmentGroup]
     public var attachmentMaxMegabytes: Int
+    /// The brand's sites whose launcher may show a preview of an answer (see `BrandSettingsDTO`).
+    public var previewOrigins: [String]
 
     public init(
         voiceEnabled: Bool, voiceMaxSeconds: Int, brandName: String, widgetColor: String = BrandSettingsDTO.defaultWidgetColor,
         agentsAvailable: Bool = false, availability: String = BrandSettingsDTO.defaultAwayText,
-        attachmentGroups: [AttachmentGroup] = AttachmentGroup.allCases, attachmentMaxMegabytes: Int = 10
+        attachmentGroups: [AttachmentGroup] = AttachmentGroup.allCases, attachmentMaxMegabytes: Int = 10, previewOrigins: [String] = []
     ) {
+        self.previewOrigins = previewOrigins
         self.attachmentGroups = attachmentGroups
         self.attachmentMaxMegabytes = attachmentMaxMegabytes
         self.widgetColor = widgetColor

@@ -79,6 +79,27 @@ public enum WorkspaceRules {
 
     // MARK: Brand settings
 
+    public static let maxPreviewOrigins = 20
+
+    /// `https://shop.example.com` or `http://localhost:8080`: a scheme, a host and maybe a port,
+    /// nothing else; returned lower-cased and without duplicates.
+    public static func origins(_ origins: [String]) throws(ParleyError) -> [String] {
+        if origins.count > maxPreviewOrigins {
+            throw .invalidField("previewOrigins", "'previewOrigins' has at most \(maxPreviewOrigins) sites.")
+        }
+        var seen: [String] = []
+        for raw in origins {
+            let origin = raw.lowercased()
+            let rest = origin.hasPrefix("https://") ? origin.dropFirst(8) : origin.hasPrefix("http://") ? origin.dropFirst(7) : nil
+            let allowed = { (byte: UInt8) in (byte >= 97 && byte <= 122) || (byte >= 48 && byte <= 57) || byte == 45 || byte == 46 || byte == 58 }
+            guard let rest, !rest.isEmpty, rest.count <= 253, rest.utf8.allSatisfy(allowed), !rest.hasPrefix("."), !rest.hasPrefix(":") else {
+                throw .invalidField("previewOrigins", "'\(raw.prefix(80))' is not a site: write its origin, such as https://shop.example.com.")
+            }
+            if !seen.contains(origin) { seen.append(origin) }
+        }
+        return seen
+    }
+
     public static let maxWidgetTextLength = 200
 
     public static func validate(_ change: UpdateBrandSettingsRequest) throws(ParleyError) {

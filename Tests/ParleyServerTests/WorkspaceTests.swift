@@ -277,6 +277,8 @@ struct WorkspaceTests {
                 UpdateBrandSettingsRequest(exposedClaims: ["email"]), UpdateBrandSettingsRequest(exposedClaims: ["has space"]),
                 UpdateBrandSettingsRequest(exposedClaims: (0..<21).map { "c\($0)" }), UpdateBrandSettingsRequest(widgetColor: "red"),
                 UpdateBrandSettingsRequest(autoAwayMinutes: 481), UpdateBrandSettingsRequest(awayText: ""),
+                UpdateBrandSettingsRequest(previewOrigins: ["javascript:alert(1)"]), UpdateBrandSettingsRequest(previewOrigins: ["https://shop.example/path"]),
+                UpdateBrandSettingsRequest(previewOrigins: ["https://a b.example"]), UpdateBrandSettingsRequest(previewOrigins: (0..<21).map { "https://s\($0).example" }),
             ] {
                 #expect(try await server.request(.patch, "/v1/brand/settings", token: acme.adminToken, json: change).status == .badRequest)
             }
@@ -286,8 +288,13 @@ struct WorkspaceTests {
             let saved = try look.decode(BrandSettingsDTO.self)
             #expect(saved.widgetColor == "#0e7c66")
             #expect(saved.autoAwayMinutes == 5)
+            let sites = try await server.request(
+                .patch, "/v1/brand/settings", token: acme.adminToken,
+                json: UpdateBrandSettingsRequest(previewOrigins: ["https://Shop.Example", "http://localhost:8080", "https://shop.example"]))
+            #expect(try sites.decode(BrandSettingsDTO.self).previewOrigins == ["https://shop.example", "http://localhost:8080"])
             let widget = try await server.get("/v1/consumer/settings", token: token).decode(ConsumerSettingsDTO.self)
             #expect(widget.widgetColor == "#0e7c66")
+            #expect(widget.previewOrigins == ["https://shop.example", "http://localhost:8080"])
         }
     }
 

@@ -77,7 +77,8 @@ struct WorkspaceController {
         return JSONResponse(.ok, ConsumerSettingsDTO(
             voiceEnabled: settings.voiceFromConsumers, voiceMaxSeconds: settings.voiceMaxSeconds, brandName: brand,
             widgetColor: settings.widgetColor, agentsAvailable: available, availability: available ? settings.availableText : settings.awayText,
-            attachmentGroups: settings.attachmentGroups, attachmentMaxMegabytes: settings.attachmentMaxMegabytes))
+            attachmentGroups: settings.attachmentGroups, attachmentMaxMegabytes: settings.attachmentMaxMegabytes,
+            previewOrigins: settings.previewOrigins))
     }
 
     @Sendable func agent(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<PublicAgentDTO> {

@@ -60,6 +60,7 @@ public struct VoiceService: Sendable {
             if let value = change.awayText { settings.awayText = value }
             if let value = change.attachmentGroups { settings.attachmentGroups = AttachmentGroup.allCases.filter(value.contains) }
             if let value = change.attachmentMaxMegabytes { settings.attachmentMaxMegabytes = value }
+            if let value = change.previewOrigins { settings.previewOrigins = try WorkspaceRules.origins(value) }
             try await repo.saveBrandSettings(settings, brandId: agent.brandId, at: notes.clock.now())
             return settings
         }

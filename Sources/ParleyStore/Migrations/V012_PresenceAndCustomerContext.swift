@@ -18,6 +18,7 @@ extension Migration {
             "ALTER TABLE consumers ADD COLUMN last_seen_at BIGINT",
             "ALTER TABLE brand_settings ADD COLUMN auto_away_minutes INTEGER NOT NULL DEFAULT 10",
             "ALTER TABLE brand_settings ADD COLUMN exposed_claims TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE brand_settings ADD COLUMN preview_origins TEXT NOT NULL DEFAULT ''",
             "ALTER TABLE brand_settings ADD COLUMN widget_color TEXT NOT NULL DEFAULT '#4f46e5'",
             "ALTER TABLE brand_settings ADD COLUMN available_text TEXT NOT NULL DEFAULT 'Typically replies in a few minutes'",
             "ALTER TABLE brand_settings ADD COLUMN away_text TEXT NOT NULL DEFAULT 'We''re away right now. Leave a message and we''ll reply here.'",

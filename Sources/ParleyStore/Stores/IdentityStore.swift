@@ -221,6 +221,8 @@ struct BrandSettingsRow: TableRow {
     /// Comma-separated groups.
     var attachmentGroups: String
     var attachmentMaxMegabytes: Int
+    /// Space-separated origins.
+    var previewOrigins: String
     var updatedAt: Int64
 
     init(_ settings: BrandSettingsDTO, brandId: BrandID, at: Date) {
@@ -238,6 +240,7 @@ struct BrandSettingsRow: TableRow {
         awayText = settings.awayText
         attachmentGroups = settings.attachmentGroups.map(\.rawValue).joined(separator: ",")
         attachmentMaxMegabytes = settings.attachmentMaxMegabytes
+        previewOrigins = settings.previewOrigins.joined(separator: " ")
         updatedAt = StoredTime.millis(at)
     }
 
@@ -248,7 +251,7 @@ struct BrandSettingsRow: TableRow {
             autoAwayMinutes: autoAwayMinutes, exposedClaims: exposedClaims.split(separator: ",").map(String.init),
             widgetColor: widgetColor, availableText: availableText, awayText: awayText,
             attachmentGroups: attachmentGroups.split(separator: ",").compactMap { AttachmentGroup(rawValue: String($0)) },
-            attachmentMaxMegabytes: attachmentMaxMegabytes)
+            attachmentMaxMegabytes: attachmentMaxMegabytes, previewOrigins: previewOrigins.split(separator: " ").map(String.init))
     }
 }
 
