@@ -3,6 +3,7 @@ search, presence (chosen and automatic) and what the widget makes of it, the cus
 past conversations, keyboard shortcuts, and a calmer timeline. Each at phone, tablet and desktop
 widths; screenshots are numbered steps of each test."""
 import re
+import subprocess
 import uuid
 
 import pytest
@@ -100,7 +101,7 @@ def test_saved_replies_and_search(server, browser, signed_in, shoot, console_err
     assert [error for error in console_errors.errors if "409" not in error] == []
 
 
-def test_presence_and_the_widget_header(server, browser, signed_in, shoot, console_errors):
+def test_presence_and_the_widget_header(server, browser, signed_in, shoot, console_errors, tmp_path):
     agent = agent_page(browser, server, signed_in, console_errors, DESKTOP)
     name = my_name(agent, server)
     expect(agent.locator(".presence-button")).to_have_attribute("data-presence", "online")
@@ -147,7 +148,20 @@ def test_presence_and_the_widget_header(server, browser, signed_in, shoot, conso
     consumer.reload()
     expect(consumer.locator(".widget-header")).to_have_css("background-color", "rgb(14, 124, 102)", timeout=10000)
     shoot(consumer, "brand-colour-360")
+    # The brand's logo, uploaded in the same dialog, is the widget's avatar until an agent answers.
+    logo = tmp_path / "logo.png"
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=0x0e7c66:s=600x600", "-frames:v", "1", str(logo)], check=True)
+    open_account(agent)
+    agent.locator(".logo-input").set_input_files(str(logo))
+    expect(agent.locator(".logo-preview img")).to_have_js_property("naturalWidth", 256)
+    shoot(agent, "logo-and-widget-settings-1280")
+    agent.locator(".account-close").click()
+    newcomer = open_widget(browser, server, console_errors)
+    expect(newcomer.locator(".widget-header .avatar.logo img")).to_have_js_property("naturalWidth", 256)
+    shoot(newcomer, "brand-logo-360")
+    agent.request.delete(f"{server.url}/v1/brand/logo")
     agent.request.patch(f"{server.url}/v1/brand/settings", data={"widgetColor": "#4f46e5"})
+    newcomer.context.close()
     agent.context.close()
     consumer.context.close()
     assert console_errors.errors == []

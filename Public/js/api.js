@@ -35,10 +35,10 @@ export class Api {
   post(path, body) { return this.json("POST", path, body ?? {}); }
 
   /** Uploads a recorded blob with progress (fetch cannot report upload progress). */
-  upload(path, blob, onProgress) {
+  upload(path, blob, onProgress, method = "POST") {
     return new Promise((resolve, reject) => {
       const request = new XMLHttpRequest();
-      request.open("POST", path);
+      request.open(method, path);
       for (const [name, value] of Object.entries(this.headers({ "Content-Type": blob.type || "application/octet-stream" }))) {
         request.setRequestHeader(name, value);
       }

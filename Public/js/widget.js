@@ -49,7 +49,7 @@ let timeline;
 let conversationId = null;
 let calls;
 /** The brand's look and whether an agent is there (from /v1/consumer/settings), and who answered. */
-const brand = { name: "", availability: "", available: false, agent: null, previewOrigins: [] };
+const brand = { name: "", availability: "", available: false, agent: null, previewOrigins: [], logoUrl: null };
 let connection = "connecting";
 
 /** The header's second line: the connection while it is not up, otherwise whether anyone is there. */
@@ -66,7 +66,15 @@ function setStatus(state, message) {
 /** Colour, name and initials in the header: the brand's until an agent answers, then the agent's. */
 function renderHeader() {
   $(".brand-name").textContent = brand.agent?.name ?? brand.name;
-  $(".avatar").textContent = initialsOf(brand.agent?.name ?? brand.name);
+  const avatar = $(".avatar");
+  // The brand's logo until an agent answers; then the agent's initials.
+  if (brand.logoUrl && !brand.agent) {
+    avatar.replaceChildren(Object.assign(document.createElement("img"), { src: brand.logoUrl, alt: "" }));
+    avatar.classList.add("logo");
+  } else {
+    avatar.textContent = initialsOf(brand.agent?.name ?? brand.name);
+    avatar.classList.remove("logo");
+  }
   $(".header-brand").textContent = brand.agent ? brand.name : "";
   setStatus(connection);
 }
@@ -144,6 +152,7 @@ async function start() {
   document.title = `Chat with ${settings.brandName}`;
   Object.assign(brand, {
     name: settings.brandName, availability: settings.availability, available: settings.agentsAvailable, previewOrigins: settings.previewOrigins ?? [],
+    logoUrl: settings.logoUrl ?? null,
   });
   applyColor(settings.widgetColor);
   if (embedded) window.parent.postMessage({ type: "parley:color", color: settings.widgetColor }, "*");

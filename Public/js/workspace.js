@@ -162,7 +162,30 @@ function fillWidgetForm() {
   const form = $(".widget-form");
   for (const name of ["widgetColor", "availableText", "awayText", "autoAwayMinutes"]) form.elements[name].value = state.settings[name];
   form.elements.previewOrigins.value = (state.settings.previewOrigins ?? []).join("\n");
+  renderLogo();
 }
+
+function renderLogo() {
+  const url = state.settings.logoUrl;
+  $(".logo-preview").replaceChildren(url ? Object.assign(document.createElement("img"), { src: url, alt: "" }) : "No logo");
+  $(".remove-logo").hidden = !url;
+}
+$(".logo-input").addEventListener("change", async (event) => {
+  const file = event.target.files[0];
+  event.target.value = "";
+  if (!file) return;
+  try {
+    state.settings = await api.upload("/v1/brand/logo", file, null, "PUT");
+    $(".widget-note").textContent = "Logo saved. Visitors see it the next time the chat opens.";
+  } catch (failure) {
+    $(".widget-note").textContent = failure.message;
+  }
+  renderLogo();
+});
+$(".remove-logo").addEventListener("click", async () => {
+  state.settings = await api.json("DELETE", "/v1/brand/logo");
+  renderLogo();
+});
 $(".widget-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const form = event.target;

@@ -242,6 +242,11 @@ public struct AttachmentDTO: Codable, Sendable, Hashable {
 
 /// Where media is served from.
 public enum MediaPaths {
+    /// `/v1/logos/{brandId}?v=N`: a brand's logo; each new logo has a new version.
+    public static func logo(brandId: BrandID, version: Int) -> String {
+        "/v1/logos/\(brandId)?v=\(version)"
+    }
+
     /// `/v1/files/{messageId}/{variant}`: an attachment (`original`) or its thumbnail.
     public static func attachment(messageId: MessageID, thumbnail: Bool = false) -> String {
         "/v1/files/\(messageId)/\(thumbnail ? "thumbnail" : "original")"
@@ -439,6 +444,9 @@ public struct BrandSettingsDTO: Codable, Sendable, Hashable {
     /// answer that arrives while the chat is closed. Elsewhere the launcher shows only a count: any
     /// page can embed the widget, and message text must not reach a page the brand does not own.
     public var previewOrigins: [String]
+    /// The brand's logo (`PUT /v1/brand/logo`), a PNG at most 256 px wide; nil without one. Public:
+    /// the widget shows it on any page.
+    public var logoUrl: String?
 
     public static let defaultWidgetColor = "#4f46e5"
     public static let defaultAvailableText = "Typically replies in a few minutes"
@@ -449,8 +457,10 @@ public struct BrandSettingsDTO: Codable, Sendable, Hashable {
         scanFailurePolicy: ScanFailurePolicy = .closed, cardMasking: CardMasking = .off, openConversationsPerConsumer: Int = 1,
         autoAwayMinutes: Int = 10, exposedClaims: [String] = [], widgetColor: String = Self.defaultWidgetColor,
         availableText: String = Self.defaultAvailableText, awayText: String = Self.defaultAwayText,
-        attachmentGroups: [AttachmentGroup] = AttachmentGroup.allCases, attachmentMaxMegabytes: Int = 10, previewOrigins: [String] = []
+        attachmentGroups: [AttachmentGroup] = AttachmentGroup.allCases, attachmentMaxMegabytes: Int = 10, previewOrigins: [String] = [],
+        logoUrl: String? = nil
     ) {
+        self.logoUrl = logoUrl
         self.previewOrigins = previewOrigins
         self.attachmentGroups = attachmentGroups
         self.attachmentMaxMegabytes = attachmentMaxMegabytes
@@ -525,12 +535,15 @@ public struct ConsumerSettingsDTO: Codable, Sendable, Hashable {
     public var attachmentMaxMegabytes: Int
     /// The brand's sites whose launcher may show a preview of an answer (see `BrandSettingsDTO`).
     public var previewOrigins: [String]
+    public var logoUrl: String?
 
     public init(
         voiceEnabled: Bool, voiceMaxSeconds: Int, brandName: String, widgetColor: String = BrandSettingsDTO.defaultWidgetColor,
         agentsAvailable: Bool = false, availability: String = BrandSettingsDTO.defaultAwayText,
-        attachmentGroups: [AttachmentGroup] = AttachmentGroup.allCases, attachmentMaxMegabytes: Int = 10, previewOrigins: [String] = []
+        attachmentGroups: [AttachmentGroup] = AttachmentGroup.allCases, attachmentMaxMegabytes: Int = 10, previewOrigins: [String] = [],
+        logoUrl: String? = nil
     ) {
+        self.logoUrl = logoUrl
         self.previewOrigins = previewOrigins
         self.attachmentGroups = attachmentGroups
         self.attachmentMaxMegabytes = attachmentMaxMegabytes

@@ -35,6 +35,21 @@ public struct ImageThumbnailer: Sendable {
         self.timeout = timeout
     }
 
+    /// A brand's logo as a PNG at most 256 px wide (transparency kept), from any accepted image;
+    /// measured first, like a thumbnail, so that a bomb is refused undecoded.
+    public func logo(of file: URL, type: AttachmentType, into output: URL) async throws {
+        let probe = try await ffprobe.run(
+            ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "csv=p=0:s=x", file.path], timeout: timeout)
+        let parts = (String(decoding: probe.stdout, as: UTF8.self).split(whereSeparator: \.isNewline).first ?? "").split(separator: "x").compactMap { Int($0) }
+        guard probe.succeeded, parts.count == 2, parts[0] > 0, parts[1] > 0 else { throw Failure.undecodable(probe.stderrTail) }
+        if parts[0] * parts[1] > AttachmentRules.maxImagePixels { throw Failure.tooManyPixels(width: parts[0], height: parts[1]) }
+        let scaled = try await ffmpeg.run(
+            ["-nostdin", "-v", "error", "-y", "-i", file.path, "-frames:v", "1", "-vf", "scale='min(256,iw)':-2:flags=lanczos",
+             "-f", "image2", "-c:v", "png", output.path],
+            timeout: timeout)
+        guard scaled.succeeded else { throw Failure.undecodable(scaled.stderrTail) }
+    }
+
     /// Measures `file` (an image of `type`) and writes its thumbnail next to `output`.
     public func thumbnail(of file: URL, type: AttachmentType, into output: URL) async throws -> Result {
         var source = file

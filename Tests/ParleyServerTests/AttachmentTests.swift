@@ -214,3 +214,41 @@ struct AttachmentTests {
         }
     }
 }
+
+@Suite("The brand's logo")
+struct LogoTests {
+    @Test("admins upload a logo (stored as a PNG at most 256 px wide), anyone may fetch it, a new one gets a new URL, removal removes it")
+    func logo() async throws {
+        let files = try ImageFixtures.files()
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (agentToken, _) = try await acme.agent()
+            let (consumerToken, _) = try await acme.consumer()
+            let photo = try files.data("photo.png")
+            #expect(try await server.request(.put, "/v1/brand/logo", token: agentToken, data: photo).status == .forbidden)
+            let refused = try await server.request(.put, "/v1/brand/logo", token: acme.adminToken, data: Data("%PDF-1.4".utf8))
+            #expect(try refused.error.code == "unsupported_image")
+            let huge = try await server.request(.put, "/v1/brand/logo", token: acme.adminToken, data: try files.data("huge.png"))
+            #expect(try huge.error.code == "image_too_large")
+
+            let first = try await server.request(.put, "/v1/brand/logo", token: acme.adminToken, data: photo).decode(BrandSettingsDTO.self)
+            let url = try #require(first.logoUrl)
+            #expect(url == "/v1/logos/\(acme.brand.id)?v=1")
+            let logo = try await server.get(url)  // no session: logos are public
+            #expect(logo.status == .ok && logo.headers[.contentType] == "image/png")
+            let width = logo.body.dropFirst(16).prefix(4).reduce(0) { $0 << 8 | Int($1) }  // PNG IHDR width
+            #expect(width == 256)
+            #expect(try await server.get("/v1/consumer/settings", token: consumerToken).decode(ConsumerSettingsDTO.self).logoUrl == url)
+            // A PATCH of other settings keeps it.
+            let patched = try await server.request(.patch, "/v1/brand/settings", token: acme.adminToken, json: UpdateBrandSettingsRequest(widgetColor: "#112233"))
+            #expect(try patched.decode(BrandSettingsDTO.self).logoUrl == url)
+
+            let second = try await server.request(.put, "/v1/brand/logo", token: acme.adminToken, data: try files.data("small.gif")).decode(BrandSettingsDTO.self)
+            #expect(second.logoUrl == "/v1/logos/\(acme.brand.id)?v=2")
+            let removed = try await server.request(.delete, "/v1/brand/logo", token: acme.adminToken).decode(BrandSettingsDTO.self)
+            #expect(removed.logoUrl == nil)
+            #expect(try await server.get("/v1/logos/\(acme.brand.id)").status == .notFound)
+            #expect(try await server.get("/v1/logos/nonsense").status == .notFound)
+        }
+    }
+}

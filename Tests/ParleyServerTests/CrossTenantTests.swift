@@ -60,6 +60,8 @@ struct CrossTenantTests {
                 "{conversationId}": sent.conversation.id.rawValue, "{consumerId}": acmeConsumer.id.rawValue,
                 "{agentId}": acmeAgent.id.rawValue, "{appId}": acme.app.id.rawValue, "{messageId}": voice.id.rawValue, "{format}": "original",
                 "{replyId}": savedReply.id.rawValue,
+                // Logos are public by design (the brand shows them on its pages); Acme has none here.
+                "{brandId}": acme.brand.id.rawValue,
             ]
             func body(for route: Route) throws -> (Data?, String?) {
                 let json: (any Encodable)?

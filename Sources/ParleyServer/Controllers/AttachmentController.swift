@@ -13,6 +13,29 @@ struct AttachmentController {
         routes.consumers.post("/v1/consumer/attachments", use: consumerUpload)
         routes.agents.post("/v1/conversations/{conversationId}/attachments", use: agentUpload)
         routes.anyone.get("/v1/files/{messageId}/{variant}", use: file)
+        routes.admins.put("/v1/brand/logo", use: setLogo)
+        routes.admins.delete("/v1/brand/logo", use: removeLogo)
+        routes.open.get("/v1/logos/{brandId}", use: logo)
+    }
+
+    @Sendable func setLogo(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<BrandSettingsDTO> {
+        let admin = try context.requireAgent()
+        return JSONResponse(.ok, try await attachments.setLogo(admin, contentLength: request.headers[.contentLength].flatMap { Int($0) }, body: request.body))
+    }
+
+    @Sendable func removeLogo(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<BrandSettingsDTO> {
+        JSONResponse(.ok, try await attachments.removeLogo(context.requireAgent()))
+    }
+
+    /// Public: a logo is shown on the brand's own pages, to anyone.
+    @Sendable func logo(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let brandId = try context.id("brandId", as: BrandID.self, what: "Logo")
+        let logo = try await attachments.logo(brandId: brandId)
+        var response = try await MediaResponse.make(
+            request, blobs: blobs, key: logo.key, contentType: "image/png", bytes: logo.bytes, etag: "\"\(brandId)-logo-\(logo.version)\"",
+            disposition: "inline")
+        response.headers[.cacheControl] = "public, max-age=86400"
+        return response
     }
 
     @Sendable func consumerUpload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {

@@ -78,7 +78,7 @@ struct WorkspaceController {
             voiceEnabled: settings.voiceFromConsumers, voiceMaxSeconds: settings.voiceMaxSeconds, brandName: brand,
             widgetColor: settings.widgetColor, agentsAvailable: available, availability: available ? settings.availableText : settings.awayText,
             attachmentGroups: settings.attachmentGroups, attachmentMaxMegabytes: settings.attachmentMaxMegabytes,
-            previewOrigins: settings.previewOrigins))
+            previewOrigins: settings.previewOrigins, logoUrl: settings.logoUrl))
     }
 
     @Sendable func agent(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<PublicAgentDTO> {

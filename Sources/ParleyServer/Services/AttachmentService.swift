@@ -159,3 +159,74 @@ public struct AttachmentService: Sendable {
         return (record.originalKey, record.type.contentType, record.bytes, record)
     }
 }
+
+// MARK: - The brand's logo
+
+extension AttachmentService {
+    static let maxLogoBytes = 2 * 1024 * 1024
+
+    /// A new logo from an admin: any accepted image up to 2 MB, stored as a PNG at most 256 px wide.
+    public func setLogo(_ admin: AgentPrincipal, contentLength: Int?, body: RequestBody) async throws -> BrandSettingsDTO {
+        try admin.require(.admin)
+        let tooLarge = ParleyError(.payloadTooLarge, code: "logo_too_large", message: "A logo is at most 2 MB.")
+        if let contentLength, contentLength > Self.maxLogoBytes { throw tooLarge }
+        guard let thumbnailer else {
+            throw ParleyError(.unavailable, code: "images_unavailable", message: "Images are unavailable: the server has no ffmpeg.")
+        }
+        let partial = blobs.partialFile()
+        defer { try? FileManager.default.removeItem(at: partial) }
+        _ = try await receiver.receiveWhole(
+            body, into: partial, maxBytes: Self.maxLogoBytes, tooLarge: tooLarge, empty: "The logo has no bytes.", emptyCode: "empty_attachment")
+        let header = try FileHandle(forReadingFrom: partial).readToEndLimited(AttachmentRules.headerLength)
+        guard let type = AttachmentRules.sniff([UInt8](header)), type.isImage, type != .heic else {
+            throw ParleyError(.unsupportedMediaType, code: "unsupported_image", message: "A logo is a PNG, JPEG, GIF or WebP image.")
+        }
+        let png = blobs.partialFile()
+        defer { try? FileManager.default.removeItem(at: png) }
+        do {
+            try await thumbnails.run { try await thumbnailer.logo(of: partial, type: type, into: png) }
+        } catch ImageThumbnailer.Failure.tooManyPixels {
+            throw ParleyError(.unprocessable, code: "image_too_large", message: "The image has more than 40 megapixels.")
+        } catch ImageThumbnailer.Failure.undecodable {
+            throw ParleyError(.unprocessable, code: "corrupt_image", message: "The image is damaged and cannot be shown.")
+        }
+        let now = clock.now()
+        let (settings, previous) = try await store.write { repo -> (BrandSettingsDTO, String?) in
+            var settings = try await repo.brandSettings(brandId: admin.brandId)
+            let previous = settings.logoUrl
+            let version = (previous.flatMap { $0.split(separator: "=").last.flatMap { Int($0) } } ?? 0) + 1
+            try await blobs.putFile(png, key: Self.logoKey(admin.brandId, version))
+            settings.logoUrl = MediaPaths.logo(brandId: admin.brandId, version: version)
+            try await repo.saveBrandSettings(settings, brandId: admin.brandId, at: now)
+            return (settings, previous)
+        }
+        if let previous { try? await blobs.delete(key: Self.logoKey(admin.brandId, Self.version(previous))) }
+        return settings
+    }
+
+    public func removeLogo(_ admin: AgentPrincipal) async throws -> BrandSettingsDTO {
+        try admin.require(.admin)
+        let now = clock.now()
+        let (settings, previous) = try await store.write { repo -> (BrandSettingsDTO, String?) in
+            var settings = try await repo.brandSettings(brandId: admin.brandId)
+            let previous = settings.logoUrl
+            settings.logoUrl = nil
+            try await repo.saveBrandSettings(settings, brandId: admin.brandId, at: now)
+            return (settings, previous)
+        }
+        if let previous { try? await blobs.delete(key: Self.logoKey(admin.brandId, Self.version(previous))) }
+        return settings
+    }
+
+    /// The brand's current logo, public (it is shown on the brand's pages).
+    public func logo(brandId: BrandID) async throws -> (key: String, bytes: Int, version: Int) {
+        let settings = try await store.read { repo in try await repo.brandSettings(brandId: brandId) }
+        guard let url = settings.logoUrl else { throw ParleyError.notFound("Logo") }
+        let key = Self.logoKey(brandId, Self.version(url))
+        guard let bytes = try await blobs.size(key: key) else { throw ParleyError.notFound("Logo") }
+        return (key, bytes, Self.version(url))
+    }
+
+    static func logoKey(_ brandId: BrandID, _ version: Int) -> String { "logos/\(brandId)/\(version).png" }
+    static func version(_ url: String) -> Int { url.split(separator: "=").last.flatMap { Int($0) } ?? 0 }
+}

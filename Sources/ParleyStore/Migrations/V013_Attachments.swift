@@ -1,5 +1,6 @@
 extension Migration {
-    /// Version 13: images and files in conversations (one per message), and what a brand accepts.
+    /// Version 13: images and files in conversations (one per message), what a brand accepts, and
+    /// the brand's logo.
     static let v13 = Migration(
         version: 13, name: "attachments",
         statements: [
@@ -21,5 +22,6 @@ extension Migration {
             """,
             "ALTER TABLE brand_settings ADD COLUMN attachment_groups TEXT NOT NULL DEFAULT 'images,pdf,text,office'",
             "ALTER TABLE brand_settings ADD COLUMN attachment_max_megabytes INTEGER NOT NULL DEFAULT 10",
+            "ALTER TABLE brand_settings ADD COLUMN logo_version INTEGER NOT NULL DEFAULT 0",
         ])
 }

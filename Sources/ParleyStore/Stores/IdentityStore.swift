@@ -223,6 +223,8 @@ struct BrandSettingsRow: TableRow {
     var attachmentMaxMegabytes: Int
     /// Space-separated origins.
     var previewOrigins: String
+    /// Bumped with every new logo (its URL changes, so caches keep each one forever); 0: none.
+    var logoVersion: Int
     var updatedAt: Int64
 
     init(_ settings: BrandSettingsDTO, brandId: BrandID, at: Date) {
@@ -241,6 +243,7 @@ struct BrandSettingsRow: TableRow {
         attachmentGroups = settings.attachmentGroups.map(\.rawValue).joined(separator: ",")
         attachmentMaxMegabytes = settings.attachmentMaxMegabytes
         previewOrigins = settings.previewOrigins.joined(separator: " ")
+        logoVersion = settings.logoUrl.flatMap { $0.split(separator: "=").last.flatMap { Int($0) } } ?? 0
         updatedAt = StoredTime.millis(at)
     }
 
@@ -251,7 +254,8 @@ struct BrandSettingsRow: TableRow {
             autoAwayMinutes: autoAwayMinutes, exposedClaims: exposedClaims.split(separator: ",").map(String.init),
             widgetColor: widgetColor, availableText: availableText, awayText: awayText,
             attachmentGroups: attachmentGroups.split(separator: ",").compactMap { AttachmentGroup(rawValue: String($0)) },
-            attachmentMaxMegabytes: attachmentMaxMegabytes, previewOrigins: previewOrigins.split(separator: " ").map(String.init))
+            attachmentMaxMegabytes: attachmentMaxMegabytes, previewOrigins: previewOrigins.split(separator: " ").map(String.init),
+            logoUrl: logoVersion > 0 ? MediaPaths.logo(brandId: brandId, version: logoVersion) : nil)
     }
 }
 
