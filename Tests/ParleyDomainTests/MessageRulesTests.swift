@@ -114,3 +114,25 @@ struct AttachmentRulesTests {
         #expect(AttachmentRules.transcriptLine(type: .pdf, fileName: "invoice.pdf") == "[file invoice.pdf]")
     }
 }
+
+@Suite("Workspace rules")
+struct WorkspaceRulesTests {
+    @Test("search queries become words of letters and digits, nothing else")
+    func searchTerms() throws {
+        #expect(try WorkspaceRules.searchTerms("  Parcel   ARRIVED?! ").terms == ["parcel", "arrived"])
+        #expect(try WorkspaceRules.searchTerms("\"x\" OR y* NEAR(z) body:w").terms == ["x", "or", "y", "near", "z", "body", "w"].prefix(8).map { $0 })
+        #expect(try WorkspaceRules.searchTerms("naïve café 東京 42").terms == ["naïve", "café", "東京", "42"])
+        #expect(try WorkspaceRules.searchTerms("a a a b").terms == ["a", "b"])
+        #expect(try WorkspaceRules.searchTerms("1 2 3 4 5 6 7 8 9 10").terms.count == 8)
+        #expect(try WorkspaceRules.searchTerms("%%%").terms.isEmpty)
+        #expect(throws: ParleyError.self) { try WorkspaceRules.searchTerms("   ") }
+    }
+
+    @Test("preview origins are a scheme, a host and a port, lower-cased, without duplicates")
+    func origins() throws {
+        #expect(try WorkspaceRules.origins(["https://Shop.Example", "http://localhost:8080", "https://shop.example"]) == ["https://shop.example", "http://localhost:8080"])
+        for bad in ["shop.example", "https://shop.example/", "https://shop.example/path", "ftp://x", "https://", "https://a b", "https://.x", "javascript:alert(1)"] {
+            #expect(throws: ParleyError.self, "\(bad)") { try WorkspaceRules.origins([bad]) }
+        }
+    }
+}
