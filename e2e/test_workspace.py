@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 PHONE = {"width": 360, "height": 740}
 TABLET = {"width": 768, "height": 1024}
 DESKTOP = {"width": 1280, "height": 800}
+SIZES = {360: PHONE, 768: TABLET, 1280: DESKTOP}
 
 
 def login(page, server):
@@ -62,10 +63,11 @@ def open_conversation(agent, text):
     expect(agent.locator(".row.in .bubble").last).to_contain_text(text)
 
 
-def test_receipts_only_move_forward_and_typing_shows(server, browser, signed_in, shoot, console_errors):
+@pytest.mark.parametrize("width", [360, 768, 1280])
+def test_receipts_only_move_forward_and_typing_shows(server, browser, signed_in, shoot, console_errors, width):
     marker = f"Parcel {uuid.uuid4().hex[:6]}"
     consumer = open_widget(browser, server, console_errors)
-    agent = agent_page(browser, server, signed_in, console_errors, DESKTOP)
+    agent = agent_page(browser, server, signed_in, console_errors, SIZES[width])
     start_conversation(consumer, f"{marker}: where is it?")
     mark = consumer.locator(".row.out .delivery").last
     # The agent's page got the message without opening the conversation: delivered, not yet read.
@@ -105,7 +107,7 @@ def test_receipts_only_move_forward_and_typing_shows(server, browser, signed_in,
     expect(agent.locator(".row.out[data-id] .delivery[data-state=read]")).to_have_count(21, timeout=15000)
     agent.wait_for_timeout(500)
     assert agent.evaluate("window.__backwards") == []
-    shoot(agent, "receipts-04-all-read-1280")
+    shoot(agent, f"receipts-04-all-read-{width}")
     assert console_errors.errors == [], console_errors.errors
 
 
@@ -231,15 +233,16 @@ def test_consumer_sees_no_scan_state_and_escape_closes_the_embedded_chat(server,
     assert console_errors.errors == [], console_errors.errors
 
 
-def test_unread_counts_in_the_list_the_title_and_the_filters(server, browser, signed_in, shoot, console_errors):
+@pytest.mark.parametrize("width", [360, 768, 1280])
+def test_unread_counts_in_the_list_the_title_and_the_filters(server, browser, signed_in, shoot, console_errors, width):
     marker = f"Unread {uuid.uuid4().hex[:6]}"
-    agent = agent_page(browser, server, signed_in, console_errors, DESKTOP)
+    agent = agent_page(browser, server, signed_in, console_errors, SIZES[width])
     unassigned = agent.locator(".filters [data-filter=unassigned] .count")
     mine = agent.locator(".filters [data-filter=mine] .count")
     expect(unassigned).to_have_text(re.compile(r"^\d+$"))
     before_unassigned, before_mine = int(unassigned.inner_text()), int(mine.inner_text())
     base_title = agent.title()
-    shoot(agent, "unread-01-before-1280")
+    shoot(agent, f"unread-01-before-{width}")
 
     consumer = open_widget(browser, server, console_errors)
     start_conversation(consumer, f"{marker}: first")
@@ -248,15 +251,22 @@ def test_unread_counts_in_the_list_the_title_and_the_filters(server, browser, si
     expect(row.locator(".tag.unread")).to_have_text("2", timeout=10000)
     expect(agent).to_have_title(f"(2) {base_title}")
     expect(unassigned).to_have_text(str(before_unassigned + 1))
-    shoot(agent, "unread-02-two-new-messages-1280")
+    shoot(agent, f"unread-02-two-new-messages-{width}")
 
     row.click()
-    expect(row.locator(".tag.unread")).to_have_count(0)
+    expect(agent.locator("#reply")).to_be_focused()
     expect(agent).to_have_title(base_title)
-    agent.locator(".details-pane").get_by_role("button", name="Assign to me").click()
+    if width >= 1000:
+        agent.locator(".details-pane").get_by_role("button", name="Assign to me").click()
+    else:  # the details are a panel here; the shortcut works at every width
+        agent.locator("#reply").press("Escape")
+        agent.keyboard.press("a")
+    if width < 720:  # on a phone the list is the other screen
+        agent.locator(".back").click()
+    expect(row.locator(".tag.unread")).to_have_count(0)
     expect(mine).to_have_text(str(before_mine + 1))
     expect(unassigned).to_have_text(str(before_unassigned))
-    shoot(agent, "unread-03-read-and-mine-1280")
+    shoot(agent, f"unread-03-read-and-mine-{width}")
     assert console_errors.errors == [], console_errors.errors
 
 
@@ -296,11 +306,12 @@ def test_chime_and_desktop_notification_for_new_conversations(server, browser, s
     assert console_errors.errors == [], console_errors.errors
 
 
-def test_private_notes_stay_with_the_agents(server, browser, signed_in, shoot, console_errors):
+@pytest.mark.parametrize("width", [360, 768, 1280])
+def test_private_notes_stay_with_the_agents(server, browser, signed_in, shoot, console_errors, width):
     marker = f"Note {uuid.uuid4().hex[:6]}"
     consumer = open_widget(browser, server, console_errors)
     start_conversation(consumer, f"{marker}: my refund?")
-    agent = agent_page(browser, server, signed_in, console_errors, DESKTOP)
+    agent = agent_page(browser, server, signed_in, console_errors, SIZES[width])
     open_conversation(agent, marker)
     colleague = agent_page(browser, server, signed_in, console_errors, DESKTOP)
     open_conversation(colleague, marker)
@@ -309,7 +320,7 @@ def test_private_notes_stay_with_the_agents(server, browser, signed_in, shoot, c
     expect(agent.locator("#reply")).to_have_attribute("placeholder", "Private note: only agents see this")
     expect(agent.locator("#reply")).to_be_focused()
     agent.locator("#reply").fill("Refund approved, see https://example.com/crm/42")
-    shoot(agent, "notes-01-writing-1280")
+    shoot(agent, f"notes-01-writing-{width}")
     agent.keyboard.press("Enter")
     note = agent.locator(".note-row .note")
     expect(note).to_contain_text("Private note · You")
@@ -317,7 +328,7 @@ def test_private_notes_stay_with_the_agents(server, browser, signed_in, shoot, c
     expect(agent.locator(".row.out")).to_have_count(0)  # the pending bubble went; no message was sent
     # Another workspace with the conversation open (the same agent on a second device) gets it live.
     expect(colleague.locator(".note-row .note")).to_contain_text("Refund approved", timeout=10000)
-    shoot(agent, "notes-02-added-1280")
+    shoot(agent, f"notes-02-added-{width}")
 
     # Back to replying: the customer gets the reply, never the note, even after a reload.
     agent.get_by_role("radio", name="Reply").click()
@@ -334,7 +345,7 @@ def test_private_notes_stay_with_the_agents(server, browser, signed_in, shoot, c
     expect(agent.locator(".topbar .status")).to_have_text("Online", timeout=10000)
     agent.locator(".conversations li button", has_text="Your refund is on its way.").first.click()
     expect(agent.locator(".note-row .note")).to_contain_text("Refund approved")
-    shoot(agent, "notes-04-in-history-1280")
+    shoot(agent, f"notes-04-in-history-{width}")
     assert console_errors.errors == [], console_errors.errors
 
 

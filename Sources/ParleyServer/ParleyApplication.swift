@@ -31,6 +31,7 @@ public struct ParleyServices: Sendable {
     public let limits: RateLimits
     /// Open connections per client address (the connection guard's count).
     public let connections: ConnectionCounter
+    public let searchIndexer: SearchIndexer
     public let janitor: MediaJanitor
     /// What time it is for every service (a manual clock in tests of timers and expiry).
     public let clock: any WallClock
@@ -110,6 +111,7 @@ public struct ParleyServices: Sendable {
                 thumbnails: WorkSlots(limit: configuration.voiceAnalyses, queueLimit: configuration.voiceQueue), uploads: voice.uploads,
                 limits: limits, clock: clock, logger: logger),
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
+            searchIndexer: SearchIndexer(store: store, interval: .milliseconds(250), logger: logger),
             janitor: MediaJanitor(
                 store: store, blobs: blobs, minimumAge: TimeInterval(configuration.orphanMediaAgeSeconds), interval: .seconds(15 * 60),
                 metrics: metrics, logger: logger),
@@ -213,5 +215,5 @@ public func makeServiceGroup(
     logger: Logger
 ) -> ServiceGroup {
     ServiceGroup(
-        configuration: .init(services: [services.janitor, services.voiceProcessor, services.scanning, app, services.hub, services.calls], gracefulShutdownSignals: gracefulShutdownSignals, logger: logger))
+        configuration: .init(services: [services.janitor, services.searchIndexer, services.voiceProcessor, services.scanning, app, services.hub, services.calls], gracefulShutdownSignals: gracefulShutdownSignals, logger: logger))
 }

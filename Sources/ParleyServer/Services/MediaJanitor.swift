@@ -17,8 +17,9 @@ public struct MediaJanitor: Service {
     let metrics: ParleyMetrics
     let logger: Logger
 
-    /// Where voice notes live: `voice/BRAND/MESSAGE/…`, and the same under `quarantine/`.
-    static let prefixes = ["voice", "quarantine/voice"]
+    /// Where voice notes live: `voice/BRAND/MESSAGE/…`, and the same under `quarantine/`; and
+    /// attachments: `files/BRAND/MESSAGE/…`.
+    static let prefixes = ["voice", "quarantine/voice", "files"]
 
     /// One sweep; returns how many message directories were removed.
     @discardableResult
@@ -32,8 +33,13 @@ public struct MediaJanitor: Service {
                 for messageId in (try? files.contentsOfDirectory(atPath: brandDirectory.path)) ?? [] {
                     let directory = brandDirectory.appendingPathComponent(messageId)
                     guard Self.newestModification(in: directory).map({ now.timeIntervalSince($0) >= minimumAge }) ?? false else { continue }
-                    let row = try await store.read { repo in try await repo.voice(messageId: MessageID(rawValue: messageId), brandId: BrandID(rawValue: brandId)) }
-                    guard row == nil else { continue }
+                    let (message, brand) = (MessageID(rawValue: messageId), BrandID(rawValue: brandId))
+                    let referenced = try await store.read { repo in
+                        prefix == "files"
+                            ? try await repo.attachment(messageId: message, brandId: brand) != nil
+                            : try await repo.voice(messageId: message, brandId: brand) != nil
+                    }
+                    guard !referenced else { continue }
                     try files.removeItem(at: directory)
                     removed += 1
                     metrics.orphanMediaRemoved.increment()

@@ -91,6 +91,9 @@ public struct WorkspaceService: Sendable {
     /// customer's name or email. Agents see every conversation of their brand, and so their search does.
     public func search(_ agent: AgentPrincipal, query: String, limit: Int) async throws -> [SearchHitDTO] {
         let (terms, phrase) = try WorkspaceRules.searchTerms(query)
+        // What the background indexer has not reached yet (at most a moment's messages) first, so
+        // that a search always sees every message written before it.
+        try await SearchIndexer.catchUp(store)
         return try await store.read { repo in
             var hits: [SearchHitDTO] = []
             var names: [ConsumerID: String] = [:]

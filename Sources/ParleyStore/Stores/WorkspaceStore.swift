@@ -19,6 +19,10 @@ public protocol WorkspaceStore: Sendable {
     /// match first, with that match; then conversations whose customer's name or email contains the
     /// whole query. Full-text search is SQLite FTS5 or PostgreSQL's text search, behind this one method.
     func search(brandId: BrandID, terms: [String], phrase: String, limit: Int) async throws -> [SearchMatch]
+    /// SQLite: adds up to `limit` messages written since the last call to the full-text index and
+    /// returns how many rows it went through (fewer than `limit`: caught up). PostgreSQL indexes as
+    /// it writes and returns 0.
+    func indexForSearch(limit: Int) async throws -> Int
 
     func setPresence(brandId: BrandID, agentId: AgentID, _ presence: AgentPresence, automatic: Bool, at: Date) async throws
     /// Every agent of the brand who can sign in: their chosen presence and open conversations.
@@ -122,6 +126,24 @@ extension SQLRepository: WorkspaceStore {
             }
         }
         return matches
+    }
+
+    public func indexForSearch(limit: Int) async throws -> Int {
+        guard flavor == .sqlite else { return 0 }
+        let watermark = try await db.raw("SELECT indexed_up_to FROM message_search_state WHERE id = 1").first()?
+            .decode(column: "indexed_up_to", as: Int64.self) ?? 0
+        let rows = try await db.raw(
+            "SELECT rowid AS position, kind FROM messages WHERE rowid > \(bind: watermark) ORDER BY rowid LIMIT \(bind: limit)"
+        ).all()
+        guard let last = try rows.last?.decode(column: "position", as: Int64.self) else { return 0 }
+        try await db.raw(
+            """
+            INSERT INTO message_search (rowid, body)
+            SELECT rowid, body FROM messages WHERE rowid > \(bind: watermark) AND rowid <= \(bind: last) AND kind = 'text'
+            """
+        ).run()
+        try await db.raw("UPDATE message_search_state SET indexed_up_to = \(bind: last) WHERE id = 1").run()
+        return rows.count
     }
 
     public func setPresence(brandId: BrandID, agentId: AgentID, _ presence: AgentPresence, automatic: Bool, at: Date) async throws {

@@ -1,0 +1,32 @@
+import Logging
+import ParleyStore
+import ServiceLifecycle
+
+/// Keeps SQLite's full-text index up with new messages, in small batches a few times a second,
+/// each its own short transaction: indexing (and FTS5's segment merges) never runs inside a
+/// message's commit. A search catches up first, so it never misses a message. PostgreSQL indexes
+/// as it writes; there this does nothing.
+public struct SearchIndexer: Service {
+    let store: Store
+    let interval: Duration
+    let logger: Logger
+    static let batch = 500
+
+    public func run() async throws {
+        guard store.flavor == .sqlite else { return }
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            do {
+                try await Self.catchUp(store)
+            } catch {
+                logger.warning("could not index messages for search", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+
+    /// Indexes everything written so far, `batch` rows per transaction.
+    static func catchUp(_ store: Store) async throws {
+        guard store.flavor == .sqlite else { return }
+        while try await store.write({ repo in try await repo.indexForSearch(limit: batch) }) == batch {}
+    }
+}
