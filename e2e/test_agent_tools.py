@@ -214,6 +214,8 @@ def test_customer_context_and_past_conversations(server, browser, signed_in, sho
         expect(details.locator(".d-browser")).to_have_text(re.compile(r"Chrome on \w+"))
         expect(details.locator(".d-first-seen")).not_to_have_text("—")
         expect(details.locator(".d-identity")).to_have_text("Anonymous visitor")
+        expect(details.locator(".d-app")).to_have_text(re.compile(r"\w"))
+        expect(details.locator(".d-app")).not_to_have_text("…")
         expect(details.locator(".past li")).to_have_text("None: this is their first.")
         shoot(agent, f"details-{name}")
 

@@ -549,6 +549,8 @@ function renderDetails(conversation, person) {
   $(".d-email").textContent = person.email ?? "—";
   $(".d-phone").textContent = person.phone ?? "—";
   $(".d-channel").textContent = channelNames[conversation.channel] ?? conversation.channel;
+  $(".d-app").textContent = "…";
+  appName(conversation.appId).then((name) => { if (state.current?.id === conversation.id) $(".d-app").textContent = name; });
   $(".d-state").textContent = conversation.state;
   const assignee = conversation.assigneeId;
   $(".d-assignee").textContent = !assignee ? "Nobody" : assignee === state.me.id ? "You" : (state.team.get(assignee)?.name ?? "Another agent");
@@ -580,6 +582,13 @@ function renderDetails(conversation, person) {
   $(".composer .attach")?.toggleAttribute("disabled", resolved);
   $("parley-recorder").hidden = resolved || !(state.settings.voiceFromAgents && state.me.permissions.includes("send_audio"));
   renderCallButtons(conversation);
+}
+
+let appNames;
+/** The brand's apps by id (the web widget, the brand's own app...), fetched once. */
+async function appName(id) {
+  appNames ??= api.get("/v1/apps").then((page) => new Map(page.items.map((app) => [app.id, app.name]))).catch(() => new Map());
+  return (await appNames).get(id) ?? "An app";
 }
 
 const channelNames = { web: "Web chat", in_app: "In-app", whatsapp: "WhatsApp", messenger: "Messenger", apple_messages: "Apple Messages", sms: "SMS" };
