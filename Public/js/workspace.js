@@ -479,6 +479,7 @@ for (const tab of document.querySelectorAll(".filters button")) {
  * past conversation opened from the details pane, shown without the composer, with a way back.
  */
 async function open(id, { highlight, readOnly = false, focusReply = true } = {}) {
+  const focusedBefore = document.activeElement;
   const conversation = state.conversations.get(id) ?? (await api.get(`/v1/conversations/${id}`));
   state.readOnlyReturn = readOnly ? state.current?.id ?? null : null;
   state.current = conversation;
@@ -513,8 +514,10 @@ async function open(id, { highlight, readOnly = false, focusReply = true } = {})
   if (highlight) timeline.highlight(highlight);
   if (readOnly) { $(".back-to-current").focus(); return; }
   markRead();
-  // Moving through the list with j / k keeps the keys for the list.
-  if (focusReply) $("#reply").focus();
+  // Moving through the list with j / k keeps the keys for the list; and focus the agent moved
+  // while the conversation loaded (say, to a voice note) stays where they put it.
+  const untouched = document.activeElement === focusedBefore || document.activeElement === document.body;
+  if (focusReply && untouched) $("#reply").focus();
 }
 
 $(".back-to-current").addEventListener("click", () => {
