@@ -795,12 +795,15 @@ function setComposeMode(mode) {
 }
 for (const button of document.querySelectorAll(".compose-mode button")) button.addEventListener("click", () => setComposeMode(button.dataset.mode));
 
-let agentNames;
-/** The name to show for an agent id ("You" for me). */
+let teamLoaded;
+/** The name to show for an agent id ("You" for me), from the team's presence (any agent may read it). */
 async function agentName(id) {
   if (id === state.me.id) return "You";
-  agentNames ??= api.get("/v1/agents").then((page) => new Map(page.items.map((agent) => [agent.id, agent.name]))).catch(() => new Map());
-  return (await agentNames).get(id) ?? "An agent";
+  if (!state.team.has(id)) {
+    teamLoaded ??= loadTeam().catch(() => {});
+    await teamLoaded;
+  }
+  return state.team.get(id)?.name ?? "An agent";
 }
 
 /** Notes, and system lines for assignment and state changes, in the timeline. */
