@@ -13,7 +13,11 @@ public struct SearchIndexer: Service {
     static let batch = 500
 
     public func run() async throws {
-        guard store.flavor == .sqlite else { return }
+        guard store.flavor == .sqlite else {
+            // A service that returns early stops the whole group: wait for the shutdown instead.
+            try? await gracefulShutdown()
+            return
+        }
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
                 try await Self.catchUp(store)
