@@ -114,6 +114,8 @@ let package = Package(
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
+            // Providers' documented payloads, read from the source tree (see Fixtures/*/SOURCES.md).
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -9,6 +9,8 @@ public struct ParleyConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     public var port: Int = 8080
     public var dataDirectory: String = "./data"
+    /// Base64 of the 32-byte key that encrypts channel secrets at rest; nil: `<dataDirectory>/secret.key`.
+    public var secretKey: String?
     /// nil: `sqlite://<dataDirectory>/parley.sqlite`.
     public var databaseURL: String?
     /// SQLite fsyncs every commit (survives power loss) instead of at checkpoints (survives a crash).
@@ -146,6 +148,8 @@ public struct ParleyConfiguration: Sendable {
     }
 
     public var mediaDirectory: String { "\(dataDirectory)/media" }
+    /// The key file used when `secretKey` is not set.
+    public var secretKeyFile: String { "\(dataDirectory)/secret.key" }
 
     /// Reads settings from `PARLEY_*` variables over the defaults. Unknown `PARLEY_*` names are refused
     /// so that a typo does not silently leave a setting at its default.

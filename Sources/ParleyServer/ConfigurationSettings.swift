@@ -161,6 +161,9 @@ extension ParleyConfiguration {
         Setting(flag: "clamd", environment: "PARLEY_CLAMD", help: "malware scanner: auto, off, tcp://HOST:PORT or unix:///PATH (default auto)") { c, v, _ in
             c.clamd = v
         },
+        Setting(flag: "secret-key", environment: "PARLEY_SECRET_KEY", help: "base64 of 32 bytes that encrypt channel secrets at rest (default: <data-dir>/secret.key, made on first start)") { c, v, _ in
+            c.secretKey = v
+        },
         Setting(flag: "clamd-timeout", environment: "PARLEY_CLAMD_TIMEOUT", help: "seconds a malware scan may take (default 10)") { c, v, name throws(ConfigurationError) in
             c.clamdTimeoutSeconds = try parseInt(v, name, range: 1...300, what: "a number of seconds")
         },

@@ -26,6 +26,7 @@ public struct ParleyServices: Sendable {
     public let blobs: LocalBlobStore
     public let calls: CallService
     public let workspace: WorkspaceService
+    public let whatsapp: WhatsAppChannel
     public let attachments: AttachmentService
     public let scanning: MalwareScanning
     public let limits: RateLimits
@@ -51,6 +52,13 @@ public struct ParleyServices: Sendable {
             throw error
         }
         let store = Store(database: database)
+        let secrets: SecretBox
+        do {
+            secrets = try SecretBox.load(configuration)
+        } catch {
+            await database.close()
+            throw error
+        }
         let limits = RateLimits(configuration)
         let blobs = try LocalBlobStore(root: URL(fileURLWithPath: configuration.mediaDirectory))
         let removed = try blobs.removePartialWrites()
@@ -97,6 +105,7 @@ public struct ParleyServices: Sendable {
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
             calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
             workspace: WorkspaceService(store: store, hub: hub, bus: bus, clock: clock, logger: logger),
+            whatsapp: WhatsAppChannel(store: store, secrets: secrets, conversations: conversations, clock: clock, logger: logger),
             attachments: AttachmentService(
                 store: store, blobs: blobs, conversations: conversations, scanning: scanning,
                 thumbnailer: ffmpeg.flatMap { ffmpeg in
@@ -144,6 +153,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     ).addRoutes(to: routes)
     CallController(calls: services.calls, configuration: services.configuration).addRoutes(to: routes)
     AttachmentController(attachments: services.attachments, blobs: services.blobs, configuration: services.configuration).addRoutes(to: routes)
+    ChannelController(whatsapp: services.whatsapp, configuration: services.configuration).addRoutes(to: routes)
     WorkspaceController(
         workspace: services.workspace, voice: services.voice, identity: services.identity, limits: services.limits,
         configuration: services.configuration

@@ -1,0 +1,48 @@
+import Crypto
+import Foundation
+import ParleyDomain
+
+/// Seals the secrets brands give Parley (a provider's app secret, access token, verify token) with
+/// AES-256-GCM before they are stored, and opens them when a webhook or a send needs them.
+///
+/// The key is `PARLEY_SECRET_KEY` (base64 of 32 bytes) or, without it, `<data-dir>/secret.key`,
+/// written with mode 0600 on first start. Sealed text is `v1:` and the base64 of nonce, ciphertext
+/// and tag, so that a later key version can be told apart.
+struct SecretBox: Sendable {
+    let key: SymmetricKey
+
+    static func load(_ configuration: ParleyConfiguration) throws -> SecretBox {
+        if let text = configuration.secretKey {
+            guard let data = Data(base64Encoded: text), data.count == 32 else {
+                throw ConfigurationError(setting: "PARLEY_SECRET_KEY", message: "must be base64 of exactly 32 bytes (openssl rand -base64 32)")
+            }
+            return SecretBox(key: SymmetricKey(data: data))
+        }
+        let path = configuration.secretKeyFile
+        if let data = FileManager.default.contents(atPath: path) {
+            guard data.count == 32 else { throw ConfigurationError(setting: path, message: "must hold exactly 32 bytes") }
+            return SecretBox(key: SymmetricKey(data: data))
+        }
+        let key = SymmetricKey(size: .bits256)
+        let bytes = key.withUnsafeBytes { Data($0) }
+        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        guard FileManager.default.createFile(atPath: path, contents: bytes, attributes: [.posixPermissions: 0o600]) else {
+            throw ConfigurationError(setting: path, message: "could not be written")
+        }
+        return SecretBox(key: key)
+    }
+
+    func seal(_ text: String) throws -> String {
+        let box = try AES.GCM.seal(Data(text.utf8), using: key)
+        guard let combined = box.combined else { throw StoreFailure.sealing }
+        return "v1:" + combined.base64EncodedString()
+    }
+
+    func open(_ sealed: String) throws -> String {
+        guard sealed.hasPrefix("v1:"), let data = Data(base64Encoded: String(sealed.dropFirst(3))) else { throw StoreFailure.sealing }
+        let plain = try AES.GCM.open(AES.GCM.SealedBox(combined: data), using: key)
+        return String(decoding: plain, as: UTF8.self)
+    }
+
+    enum StoreFailure: Error { case sealing }
+}
