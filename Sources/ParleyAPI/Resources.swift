@@ -247,6 +247,11 @@ public enum MediaPaths {
         "/v1/logos/\(brandId)?v=\(version)"
     }
 
+    /// The version in a logo URL made by `logo(brandId:version:)`; 0 for none.
+    public static func logoVersion(of url: String?) -> Int {
+        url?.split(separator: "=").last.flatMap { Int($0) } ?? 0
+    }
+
     /// `/v1/files/{messageId}/{variant}`: an attachment (`original`) or its thumbnail.
     public static func attachment(messageId: MessageID, thumbnail: Bool = false) -> String {
         "/v1/files/\(messageId)/\(thumbnail ? "thumbnail" : "original")"

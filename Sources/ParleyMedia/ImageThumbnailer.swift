@@ -38,16 +38,26 @@ public struct ImageThumbnailer: Sendable {
     /// A brand's logo as a PNG at most 256 px wide (transparency kept), from any accepted image;
     /// measured first, like a thumbnail, so that a bomb is refused undecoded.
     public func logo(of file: URL, type: AttachmentType, into output: URL) async throws {
-        let probe = try await ffprobe.run(
-            ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "csv=p=0:s=x", file.path], timeout: timeout)
-        let parts = (String(decoding: probe.stdout, as: UTF8.self).split(whereSeparator: \.isNewline).first ?? "").split(separator: "x").compactMap { Int($0) }
-        guard probe.succeeded, parts.count == 2, parts[0] > 0, parts[1] > 0 else { throw Failure.undecodable(probe.stderrTail) }
-        if parts[0] * parts[1] > AttachmentRules.maxImagePixels { throw Failure.tooManyPixels(width: parts[0], height: parts[1]) }
+        _ = try await measure(file)
         let scaled = try await ffmpeg.run(
             ["-nostdin", "-v", "error", "-y", "-i", file.path, "-frames:v", "1", "-vf", "scale='min(256,iw)':-2:flags=lanczos",
              "-f", "image2", "-c:v", "png", output.path],
             timeout: timeout)
         guard scaled.succeeded else { throw Failure.undecodable(scaled.stderrTail) }
+    }
+
+    /// The image's size from its header (ffprobe decodes nothing), refused over the pixel limit.
+    private func measure(_ file: URL) async throws -> (width: Int, height: Int) {
+        let probe = try await ffprobe.run(
+            ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "csv=p=0:s=x", file.path],
+            timeout: timeout)
+        let size = String(decoding: probe.stdout, as: UTF8.self).split(whereSeparator: \.isNewline).first ?? ""
+        let parts = size.split(separator: "x").compactMap { Int($0) }
+        guard probe.succeeded, parts.count == 2, parts[0] > 0, parts[1] > 0 else {
+            throw Failure.undecodable(probe.timedOut ? "ffprobe timed out" : "no image size: \(probe.stderrTail)")
+        }
+        if parts[0] * parts[1] > AttachmentRules.maxImagePixels { throw Failure.tooManyPixels(width: parts[0], height: parts[1]) }
+        return (parts[0], parts[1])
     }
 
     /// Measures `file` (an image of `type`) and writes its thumbnail next to `output`.
@@ -65,16 +75,7 @@ public struct ImageThumbnailer: Sendable {
             }
             source = converted
         }
-        let probe = try await ffprobe.run(
-            ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "csv=p=0:s=x", source.path],
-            timeout: timeout)
-        let size = String(decoding: probe.stdout, as: UTF8.self).split(whereSeparator: \.isNewline).first ?? ""
-        let parts = size.split(separator: "x").compactMap { Int($0) }
-        guard probe.succeeded, parts.count == 2, parts[0] > 0, parts[1] > 0 else {
-            throw Failure.undecodable(probe.timedOut ? "ffprobe timed out" : "no image size: \(probe.stderrTail)")
-        }
-        let (width, height) = (parts[0], parts[1])
-        if width * height > AttachmentRules.maxImagePixels { throw Failure.tooManyPixels(width: width, height: height) }
+        let (width, height) = try await measure(source)
         let scaled = try await ffmpeg.run(
             ["-nostdin", "-v", "error", "-y", "-i", source.path, "-frames:v", "1",
              "-vf", "scale='min(\(AttachmentRules.thumbnailWidth),iw)':-2:flags=lanczos", "-q:v", "4", "-f", "image2", "-c:v", "mjpeg",

@@ -46,7 +46,7 @@ public struct AttachmentService: Sendable {
             throw ParleyError(.forbidden, code: "attachments_disabled", message: "This brand does not accept attachments.")
         }
         let request = SendMessageRequest(clientMessageId: clientMessageId, text: "", conversationId: conversationId)
-        if let original = try await retried(principal, clientMessageId: clientMessageId) { return original }
+        if let original = try await conversations.retriedUpload(principal, clientMessageId: clientMessageId, kind: .attachment) { return original }
         if let conversationId {
             _ = try await conversations.conversation(principal, id: conversationId)  // 404 before reading the body
         }
@@ -130,20 +130,6 @@ public struct AttachmentService: Sendable {
         if let key = record.thumbnailKey { try? await blobs.delete(key: key) }
     }
 
-    /// A retry of an upload that was stored: the original message, nothing read or stored.
-    private func retried(_ principal: Principal, clientMessageId: String) async throws -> SendMessageResponse? {
-        guard let existing = try await store.read({ repo in
-            try await repo.message(senderId: principal.participant.id, clientMessageId: clientMessageId)
-        }) else { return nil }
-        guard existing.kind == .attachment else {
-            throw ParleyError(
-                .conflict, code: "client_message_id_reused",
-                message: "This client message id was already used for a different message.", field: "clientMessageId")
-        }
-        let conversation = try await conversations.conversation(principal, id: existing.conversationId)
-        return SendMessageResponse(message: existing, conversation: conversation, created: false)
-    }
-
     /// A stored attachment's file (or thumbnail), if the principal may see its conversation.
     public func file(_ principal: Principal, messageId: MessageID, thumbnail: Bool) async throws -> (key: String, contentType: String, bytes: Int, record: AttachmentRecord) {
         let (message, record) = try await store.read { repo -> (MessageDTO?, AttachmentRecord?) in
@@ -194,13 +180,13 @@ extension AttachmentService {
         let (settings, previous) = try await store.write { repo -> (BrandSettingsDTO, String?) in
             var settings = try await repo.brandSettings(brandId: admin.brandId)
             let previous = settings.logoUrl
-            let version = (previous.flatMap { $0.split(separator: "=").last.flatMap { Int($0) } } ?? 0) + 1
+            let version = MediaPaths.logoVersion(of: previous) + 1
             try await blobs.putFile(png, key: Self.logoKey(admin.brandId, version))
             settings.logoUrl = MediaPaths.logo(brandId: admin.brandId, version: version)
             try await repo.saveBrandSettings(settings, brandId: admin.brandId, at: now)
             return (settings, previous)
         }
-        if let previous { try? await blobs.delete(key: Self.logoKey(admin.brandId, Self.version(previous))) }
+        if let previous { try? await blobs.delete(key: Self.logoKey(admin.brandId, MediaPaths.logoVersion(of: previous))) }
         return settings
     }
 
@@ -214,7 +200,7 @@ extension AttachmentService {
             try await repo.saveBrandSettings(settings, brandId: admin.brandId, at: now)
             return (settings, previous)
         }
-        if let previous { try? await blobs.delete(key: Self.logoKey(admin.brandId, Self.version(previous))) }
+        if let previous { try? await blobs.delete(key: Self.logoKey(admin.brandId, MediaPaths.logoVersion(of: previous))) }
         return settings
     }
 
@@ -222,11 +208,11 @@ extension AttachmentService {
     public func logo(brandId: BrandID) async throws -> (key: String, bytes: Int, version: Int) {
         let settings = try await store.read { repo in try await repo.brandSettings(brandId: brandId) }
         guard let url = settings.logoUrl else { throw ParleyError.notFound("Logo") }
-        let key = Self.logoKey(brandId, Self.version(url))
+        let version = MediaPaths.logoVersion(of: url)
+        let key = Self.logoKey(brandId, version)
         guard let bytes = try await blobs.size(key: key) else { throw ParleyError.notFound("Logo") }
-        return (key, bytes, Self.version(url))
+        return (key, bytes, version)
     }
 
     static func logoKey(_ brandId: BrandID, _ version: Int) -> String { "logos/\(brandId)/\(version).png" }
-    static func version(_ url: String) -> Int { url.split(separator: "=").last.flatMap { Int($0) } ?? 0 }
 }

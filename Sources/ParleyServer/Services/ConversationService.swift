@@ -413,3 +413,20 @@ public struct ConversationService: Sendable {
         await bus.publish(frame, to: audience, excluding: connectionId, logger: logger)
     }
 }
+
+extension ConversationService {
+    /// A retry of an upload (voice note or attachment) that was stored: the original message, with
+    /// nothing read or stored. The same client id used for another kind of message is a conflict.
+    func retriedUpload(_ principal: Principal, clientMessageId: String, kind: MessageKind) async throws -> SendMessageResponse? {
+        guard let existing = try await store.read({ repo in
+            try await repo.message(senderId: principal.participant.id, clientMessageId: clientMessageId)
+        }) else { return nil }
+        guard existing.kind == kind else {
+            throw ParleyError(
+                .conflict, code: "client_message_id_reused",
+                message: "This client message id was already used for a different message.", field: "clientMessageId")
+        }
+        let conversation = try await conversation(principal, id: existing.conversationId)
+        return SendMessageResponse(message: existing, conversation: conversation, created: false)
+    }
+}

@@ -90,7 +90,7 @@ public struct VoiceService: Sendable {
         let settings = try await settings(brandId: principal.brandId)
         try VoiceRules.authorize(principal, settings: settings)
         let request = SendMessageRequest(clientMessageId: clientMessageId, text: "", conversationId: conversationId)
-        if let original = try await retriedUpload(principal, clientMessageId: clientMessageId) { return original }
+        if let original = try await conversations.retriedUpload(principal, clientMessageId: clientMessageId, kind: .voice) { return original }
         if let conversationId {
             _ = try await conversations.conversation(principal, id: conversationId)  // 404 before reading the body
         }
@@ -135,20 +135,6 @@ public struct VoiceService: Sendable {
         return try await store(
             partial, principal: principal, request: request, container: container.rawValue, fileExtension: container.fileExtension,
             size: size, analysis: analysis, outcome: outcome)
-    }
-
-    /// A retry of an upload that was stored: the original message, nothing read or stored.
-    private func retriedUpload(_ principal: Principal, clientMessageId: String) async throws -> SendMessageResponse? {
-        guard let existing = try await store.read({ repo in
-            try await repo.message(senderId: principal.participant.id, clientMessageId: clientMessageId)
-        }) else { return nil }
-        guard existing.kind == .voice else {
-            throw ParleyError(
-                .conflict, code: "client_message_id_reused",
-                message: "This client message id was already used for a different message.", field: "clientMessageId")
-        }
-        let conversation = try await conversations.conversation(principal, id: existing.conversationId)
-        return SendMessageResponse(message: existing, conversation: conversation, created: false)
     }
 
     /// Stores a received, scanned (and, unless blocked, measured) upload and publishes its message.

@@ -243,7 +243,7 @@ struct BrandSettingsRow: TableRow {
         attachmentGroups = settings.attachmentGroups.map(\.rawValue).joined(separator: ",")
         attachmentMaxMegabytes = settings.attachmentMaxMegabytes
         previewOrigins = settings.previewOrigins.joined(separator: " ")
-        logoVersion = settings.logoUrl.flatMap { $0.split(separator: "=").last.flatMap { Int($0) } } ?? 0
+        logoVersion = MediaPaths.logoVersion(of: settings.logoUrl)
         updatedAt = StoredTime.millis(at)
     }
 
