@@ -1,3 +1,5 @@
+import { icon } from "./icons.js";
+
 // The composer the widget and the workspace share: Enter sends (Shift+Enter is a new line), the text
 // box grows with its text, focus comes back to it after sending or recording, typing is reported, and a text or voice note shows at once as a pending bubble, goes out with its client
 // message id, and on failure offers "retry" with the same id, so that a retry is never stored twice.
@@ -8,6 +10,19 @@
 
 /** What the connection indicator says for each state of a Realtime connection. */
 export const connectionStatusText = { connecting: "Connecting…", online: "Online", offline: "Offline – retrying" };
+
+/** What the file picker offers for each of the brand's attachment groups. */
+const acceptedFiles = {
+  images: "image/jpeg,image/png,image/gif,image/webp,image/heic,.heic", pdf: "application/pdf,.pdf", text: "text/plain,.txt,.csv",
+  office: ".doc,.docx,.xls,.xlsx,.ppt,.pptx",
+};
+
+/** The paperclip offers what the brand accepts (`attachmentGroups`), or goes when it accepts nothing. */
+export function configureAttachments(form, groups = []) {
+  form.querySelector(".attach-input")?.setAttribute("accept", groups.map((group) => acceptedFiles[group]).join(","));
+  const button = form.querySelector(".attach");
+  if (button) button.hidden = groups.length === 0;
+}
 
 export class Composer {
   /**
@@ -26,7 +41,7 @@ export class Composer {
     const input = form.querySelector(".attach-input");
     const button = form.querySelector(".attach");
     if (button && input && sendFile) {
-      button.innerHTML = '<svg class="icon" viewBox="0 0 24 24" aria-hidden="true"><path d="M20 11.5l-8.2 8.2a5 5 0 0 1-7.1-7.1l8.5-8.5a3.3 3.3 0 0 1 4.7 4.7l-8.5 8.5a1.7 1.7 0 0 1-2.4-2.4l7.8-7.8"/></svg>';
+      button.innerHTML = icon("paperclip");
       button.addEventListener("click", () => input.click());
       input.addEventListener("change", () => {
         for (const file of input.files) if (ready()) this.file(file);

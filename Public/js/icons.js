@@ -67,3 +67,14 @@ export function linkedText(value) {
   span.append(document.createTextNode((value ?? "").slice(last)));
   return span;
 }
+
+/** One or two letters for an avatar: the first and last words' initials (`one`: the first only). */
+export function initials(name, { one = false } = {}) {
+  const words = (name ?? "").trim().split(/\s+/).filter(Boolean);
+  return ((words[0]?.[0] ?? "?") + (words.length > 1 && !one ? words.at(-1)[0] : "")).toUpperCase();
+}
+
+/** Whether an attachment is shown as a picture (the server's AttachmentType.isImage). */
+export function isImage(attachment) {
+  return ["jpeg", "png", "gif", "webp", "heic"].includes(attachment?.type);
+}

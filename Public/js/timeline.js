@@ -1,4 +1,4 @@
-import { icon, clock, text, linkedText } from "./icons.js";
+import { icon, clock, text, linkedText, initials, isImage } from "./icons.js";
 import { describeCall } from "./call-session.js";
 import "./voice-player.js";
 
@@ -56,10 +56,7 @@ async function openLightbox(api, file) {
   image.src = await api.mediaURL(url).catch(() => "");
 }
 
-function initialsOf(name) {
-  const words = (name ?? "").trim().split(/\s+/).filter(Boolean);
-  return ((words[0]?.[0] ?? "?") + (words.length > 1 ? words.at(-1)[0] : "")).toUpperCase();
-}
+
 
 /**
  * A conversation's messages as bubbles. `perspective` is the side whose messages are "out"
@@ -300,7 +297,7 @@ export class Timeline {
       let sender = child.querySelector(":scope > .sender");
       if (name) {
         if (!sender) { sender = Object.assign(document.createElement("div"), { className: "sender" }); child.prepend(sender); }
-        const avatar = Object.assign(document.createElement("span"), { className: "avatar", textContent: initialsOf(name) });
+        const avatar = Object.assign(document.createElement("span"), { className: "avatar", textContent: initials(name) });
         avatar.setAttribute("aria-hidden", "true");
         sender.replaceChildren(avatar, text(name));
       } else {
@@ -404,7 +401,7 @@ export class Timeline {
   attachmentView(message) {
     const file = message.attachment;
     const api = this.api;
-    if (file.type && ["jpeg", "png", "gif", "webp", "heic"].includes(file.type)) {
+    if (isImage(file)) {
       const button = Object.assign(document.createElement("button"), { type: "button", className: "attachment image" });
       button.setAttribute("aria-label", `Image${file.fileName ? `: ${file.fileName}` : ""}. Open full size`);
       const image = document.createElement("img");

@@ -1,8 +1,8 @@
 import { Api, ApiError } from "./api.js";
 import { Realtime } from "./realtime.js";
-import { Composer, connectionStatusText } from "./composer.js";
+import { Composer, configureAttachments, connectionStatusText } from "./composer.js";
 import { Timeline } from "./timeline.js";
-import { icon } from "./icons.js";
+import { icon, initials, isImage } from "./icons.js";
 import { CallSession } from "./call-session.js";
 import "./call-view.js";
 import "./voice-recorder.js";
@@ -72,16 +72,12 @@ function renderHeader() {
     avatar.replaceChildren(Object.assign(document.createElement("img"), { src: brand.logoUrl, alt: "" }));
     avatar.classList.add("logo");
   } else {
-    avatar.textContent = initialsOf(brand.agent?.name ?? brand.name);
+    // An agent by their initials, the brand by its first letter.
+    avatar.textContent = initials(brand.agent?.name ?? brand.name, { one: !brand.agent });
     avatar.classList.remove("logo");
   }
   $(".header-brand").textContent = brand.agent ? brand.name : "";
   setStatus(connection);
-}
-
-function initialsOf(name) {
-  const words = (name ?? "").trim().split(/\s+/).filter(Boolean);
-  return ((words[0]?.[0] ?? "?") + (words.length > 1 && brand.agent ? words.at(-1)[0] : "")).toUpperCase();
 }
 
 /** The brand's colour, with text in white or near-black, whichever reads better on it. */
@@ -158,11 +154,7 @@ async function start() {
   if (embedded) window.parent.postMessage({ type: "parley:color", color: settings.widgetColor }, "*");
   $(".empty-hint").textContent = settings.agentsAvailable ? "Send us a message or a voice note." : settings.availability;
   renderHeader();
-  const groups = settings.attachmentGroups ?? [];
-  const accept = { images: "image/jpeg,image/png,image/gif,image/webp,image/heic,.heic", pdf: "application/pdf,.pdf", text: "text/plain,.txt,.csv",
-    office: ".doc,.docx,.xls,.xlsx,.ppt,.pptx" };
-  $(".attach-input").setAttribute("accept", groups.map((group) => accept[group]).join(","));
-  $(".composer .attach").hidden = groups.length === 0;
+  configureAttachments(composer, settings.attachmentGroups);
   if (settings.voiceEnabled) {
     recorder.setAttribute("max-seconds", settings.voiceMaxSeconds);
     recorder.hidden = false;
@@ -247,7 +239,7 @@ function acknowledge(message) {
       // The first words go only to a page of the brand's own sites, and only to that origin.
       if (parentOrigin && brand.previewOrigins.includes(parentOrigin)) {
         const text = message.kind === "voice" ? "Voice message"
-          : message.kind === "attachment" ? (["jpeg", "png", "gif", "webp", "heic"].includes(message.attachment?.type) ? "Image" : "File")
+          : message.kind === "attachment" ? (isImage(message.attachment) ? "Image" : "File")
           : message.text.split("\n").join(" ");
         window.parent.postMessage({ type: "parley:preview", name: message.senderName ?? brand.name, text: text.slice(0, 90) }, parentOrigin);
       }

@@ -1,9 +1,9 @@
 import { Api, ApiError } from "./api.js";
 import { Realtime } from "./realtime.js";
-import { Composer, connectionStatusText } from "./composer.js";
+import { Composer, configureAttachments, connectionStatusText } from "./composer.js";
 import { Alerts } from "./alerts.js";
 import { Timeline } from "./timeline.js";
-import { icon, text } from "./icons.js";
+import { icon, initials, isImage, text } from "./icons.js";
 import { CallSession } from "./call-session.js";
 import { PresenceControl, presenceLabels } from "./presence.js";
 import { ReplyPicker, SavedRepliesAdmin } from "./saved-replies.js";
@@ -58,7 +58,7 @@ async function boot() {
       : message.senderId !== state.me.id ? message.senderName ?? "An agent" : null,
   });
   configureVoice();
-  configureAttachments($(".composer"), settings);
+  configureAttachments($(".composer"), settings.attachmentGroups);
   realtime = new Realtime();
   realtime.addEventListener("status", (event) => {
     const status = $(".topbar .status");
@@ -300,16 +300,6 @@ $(".logout").addEventListener("click", async () => {
   realtime?.close();
   location.reload();
 });
-
-/** The paperclip offers what the brand accepts, or goes when it accepts nothing. */
-function configureAttachments(form, settings) {
-  const groups = settings.attachmentGroups ?? [];
-  const accept = { images: "image/jpeg,image/png,image/gif,image/webp,image/heic,.heic", pdf: "application/pdf,.pdf", text: "text/plain,.txt,.csv",
-    office: ".doc,.docx,.xls,.xlsx,.ppt,.pptx" };
-  form.querySelector(".attach-input")?.setAttribute("accept", groups.map((group) => accept[group]).join(","));
-  const button = form.querySelector(".attach");
-  if (button) button.hidden = groups.length === 0;
-}
 
 /** The microphone shows only when the brand and the agent's profile allow voice; otherwise why not. */
 function configureVoice() {
@@ -605,11 +595,6 @@ function browserName(agent) {
   return system ? `${browser} on ${system}` : browser;
 }
 
-function initials(name) {
-  const words = (name ?? "").trim().split(/\s+/).filter(Boolean);
-  return ((words[0]?.[0] ?? "?") + (words.length > 1 ? words.at(-1)[0] : "")).toUpperCase();
-}
-
 /** The customer's other conversations, newest first; each opens read-only. */
 async function renderPast(conversation) {
   const list = $(".past");
@@ -771,7 +756,7 @@ function receive(frame) {
 
 function attachmentPreview(message) {
   const file = message.attachment;
-  return ["jpeg", "png", "gif", "webp", "heic"].includes(file?.type) ? "Image" : `File: ${file?.fileName ?? ""}`;
+  return isImage(file) ? "Image" : `File: ${file?.fileName ?? ""}`;
 }
 
 function clockOf(message) {
