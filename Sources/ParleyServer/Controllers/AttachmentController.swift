@@ -10,8 +10,8 @@ struct AttachmentController {
     let configuration: ParleyConfiguration
 
     func addRoutes(to routes: RouteGroups) {
-        routes.consumers.post("/v1/consumer/attachments", use: consumerUpload)
-        routes.agents.post("/v1/conversations/{conversationId}/attachments", use: agentUpload)
+        routes.consumers.post("/v1/consumer/attachments", use: upload)
+        routes.agents.post("/v1/conversations/{conversationId}/attachments", use: upload)
         routes.anyone.get("/v1/files/{messageId}/{variant}", use: file)
         routes.admins.put("/v1/brand/logo", use: setLogo)
         routes.admins.delete("/v1/brand/logo", use: removeLogo)
@@ -38,27 +38,13 @@ struct AttachmentController {
         return response
     }
 
-    @Sendable func consumerUpload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
-        let consumer = try context.requireConsumer()
-        let conversationId = request.queryString("conversationId")
-        if let conversationId, !ConversationID.isWellFormed(conversationId) { throw ParleyError.notFound("Conversation") }
-        return try await upload(.consumer(consumer), conversationId: conversationId.map(ConversationID.init(rawValue:)), request, context: context)
-    }
-
-    @Sendable func agentUpload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
-        let agent = try context.requireAgent()
-        let conversationId = try context.id("conversationId", as: ConversationID.self, what: "Conversation")
-        return try await upload(.agent(agent), conversationId: conversationId, request, context: context)
-    }
-
-    private func upload(
-        _ principal: Principal, conversationId: ConversationID?, _ request: Request, context: ParleyRequestContext
-    ) async throws -> JSONResponse<SendMessageResponse> {
-        guard let clientMessageId = request.queryString("clientMessageId") else { throw ParleyError.missingField("clientMessageId") }
+    /// Both routes: a consumer (conversation in the query) or an agent (in the path).
+    @Sendable func upload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
+        let upload = try UploadRequest(request, context: context, trustProxy: configuration.trustProxy)
         let response = try await attachments.upload(
-            principal, clientMessageId: clientMessageId, conversationId: conversationId, fileName: request.queryString("name"),
-            contentLength: request.headers[.contentLength].flatMap { Int($0) }, body: request.body,
-            clientAddress: context.clientIP(request, trustProxy: configuration.trustProxy))
+            upload.principal, clientMessageId: upload.clientMessageId, conversationId: upload.conversationId,
+            fileName: request.queryString("name"), contentLength: upload.contentLength, body: request.body,
+            clientAddress: upload.clientAddress)
         return JSONResponse(response.created ? .created : .ok, response)
     }
 

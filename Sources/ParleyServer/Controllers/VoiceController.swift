@@ -13,8 +13,8 @@ struct VoiceController {
     let configuration: ParleyConfiguration
 
     func addRoutes(to routes: RouteGroups) {
-        routes.consumers.post("/v1/consumer/voice-messages", use: consumerUpload)
-        routes.agents.post("/v1/conversations/{conversationId}/voice-messages", use: agentUpload)
+        routes.consumers.post("/v1/consumer/voice-messages", use: upload)
+        routes.agents.post("/v1/conversations/{conversationId}/voice-messages", use: upload)
         routes.anyone.get("/v1/media/{messageId}/{format}", use: media)
         routes.agents.get("/v1/brand/settings", use: brandSettings)
         routes.admins.patch("/v1/brand/settings", use: updateBrandSettings)
@@ -22,27 +22,12 @@ struct VoiceController {
 
     // MARK: Uploads
 
-    @Sendable func consumerUpload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
-        let consumer = try context.requireConsumer()
-        let conversationId = request.queryString("conversationId")
-        if let conversationId, !ConversationID.isWellFormed(conversationId) { throw ParleyError.notFound("Conversation") }
-        return try await upload(.consumer(consumer), conversationId: conversationId.map(ConversationID.init(rawValue:)), request, context: context)
-    }
-
-    @Sendable func agentUpload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
-        let agent = try context.requireAgent()
-        let conversationId = try context.id("conversationId", as: ConversationID.self, what: "Conversation")
-        return try await upload(.agent(agent), conversationId: conversationId, request, context: context)
-    }
-
-    private func upload(
-        _ principal: Principal, conversationId: ConversationID?, _ request: Request, context: ParleyRequestContext
-    ) async throws -> JSONResponse<SendMessageResponse> {
-        guard let clientMessageId = request.queryString("clientMessageId") else { throw ParleyError.missingField("clientMessageId") }
-        let contentLength = request.headers[.contentLength].flatMap { Int($0) }
+    /// Both routes: a consumer (conversation in the query) or an agent (in the path).
+    @Sendable func upload(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
+        let upload = try UploadRequest(request, context: context, trustProxy: configuration.trustProxy)
         let response = try await voice.upload(
-            principal, clientMessageId: clientMessageId, conversationId: conversationId, contentLength: contentLength, body: request.body,
-            clientAddress: context.clientIP(request, trustProxy: configuration.trustProxy))
+            upload.principal, clientMessageId: upload.clientMessageId, conversationId: upload.conversationId,
+            contentLength: upload.contentLength, body: request.body, clientAddress: upload.clientAddress)
         return JSONResponse(response.created ? .created : .ok, response)
     }
 

@@ -111,7 +111,7 @@ public struct WorkspaceService: Sendable {
     // MARK: Presence
 
     public func presence(_ agent: AgentPrincipal) async throws -> [AgentPresenceDTO] {
-        let stored = try await store.read { repo in try await repo.presence(brandId: agent.brandId) }
+        let stored = try await store.read { repo in try await repo.presence(brandId: agent.brandId, agentId: nil) }
         let connected = hub.connectedAgents(brandId: agent.brandId)
         return stored.map { Self.dto($0, connected: connected.contains($0.agentId)) }
     }
@@ -134,8 +134,7 @@ public struct WorkspaceService: Sendable {
     @discardableResult
     func publishPresence(brandId: BrandID, agentId: AgentID) async -> AgentPresenceDTO? {
         do {
-            let stored = try await store.read { repo in try await repo.presence(brandId: brandId) }
-            guard let agent = stored.first(where: { $0.agentId == agentId }) else { return nil }
+            guard let agent = try await store.read({ repo in try await repo.presence(brandId: brandId, agentId: agentId) }).first else { return nil }
             let presence = Self.dto(agent, connected: hub.connectedAgents(brandId: brandId).contains(agentId))
             await bus.publish(.presence(presence), to: .agents(brandId: brandId), logger: logger)
             return presence
@@ -155,8 +154,8 @@ public struct WorkspaceService: Sendable {
     public func agentsAvailable(brandId: BrandID) async throws -> Bool {
         let connected = hub.connectedAgents(brandId: brandId)
         if connected.isEmpty { return false }
-        let stored = try await store.read { repo in try await repo.presence(brandId: brandId) }
-        return stored.contains { $0.presence == .online && connected.contains($0.agentId) }
+        let online = try await store.read { repo in try await repo.agentsChoosingOnline(brandId: brandId) }
+        return !online.isDisjoint(with: connected)
     }
 
     // MARK: For consumers

@@ -25,8 +25,11 @@ public protocol WorkspaceStore: Sendable {
     func indexForSearch(limit: Int) async throws -> Int
 
     func setPresence(brandId: BrandID, agentId: AgentID, _ presence: AgentPresence, automatic: Bool, at: Date) async throws
-    /// Every agent of the brand who can sign in: their chosen presence and open conversations.
-    func presence(brandId: BrandID) async throws -> [StoredPresence]
+    /// Every agent of the brand who can sign in (or only `agentId`): their chosen presence and open
+    /// conversations.
+    func presence(brandId: BrandID, agentId: AgentID?) async throws -> [StoredPresence]
+    /// The brand's agents who can sign in and chose online (no counting: the widget asks on every load).
+    func agentsChoosingOnline(brandId: BrandID) async throws -> Set<AgentID>
 
     /// The page the widget reported, the browser, and when.
     func recordVisit(brandId: BrandID, consumerId: ConsumerID, pageUrl: String, pageTitle: String?, browser: String?, at: Date) async throws
@@ -156,14 +159,15 @@ extension SQLRepository: WorkspaceStore {
         ).run()
     }
 
-    public func presence(brandId: BrandID) async throws -> [StoredPresence] {
+    public func presence(brandId: BrandID, agentId: AgentID?) async throws -> [StoredPresence] {
+        let only: SQLQueryString = agentId.map { " AND a.id = \(bind: $0)" } ?? ""
         let rows = try await db.raw(
             """
             SELECT a.id, a.name, a.presence, a.presence_automatic, a.presence_at, a.created_at,
                 (SELECT COUNT(*) FROM conversations c
                  WHERE c.brand_id = a.brand_id AND c.assignee_id = a.id AND c.state <> 'resolved') AS open_conversations
             FROM agents a
-            WHERE a.brand_id = \(bind: brandId) AND a.disabled_at IS NULL AND a.deleted_at IS NULL
+            WHERE a.brand_id = \(bind: brandId) AND a.disabled_at IS NULL AND a.deleted_at IS NULL\(only)
             ORDER BY a.name, a.id
             """
         ).all()
@@ -176,6 +180,16 @@ extension SQLRepository: WorkspaceStore {
                 presence: presence, automatic: try row.decode(column: "presence_automatic", as: Int.self) != 0,
                 since: StoredTime.date(since), openConversations: try row.decode(column: "open_conversations", as: Int.self))
         }
+    }
+
+    public func agentsChoosingOnline(brandId: BrandID) async throws -> Set<AgentID> {
+        let rows = try await db.raw(
+            """
+            SELECT id FROM agents
+            WHERE brand_id = \(bind: brandId) AND presence = \(bind: AgentPresence.online.rawValue) AND disabled_at IS NULL AND deleted_at IS NULL
+            """
+        ).all()
+        return Set(try rows.map { try $0.decode(column: "id", as: AgentID.self) })
     }
 
     public func recordVisit(
