@@ -29,6 +29,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // Outbound calls to messaging providers (WhatsApp, Messenger, Apple, Twilio) and media fetches.
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // multipart/form-data for providers' media uploads (WhatsApp's /media endpoint).
+        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
     ],
     targets: [
         .target(name: "ParleyAPI", swiftSettings: swiftSettings),
@@ -68,6 +72,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "MultipartKit", package: "multipart-kit"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -113,6 +119,7 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "MultipartKit", package: "multipart-kit"),
             ],
             // Providers' documented payloads, read from the source tree (see Fixtures/*/SOURCES.md).
             exclude: ["Fixtures"],

@@ -30,13 +30,164 @@ public struct ChannelConnectionDTO: Codable, Sendable, Hashable {
     public var webhookPath: String
     public var createdAt: Date
     public var updatedAt: Date
+    /// WhatsApp: the brand's approved message templates (what agents may send outside the window).
+    public var templates: [WhatsAppTemplateDTO]
 
-    public init(appId: AppID, channel: Channel, externalId: String, webhookPath: String, createdAt: Date, updatedAt: Date) {
+    public init(
+        appId: AppID, channel: Channel, externalId: String, webhookPath: String, createdAt: Date, updatedAt: Date,
+        templates: [WhatsAppTemplateDTO] = []
+    ) {
+        self.templates = templates
         self.appId = appId
         self.channel = channel
         self.externalId = externalId
         self.webhookPath = webhookPath
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+    }
+}
+
+/// A message template approved in WhatsApp Manager, as the brand enters it in Parley: its name and
+/// language at Meta, the body text with `{{1}}`, `{{2}}`... for its parameters (shown to agents and
+/// stored as the message's text once filled in).
+public struct WhatsAppTemplateDTO: Codable, Sendable, Hashable {
+    public var name: String
+    /// The template's language code at Meta, like `en_US`.
+    public var language: String
+    public var body: String
+
+    public init(name: String, language: String, body: String) {
+        self.name = name
+        self.language = language
+        self.body = body
+    }
+
+    /// How many `{{n}}` parameters the body takes.
+    public var parameterCount: Int {
+        var highest = 0
+        var rest = Substring(body)
+        while let open = rest.range(of: "{{") {
+            rest = rest[open.upperBound...]
+            guard let close = rest.range(of: "}}") else { break }
+            if let n = Int(rest[..<close.lowerBound]) { highest = max(highest, n) }
+            rest = rest[close.upperBound...]
+        }
+        return highest
+    }
+
+    /// The body with the parameters in place.
+    public func filled(_ parameters: [String]) -> String {
+        var text = body
+        for (index, value) in parameters.enumerated() {
+            text = text.replacingOccurrences(of: "{{\(index + 1)}}", with: value)
+        }
+        return text
+    }
+}
+
+/// `PUT /v1/apps/{appId}/whatsapp/templates`: the whole list (at most 100).
+public struct WhatsAppTemplatesRequest: Codable, Sendable {
+    public var templates: [WhatsAppTemplateDTO]
+    public init(templates: [WhatsAppTemplateDTO]) { self.templates = templates }
+}
+
+/// `POST /v1/conversations/{id}/template`: an agent sends an approved template (WhatsApp), the only
+/// message allowed once the 24-hour window has closed.
+public struct SendTemplateRequest: Codable, Sendable {
+    public var clientMessageId: String
+    public var name: String
+    public var language: String
+    public var parameters: [String]
+
+    public init(clientMessageId: String, name: String, language: String, parameters: [String] = []) {
+        self.clientMessageId = clientMessageId
+        self.name = name
+        self.language = language
+        self.parameters = parameters
+    }
+}
+
+/// Where an agent's message is on its way through a messaging channel.
+public enum ChannelDeliveryState: String, Codable, Sendable, Hashable {
+    /// Waiting to be sent (or for its audio to be ready), or being retried.
+    case queued
+    /// The provider accepted it (delivered and read arrive as receipts, like on the web).
+    case sent
+    /// The provider refused it or it could not be sent: see the error.
+    case failed
+}
+
+public struct ChannelDeliveryDTO: Codable, Sendable, Hashable {
+    public var state: ChannelDeliveryState
+    /// The provider's error code, like WhatsApp's `131047`.
+    public var errorCode: String?
+    /// A sentence for the agent.
+    public var errorMessage: String?
+    /// For failures: whether sending again can help (`POST /v1/messages/{id}/retry`).
+    public var retryable: Bool?
+
+    public init(state: ChannelDeliveryState, errorCode: String? = nil, errorMessage: String? = nil, retryable: Bool? = nil) {
+        self.state = state
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
+        self.retryable = retryable
+    }
+}
+
+/// What a channel can carry, from ParleyDomain's channel rules (`GET /v1/channels`): the pages
+/// hide or disable what a channel cannot do instead of hard-coding it.
+public struct ChannelRulesDTO: Codable, Sendable, Hashable {
+    public var channel: Channel
+    public var maxTextFromAgent: Int
+    public var voiceFromAgent: Bool
+    public var attachmentsFromAgent: Bool
+    public var calls: Bool
+    /// Hours after the customer's last message during which agents may answer freely.
+    public var replyWindowHours: Int?
+    /// Whether templates can be sent (outside the window).
+    public var templates: Bool
+    /// Largest voice note that the channel still shows as a voice message (WhatsApp: 512 KB).
+    public var maxVoiceBytes: Int?
+
+    public init(
+        channel: Channel, maxTextFromAgent: Int, voiceFromAgent: Bool, attachmentsFromAgent: Bool, calls: Bool, replyWindowHours: Int?,
+        templates: Bool, maxVoiceBytes: Int?
+    ) {
+        (self.channel, self.maxTextFromAgent, self.voiceFromAgent, self.attachmentsFromAgent, self.calls) =
+            (channel, maxTextFromAgent, voiceFromAgent, attachmentsFromAgent, calls)
+        (self.replyWindowHours, self.templates, self.maxVoiceBytes) = (replyWindowHours, templates, maxVoiceBytes)
+    }
+}
+
+/// `POST /v1/apps/{appId}/whatsapp/test`: what the provider answered with the stored credentials.
+public struct ChannelTestDTO: Codable, Sendable, Hashable {
+    public var ok: Bool
+    /// "Connected to Acme Support, +1 555-078-3881", or what went wrong.
+    public var message: String
+    public var errorCode: String?
+
+    public init(ok: Bool, message: String, errorCode: String? = nil) {
+        self.ok = ok
+        self.message = message
+        self.errorCode = errorCode
+    }
+}
+
+/// A durable job as admins see it (`GET /v1/jobs?state=failed`): what failed and why.
+public struct JobDTO: Codable, Sendable, Hashable {
+    public var id: Int64
+    /// `channel.send`, `whatsapp.webhook`, `whatsapp.media`.
+    public var kind: String
+    /// `queued`, `running` or `failed`.
+    public var state: String
+    public var attempts: Int
+    public var lastError: String?
+    public var runAt: Date
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    public init(id: Int64, kind: String, state: String, attempts: Int, lastError: String?, runAt: Date, createdAt: Date, updatedAt: Date) {
+        (self.id, self.kind, self.state, self.attempts, self.lastError) = (id, kind, state, attempts, lastError)
+        (self.runAt, self.createdAt, self.updatedAt) = (runAt, createdAt, updatedAt)
     }
 }

@@ -7,6 +7,15 @@ public enum Channel: String, Codable, Sendable, CaseIterable, Hashable {
     case messenger
     case apple
     case sms
+
+    /// A messaging app reached through its provider (agents' messages go out through its API),
+    /// as opposed to Parley's own web widget and in-app SDK.
+    public var isMessagingApp: Bool {
+        switch self {
+        case .web, .inApp: false
+        case .whatsapp, .messenger, .apple, .sms: true
+        }
+    }
 }
 
 /// Life cycle of a conversation: `open` -> `resolved` -> (the consumer writes again) `reopened`.

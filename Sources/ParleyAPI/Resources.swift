@@ -140,6 +140,11 @@ public struct ConversationDTO: Codable, Sendable, Hashable {
     public var lastMessageAt: Date?
     public var createdAt: Date
     public var updatedAt: Date
+    /// On channels with a reply window (WhatsApp, Messenger): when the customer last wrote.
+    public var lastConsumerMessageAt: Date?
+    /// On channels with a reply window: until when agents may answer freely (after it, WhatsApp
+    /// takes only templates). Absent where the channel has no window or the customer never wrote.
+    public var replyWindowEndsAt: Date?
 
     public init(
         id: ConversationID, brandId: BrandID, appId: AppID, consumerId: ConsumerID, channel: Channel,
@@ -333,6 +338,9 @@ public struct MessageDTO: Codable, Sendable, Hashable {
     /// For `kind == .attachment`: the image or file. The `text` is its transcript line, `[image]`
     /// or `[file name.pdf]`.
     public var attachment: AttachmentDTO?
+    /// For agents' messages in a conversation on a messaging channel (WhatsApp, ...): its delivery
+    /// through the provider. Absent on the web and in-app channels.
+    public var channelDelivery: ChannelDeliveryDTO?
 
     public init(
         id: MessageID, conversationId: ConversationID, seq: Int64, senderKind: ParticipantKind, senderId: String,
@@ -367,6 +375,9 @@ public struct ConversationEventDTO: Codable, Sendable, Hashable {
         case call
         /// An agent's private note on the conversation (`text`): agents only, never the consumer.
         case note
+        /// A message's delivery through its messaging channel failed (or was retried); `message`
+        /// carries it as it is now, with `channelDelivery`.
+        case delivery
     }
 
     public var conversationId: ConversationID

@@ -1,7 +1,9 @@
+import Foundation
 import ParleyAPI
 
 /// What each channel can carry. The numbers are the channels' own limits, so that a message Parley
-/// accepts is one the channel will deliver.
+/// accepts is one the channel will deliver; the pages read these (`GET /v1/channels`) instead of
+/// hard-coding them.
 public struct ChannelRules: Sendable, Hashable {
     public var channel: Channel
     /// Maximum characters (user-perceived characters, i.e. grapheme clusters) of a text from an agent.
@@ -10,6 +12,17 @@ public struct ChannelRules: Sendable, Hashable {
     public var maxTextFromConsumer: Int
     /// Whether an agent can turn a conversation on this channel into a voice or video call.
     public var supportsCalls: Bool
+    /// Whether agents' voice notes can be sent on this channel.
+    public var voiceFromAgent: Bool = true
+    /// Whether agents' images and files can be sent on this channel.
+    public var attachmentsFromAgent: Bool = true
+    /// Hours after the customer's last message during which agents may write freely (nil: always).
+    public var replyWindowHours: Int? = nil
+    /// Whether approved templates can be sent (WhatsApp: the only messages outside the window).
+    public var templates: Bool = false
+    /// The largest voice note the channel still shows as a voice message with a play button
+    /// (WhatsApp: 512 KB); a larger one goes as a basic audio file.
+    public var maxVoiceBytes: Int? = nil
 
     public static func of(_ channel: Channel) -> ChannelRules {
         switch channel {
@@ -20,10 +33,16 @@ public struct ChannelRules: Sendable, Hashable {
         case .sms:
             ChannelRules(channel: channel, maxTextFromAgent: 1600, maxTextFromConsumer: 1600, supportsCalls: false)
         case .messenger:
-            ChannelRules(channel: channel, maxTextFromAgent: 640, maxTextFromConsumer: 5000, supportsCalls: false)
+            // Messenger Platform: 640 characters per text; the standard messaging window is 24 hours.
+            ChannelRules(
+                channel: channel, maxTextFromAgent: 640, maxTextFromConsumer: 5000, supportsCalls: false, replyWindowHours: 24)
         case .whatsapp:
-            // WhatsApp Cloud API: text body up to 4096 characters.
-            ChannelRules(channel: channel, maxTextFromAgent: 4096, maxTextFromConsumer: 4096, supportsCalls: false)
+            // WhatsApp Cloud API: text body up to 4096 characters; free-form messages only within
+            // 24 hours of the customer's last message ("customer service window"), templates after;
+            // voice messages keep their play button up to 512 KB of Ogg/Opus.
+            ChannelRules(
+                channel: channel, maxTextFromAgent: 4096, maxTextFromConsumer: 4096, supportsCalls: false, replyWindowHours: 24,
+                templates: true, maxVoiceBytes: 512 * 1024)
         case .apple:
             // Apple Messages for Business: 10,000 characters per text.
             ChannelRules(channel: channel, maxTextFromAgent: 10000, maxTextFromConsumer: 10000, supportsCalls: false)
@@ -32,5 +51,30 @@ public struct ChannelRules: Sendable, Hashable {
 
     public func maxText(from sender: ParticipantKind) -> Int {
         sender == .agent ? maxTextFromAgent : maxTextFromConsumer
+    }
+
+    /// Until when an agent may write freely, given when the customer last wrote (nil: no window on
+    /// this channel, or the customer never wrote).
+    public func replyWindowEnd(lastConsumerMessageAt: Date?) -> Date? {
+        guard let hours = replyWindowHours, let last = lastConsumerMessageAt else { return nil }
+        return last.addingTimeInterval(TimeInterval(hours * 3600))
+    }
+
+    /// Throws `reply_window_closed` when an agent's free-form message is outside the window.
+    public func authorizeFreeForm(lastConsumerMessageAt: Date?, now: Date) throws(ParleyError) {
+        guard replyWindowHours != nil else { return }
+        guard let end = replyWindowEnd(lastConsumerMessageAt: lastConsumerMessageAt), now < end else {
+            throw ParleyError(
+                .conflict, code: "reply_window_closed",
+                message: templates
+                    ? "More than \(replyWindowHours ?? 24) hours have passed since the customer last wrote: only an approved template can be sent."
+                    : "More than \(replyWindowHours ?? 24) hours have passed since the customer last wrote: the channel accepts no reply until they write again.")
+        }
+    }
+
+    public var dto: ChannelRulesDTO {
+        ChannelRulesDTO(
+            channel: channel, maxTextFromAgent: maxTextFromAgent, voiceFromAgent: voiceFromAgent, attachmentsFromAgent: attachmentsFromAgent,
+            calls: supportsCalls, replyWindowHours: replyWindowHours, templates: templates, maxVoiceBytes: maxVoiceBytes)
     }
 }

@@ -11,6 +11,19 @@ public struct ParleyConfiguration: Sendable {
     public var dataDirectory: String = "./data"
     /// Base64 of the 32-byte key that encrypts channel secrets at rest; nil: `<dataDirectory>/secret.key`.
     public var secretKey: String?
+    /// Earlier keys (base64, comma-separated) that still open secrets sealed before a rotation;
+    /// `parley reseal-secrets` seals everything with `secretKey` again.
+    public var previousSecretKeys: [String] = []
+    /// The WhatsApp Cloud API's base URL with its version (a local endpoint in tests, or a sandbox).
+    public var whatsappAPIURL: String = "https://graph.facebook.com/v24.0"
+    /// Where WhatsApp media may be downloaded from: hosts (HTTPS) or full origins.
+    public var whatsappMediaHosts: [String] = ["lookaside.fbsbx.com"]
+    /// Longest a call to a provider (API request or media download) may take.
+    public var providerTimeoutSeconds: Int = 30
+    /// Durable jobs (channel delivery, media fetches, webhook processing) run at once on this node.
+    public var jobConcurrency: Int = 4
+    /// Attempts before a failing job is given up on (retries back off from 5 s to an hour).
+    public var jobMaxAttempts: Int = 8
     /// nil: `sqlite://<dataDirectory>/parley.sqlite`.
     public var databaseURL: String?
     /// SQLite fsyncs every commit (survives power loss) instead of at checkpoints (survives a crash).

@@ -164,6 +164,27 @@ extension ParleyConfiguration {
         Setting(flag: "secret-key", environment: "PARLEY_SECRET_KEY", help: "base64 of 32 bytes that encrypt channel secrets at rest (default: <data-dir>/secret.key, made on first start)") { c, v, _ in
             c.secretKey = v
         },
+        Setting(flag: "previous-secret-keys", environment: "PARLEY_PREVIOUS_SECRET_KEYS", help: "comma-separated earlier secret keys that still open old secrets after a rotation (default none)") { c, v, _ in
+            c.previousSecretKeys = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        },
+        Setting(flag: "whatsapp-api-url", environment: "PARLEY_WHATSAPP_API_URL", help: "WhatsApp Cloud API base URL with version (default https://graph.facebook.com/v24.0)") { c, v, name throws(ConfigurationError) in
+            guard let url = URLComponents(string: v), url.scheme == "https" || url.scheme == "http", url.host != nil else {
+                throw ConfigurationError(setting: name, message: "must be an http(s) URL")
+            }
+            c.whatsappAPIURL = v.hasSuffix("/") ? String(v.dropLast()) : v
+        },
+        Setting(flag: "whatsapp-media-hosts", environment: "PARLEY_WHATSAPP_MEDIA_HOSTS", help: "comma-separated hosts (HTTPS) or origins WhatsApp media may be downloaded from (default lookaside.fbsbx.com)") { c, v, _ in
+            c.whatsappMediaHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        },
+        Setting(flag: "provider-timeout", environment: "PARLEY_PROVIDER_TIMEOUT", help: "seconds a call to a messaging provider or a media download may take (default 30)") { c, v, name throws(ConfigurationError) in
+            c.providerTimeoutSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
+        },
+        Setting(flag: "job-concurrency", environment: "PARLEY_JOB_CONCURRENCY", help: "durable jobs run at once on this node (default 4)") { c, v, name throws(ConfigurationError) in
+            c.jobConcurrency = try parseInt(v, name, range: 1...64, what: "a job count")
+        },
+        Setting(flag: "job-max-attempts", environment: "PARLEY_JOB_MAX_ATTEMPTS", help: "attempts before a failing job is given up on (default 8)") { c, v, name throws(ConfigurationError) in
+            c.jobMaxAttempts = try parseInt(v, name, range: 1...50, what: "an attempt count")
+        },
         Setting(flag: "clamd-timeout", environment: "PARLEY_CLAMD_TIMEOUT", help: "seconds a malware scan may take (default 10)") { c, v, name throws(ConfigurationError) in
             c.clamdTimeoutSeconds = try parseInt(v, name, range: 1...300, what: "a number of seconds")
         },

@@ -21,6 +21,10 @@ public final class ParleyMetrics: Sendable {
     let realtimeFramesRefused: Counter
     let voiceBusy: Counter
     let orphanMediaRemoved: Counter
+    let jobsDone: Counter
+    let jobsRetried: Counter
+    let jobsFailed: Counter
+    let webhooksRefused: Counter
     private let refusedConnections: [String: Counter]
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -56,6 +60,12 @@ public final class ParleyMetrics: Sendable {
             descriptor: name("voice_busy", "total", "Voice uploads refused with 503 because every analysis slot and queue place was taken."))
         orphanMediaRemoved = registry.makeCounter(
             descriptor: name("orphan_media_removed", "total", "Media files removed because no row refers to them (left by a crash)."))
+        let jobs = name("jobs", "total", "Durable jobs (channel delivery, media fetches, webhook processing), by outcome.")
+        jobsDone = registry.makeCounter(descriptor: jobs, labels: [("outcome", "done")])
+        jobsRetried = registry.makeCounter(descriptor: jobs, labels: [("outcome", "retried")])
+        jobsFailed = registry.makeCounter(descriptor: jobs, labels: [("outcome", "failed")])
+        webhooksRefused = registry.makeCounter(
+            descriptor: name("webhooks_refused", "total", "Provider webhooks refused for a missing or wrong signature."))
         let refused = name("connections_refused", "total", "Connections closed before their first request, by reason.")
         var byReason: [String: Counter] = [:]
         for reason in ConnectionRefusal.allCases {

@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -27,6 +28,10 @@ public struct ParleyServices: Sendable {
     public let calls: CallService
     public let workspace: WorkspaceService
     public let whatsapp: WhatsAppChannel
+    /// Runs durable jobs (channel delivery, media fetches, webhook processing).
+    public let jobRunner: JobRunner
+    /// Calls to providers; shut down by `close()`.
+    let httpClient: HTTPClient
     public let attachments: AttachmentService
     public let scanning: MalwareScanning
     public let limits: RateLimits
@@ -68,7 +73,10 @@ public struct ParleyServices: Sendable {
         let hub = RealtimeHub(
             bus: bus, queueLimit: configuration.realtimeQueueLimit, writeTimeout: .seconds(configuration.realtimeWriteTimeoutSeconds),
             metrics: metrics, logger: logger)
-        let conversations = ConversationService(store: store, bus: bus, metrics: metrics, limits: limits, clock: clock, logger: logger)
+        let jobSignal = JobSignal()
+        let jobs = JobQueue(store: store, clock: clock, signal: jobSignal, maxAttempts: configuration.jobMaxAttempts)
+        let conversations = ConversationService(
+            store: store, bus: bus, metrics: metrics, limits: limits, clock: clock, jobs: jobs, logger: logger)
         let ffmpeg = ProcessRunner.locate(configuration.ffmpeg).map(ProcessRunner.init(executable:))
         if ffmpeg == nil {
             logger.warning("ffmpeg was not found: voice messages are refused until it is installed", metadata: ["ffmpeg": "\(configuration.ffmpeg)"])
@@ -99,14 +107,7 @@ public struct ParleyServices: Sendable {
             analyses: WorkSlots(limit: configuration.voiceAnalyses, queueLimit: configuration.voiceQueue),
             uploads: UploadGate(perConsumer: configuration.uploadsPerConsumer, perAddress: configuration.uploadsPerAddress),
             limits: limits, metrics: metrics, logger: logger)
-        return ParleyServices(
-            configuration: configuration, store: store, bus: bus, hub: hub, metrics: metrics,
-            identity: IdentityService(store: store, configuration: configuration, metrics: metrics, clock: clock),
-            conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
-            calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
-            workspace: WorkspaceService(store: store, hub: hub, bus: bus, clock: clock, logger: logger),
-            whatsapp: WhatsAppChannel(store: store, secrets: secrets, conversations: conversations, clock: clock, logger: logger),
-            attachments: AttachmentService(
+        let attachments = AttachmentService(
                 store: store, blobs: blobs, conversations: conversations, scanning: scanning,
                 thumbnailer: ffmpeg.flatMap { ffmpeg in
                     ProcessRunner.locate("ffprobe").map { ffprobe in
@@ -118,7 +119,30 @@ public struct ParleyServices: Sendable {
                 },
                 maxUploadBytes: configuration.maxAttachmentBytes, receiver: UploadReceiver(pace: voice.pace, metrics: metrics),
                 thumbnails: WorkSlots(limit: configuration.voiceAnalyses, queueLimit: configuration.voiceQueue), uploads: voice.uploads,
-                limits: limits, clock: clock, logger: logger),
+                limits: limits, clock: clock, logger: logger)
+        let httpClient = ProviderHTTP.makeClient(readTimeoutSeconds: configuration.providerTimeoutSeconds)
+        let whatsapp = WhatsAppChannel(
+            store: store, secrets: secrets, conversations: conversations, voice: voice, attachments: attachments, blobs: blobs, jobs: jobs,
+            api: WhatsAppAPI(
+                http: ProviderHTTP(client: httpClient, timeout: .seconds(configuration.providerTimeoutSeconds)), baseURL: configuration.whatsappAPIURL),
+            mediaHosts: MediaHostAllowList(configuration.whatsappMediaHosts), metrics: metrics, clock: clock, logger: logger)
+        let handlers: [any JobHandler] = [
+            ChannelSender(store: store, conversations: conversations, connectors: [.whatsapp: WhatsAppOutbound(whatsapp: whatsapp)], logger: logger),
+            WhatsAppWebhookHandler(whatsapp: whatsapp),
+            WhatsAppMediaHandler(whatsapp: whatsapp),
+        ]
+        let jobRunner = JobRunner(
+            store: store, clock: clock, signal: jobSignal, handlers: Dictionary(uniqueKeysWithValues: handlers.map { ($0.kind, $0) }),
+            concurrency: configuration.jobConcurrency, lease: TimeInterval(max(60, configuration.providerTimeoutSeconds * 4)),
+            pollInterval: .milliseconds(500), metrics: metrics, logger: logger)
+        return ParleyServices(
+            configuration: configuration, store: store, bus: bus, hub: hub, metrics: metrics,
+            identity: IdentityService(store: store, configuration: configuration, metrics: metrics, clock: clock),
+            conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
+            calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
+            workspace: WorkspaceService(store: store, hub: hub, bus: bus, clock: clock, logger: logger),
+            whatsapp: whatsapp, jobRunner: jobRunner, httpClient: httpClient,
+            attachments: attachments,
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
             searchIndexer: SearchIndexer(store: store, interval: .milliseconds(250), logger: logger),
             janitor: MediaJanitor(
@@ -128,7 +152,13 @@ public struct ParleyServices: Sendable {
     }
 
     public func close() async {
+        try? await httpClient.shutdown()
         await store.close()
+    }
+
+    /// Seals every channel secret with the current key (after a rotation; see docs/channels.md).
+    public func resealSecrets() async throws -> Int {
+        try await WhatsAppChannel.reseal(store: store, secrets: whatsapp.secrets)
     }
 }
 
@@ -153,7 +183,8 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     ).addRoutes(to: routes)
     CallController(calls: services.calls, configuration: services.configuration).addRoutes(to: routes)
     AttachmentController(attachments: services.attachments, blobs: services.blobs, configuration: services.configuration).addRoutes(to: routes)
-    ChannelController(whatsapp: services.whatsapp, configuration: services.configuration).addRoutes(to: routes)
+    ChannelController(whatsapp: services.whatsapp, conversations: services.conversations, store: services.store, configuration: services.configuration)
+        .addRoutes(to: routes)
     WorkspaceController(
         workspace: services.workspace, voice: services.voice, identity: services.identity, limits: services.limits,
         configuration: services.configuration
@@ -225,5 +256,5 @@ public func makeServiceGroup(
     logger: Logger
 ) -> ServiceGroup {
     ServiceGroup(
-        configuration: .init(services: [services.janitor, services.searchIndexer, services.voiceProcessor, services.scanning, app, services.hub, services.calls], gracefulShutdownSignals: gracefulShutdownSignals, logger: logger))
+        configuration: .init(services: [services.janitor, services.searchIndexer, services.voiceProcessor, services.scanning, services.jobRunner, app, services.hub, services.calls], gracefulShutdownSignals: gracefulShutdownSignals, logger: logger))
 }

@@ -31,7 +31,7 @@ struct Parley: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parley",
         abstract: "Parley: self-hosted customer messaging with voice.",
-        subcommands: [Serve.self, Migrate.self, Admin.self],
+        subcommands: [Serve.self, Migrate.self, Admin.self, ResealSecrets.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -120,6 +120,31 @@ struct Migrate: AsyncParsableCommand {
         let all = try await Migrations.appliedVersions(in: database)
         await database.close()
         say(applied.isEmpty ? "Database is up to date (schema version \(all.last ?? 0))." : "Applied migrations \(applied.map(String.init).joined(separator: ", ")).")
+    }
+}
+
+struct ResealSecrets: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reseal-secrets",
+        abstract: "Seal every channel secret with the current PARLEY_SECRET_KEY (after a key rotation) and exit.",
+        discussion: """
+            Rotation: start Parley with the new key in PARLEY_SECRET_KEY and the old one in \
+            PARLEY_PREVIOUS_SECRET_KEYS (both work at once), run this command, then drop the old key.
+            """ + "\n\n" + ParleyConfiguration.settingsHelp)
+    @OptionGroup var options: ServerOptions
+
+    func run() async throws {
+        let configuration = try options.resolve()
+        let logger = options.logger(configuration)
+        let services = try await ParleyServices.make(configuration: configuration, logger: logger)
+        do {
+            let count = try await services.resealSecrets()
+            await services.close()
+            say("Re-sealed the secrets of \(count) channel connection\(count == 1 ? "" : "s") with the current key.")
+        } catch {
+            await services.close()
+            throw error
+        }
     }
 }
 

@@ -10,8 +10,21 @@ import ParleyDomain
 /// and tag, so that a later key version can be told apart.
 struct SecretBox: Sendable {
     let key: SymmetricKey
+    /// Keys of earlier rotations: they still open, never seal.
+    var previous: [SymmetricKey] = []
 
     static func load(_ configuration: ParleyConfiguration) throws -> SecretBox {
+        var box = try loadCurrent(configuration)
+        for text in configuration.previousSecretKeys {
+            guard let data = Data(base64Encoded: text), data.count == 32 else {
+                throw ConfigurationError(setting: "PARLEY_PREVIOUS_SECRET_KEYS", message: "each key must be base64 of exactly 32 bytes")
+            }
+            box.previous.append(SymmetricKey(data: data))
+        }
+        return box
+    }
+
+    private static func loadCurrent(_ configuration: ParleyConfiguration) throws -> SecretBox {
         if let text = configuration.secretKey {
             guard let data = Data(base64Encoded: text), data.count == 32 else {
                 throw ConfigurationError(setting: "PARLEY_SECRET_KEY", message: "must be base64 of exactly 32 bytes (openssl rand -base64 32)")
@@ -40,8 +53,19 @@ struct SecretBox: Sendable {
 
     func open(_ sealed: String) throws -> String {
         guard sealed.hasPrefix("v1:"), let data = Data(base64Encoded: String(sealed.dropFirst(3))) else { throw StoreFailure.sealing }
-        let plain = try AES.GCM.open(AES.GCM.SealedBox(combined: data), using: key)
-        return String(decoding: plain, as: UTF8.self)
+        let box = try AES.GCM.SealedBox(combined: data)
+        for candidate in [key] + previous {
+            if let plain = try? AES.GCM.open(box, using: candidate) { return String(decoding: plain, as: UTF8.self) }
+        }
+        throw StoreFailure.sealing
+    }
+
+    /// Whether `sealed` opens with the current key (false: it needs re-sealing after a rotation).
+    func isCurrent(_ sealed: String) -> Bool {
+        guard sealed.hasPrefix("v1:"), let data = Data(base64Encoded: String(sealed.dropFirst(3))),
+            let box = try? AES.GCM.SealedBox(combined: data)
+        else { return false }
+        return (try? AES.GCM.open(box, using: key)) != nil
     }
 
     enum StoreFailure: Error { case sealing }

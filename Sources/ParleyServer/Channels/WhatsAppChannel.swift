@@ -1,5 +1,7 @@
 import Crypto
 import Foundation
+import NIOHTTP1
+import ParleyMedia
 import Logging
 import ParleyAPI
 import ParleyDomain
@@ -16,8 +18,21 @@ public struct WhatsAppChannel: Sendable {
     let store: Store
     let secrets: SecretBox
     let conversations: ConversationService
+    let voice: VoiceService
+    let attachments: AttachmentService
+    let blobs: LocalBlobStore
+    let jobs: JobQueue
+    let api: WhatsAppAPI
+    let mediaHosts: MediaHostAllowList
+    let metrics: ParleyMetrics
     let clock: any WallClock
     let logger: Logger
+
+    /// Jobs: a verified webhook body, processed after Meta has its 200; one received media fetch.
+    static let webhookJob = "whatsapp.webhook"
+    static let mediaJob = "whatsapp.media"
+    /// Most templates per connection.
+    static let maxTemplates = 100
 
     /// Largest webhook body read; Meta batches notifications, each a few kilobytes.
     static let maxWebhookBytes = 1024 * 1024
@@ -51,10 +66,10 @@ public struct WhatsAppChannel: Sendable {
                 guard app.channel == .whatsapp else {
                     throw ParleyError(.conflict, code: "app_not_whatsapp", message: "This app is on the \(app.channel.rawValue) channel; connect an app created for whatsapp.")
                 }
-                let createdAt = try await repo.channelConnection(appId: appId)?.createdAt ?? now
+                let existing = try await repo.channelConnection(appId: appId)
                 let record = ChannelConnectionRecord(
                     appId: appId, brandId: admin.brandId, channel: .whatsapp, externalId: request.phoneNumberId, sealedSecrets: sealed,
-                    createdAt: createdAt, updatedAt: now)
+                    createdAt: existing?.createdAt ?? now, updatedAt: now, settings: existing?.settings)
                 try await repo.saveChannelConnection(record)
                 return Self.dto(record)
             }
@@ -74,10 +89,115 @@ public struct WhatsAppChannel: Sendable {
     static func dto(_ record: ChannelConnectionRecord) -> ChannelConnectionDTO {
         ChannelConnectionDTO(
             appId: record.appId, channel: record.channel, externalId: record.externalId, webhookPath: webhookPath(record.appId),
-            createdAt: record.createdAt, updatedAt: record.updatedAt)
+            createdAt: record.createdAt, updatedAt: record.updatedAt, templates: templates(of: record))
     }
 
-    private func secrets(of appId: AppID) async throws -> (ChannelConnectionRecord, Secrets)? {
+    static func templates(of record: ChannelConnectionRecord) -> [WhatsAppTemplateDTO] {
+        guard let settings = record.settings, let stored = try? JSONDecoder().decode(WhatsAppTemplatesRequest.self, from: Data(settings.utf8)) else {
+            return []
+        }
+        return stored.templates
+    }
+
+    /// Replaces the connection's templates (as approved in WhatsApp Manager).
+    public func setTemplates(_ admin: AgentPrincipal, appId: AppID, _ request: WhatsAppTemplatesRequest) async throws -> ChannelConnectionDTO {
+        try admin.require(.admin)
+        guard request.templates.count <= Self.maxTemplates else {
+            throw ParleyError.invalidField("templates", "At most \(Self.maxTemplates) templates.")
+        }
+        var seen: Set<String> = []
+        for template in request.templates {
+            guard (1...512).contains(template.name.count), template.name.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }) else {
+                throw ParleyError.invalidField("templates", "A template's name is its name at Meta: lowercase letters, digits and _.")
+            }
+            guard (2...15).contains(template.language.count), template.language.allSatisfy({ $0.isASCII && ($0.isLetter || $0 == "_") }) else {
+                throw ParleyError.invalidField("templates", "A template's language is Meta's code, like en_US.")
+            }
+            guard (1...1024).contains(template.body.count) else {
+                throw ParleyError.invalidField("templates", "A template's body is 1-1024 characters.")
+            }
+            guard seen.insert("\(template.name)/\(template.language)").inserted else {
+                throw ParleyError.invalidField("templates", "'\(template.name)' in \(template.language) is listed twice.")
+            }
+        }
+        let settings = String(decoding: try JSONEncoder().encode(request), as: UTF8.self)
+        return try await store.write { repo in
+            guard var record = try await repo.channelConnection(appId: appId), record.brandId == admin.brandId else {
+                throw ParleyError.notFound("Channel connection")
+            }
+            record.settings = settings
+            record.updatedAt = clock.now()
+            try await repo.saveChannelConnection(record)
+            return Self.dto(record)
+        }
+    }
+
+    /// An agent sends one of the connection's templates (the only message WhatsApp takes once the
+    /// customer's 24-hour window has closed). The parameters fill `{{1}}`, `{{2}}`...; the filled
+    /// body is the message's text.
+    public func sendTemplate(
+        _ agent: AgentPrincipal, conversationId: ConversationID, _ request: SendTemplateRequest
+    ) async throws -> SendMessageResponse {
+        let conversation = try await conversations.conversation(.agent(agent), id: conversationId)
+        guard conversation.channel == .whatsapp else {
+            throw ParleyError(.unprocessable, code: "templates_not_supported", message: "Templates are sent on WhatsApp only.")
+        }
+        let record = try await store.read { repo in try await repo.channelConnection(appId: conversation.appId) }
+        guard let record, record.brandId == agent.brandId,
+            let template = Self.templates(of: record).first(where: { $0.name == request.name && $0.language == request.language })
+        else {
+            throw ParleyError(.notFound, code: "template_not_found", message: "No template '\(request.name)' in \(request.language) is set up for this app.")
+        }
+        guard request.parameters.count == template.parameterCount else {
+            throw ParleyError.invalidField("parameters", "This template takes \(template.parameterCount) parameters.")
+        }
+        for parameter in request.parameters {
+            // WhatsApp refuses parameters with new lines, tabs or more than four spaces in a row.
+            guard (1...1024).contains(parameter.count), !parameter.contains(where: { $0 == "\n" || $0 == "\t" || $0 == "\r" }),
+                !parameter.contains("     ")
+            else {
+                throw ParleyError.invalidField("parameters", "A parameter is 1-1024 characters without new lines, tabs or runs of spaces.")
+            }
+        }
+        let message = SendMessageRequest(clientMessageId: request.clientMessageId, text: template.filled(request.parameters), conversationId: conversationId)
+        return try await conversations.send(.agent(agent), message, content: .template(template, parameters: request.parameters))
+    }
+
+    /// "Test connection": asks the Cloud API for the phone number with the stored token.
+    public func test(_ admin: AgentPrincipal, appId: AppID) async throws -> ChannelTestDTO {
+        try admin.require(.admin)
+        guard let (record, secrets) = try await secrets(of: appId), record.brandId == admin.brandId else {
+            throw ParleyError.notFound("Channel connection")
+        }
+        do {
+            let number = try await api.phoneNumber(phoneNumberId: record.externalId, token: secrets.accessToken)
+            let name = [number.verifiedName, number.displayPhoneNumber].compactMap { $0 }.joined(separator: ", ")
+            return ChannelTestDTO(ok: true, message: name.isEmpty ? "WhatsApp answered: the connection works." : "Connected to \(name).")
+        } catch let refused as DeliveryRefused {
+            return ChannelTestDTO(ok: false, message: refused.message, errorCode: refused.code)
+        } catch let failure as JobFailure {
+            if case .retry(let reason, _) = failure {
+                return ChannelTestDTO(ok: false, message: "WhatsApp could not be reached (\(reason)).", errorCode: "unreachable")
+            }
+            return ChannelTestDTO(ok: false, message: "WhatsApp answered with something Parley does not understand.", errorCode: "unexpected_answer")
+        }
+    }
+
+    /// Seals every connection's secrets with the current key (after a key rotation; the previous
+    /// keys open them). Returns how many were re-sealed.
+    static func reseal(store: Store, secrets: SecretBox) async throws -> Int {
+        try await store.write { repo in
+            var count = 0
+            for var record in try await repo.channelConnections() where !secrets.isCurrent(record.sealedSecrets) {
+                record.sealedSecrets = try secrets.seal(try secrets.open(record.sealedSecrets))
+                try await repo.saveChannelConnection(record)
+                count += 1
+            }
+            return count
+        }
+    }
+
+    func secrets(of appId: AppID) async throws -> (ChannelConnectionRecord, Secrets)? {
         guard let record = try await store.read({ repo in try await repo.channelConnection(appId: appId) }), record.channel == .whatsapp else {
             return nil
         }
@@ -98,59 +218,185 @@ public struct WhatsAppChannel: Sendable {
     }
 
     /// A signed notification. The signature is checked before the body is even parsed; a bad or
-    /// missing one is refused with 401 and nothing is stored (the body is never logged). Each
-    /// message is appended with its `wamid` as the client message id, so Meta's retries are answered
-    /// with the stored message, never a second one.
-    public func receive(appId: AppID, signature: String?, body: Data) async throws -> Int {
+    /// missing one is refused with 401 and nothing is stored (the body is never logged). A good one
+    /// is stored as a job and answered at once (Meta wants its 200 quickly and retries otherwise);
+    /// the job appends its messages, each with its `wamid` as the client message id, so Meta's
+    /// retries are answered with the stored message, never a second one.
+    public func receive(appId: AppID, signature: String?, body: Data) async throws {
         let unauthorized = ParleyError(.unauthorized, code: "invalid_signature", message: "The X-Hub-Signature-256 header is missing or wrong.")
         guard let signature, signature.hasPrefix("sha256="), let expected = Data(hex: String(signature.dropFirst(7))),
             let (connection, secrets) = try await secrets(of: appId)
         else {
             logger.notice("refused a WhatsApp webhook without a valid signature", metadata: ["app": "\(appId)"])
+            metrics.webhooksRefused.increment()
             throw unauthorized
         }
         guard HMAC<SHA256>.isValidAuthenticationCode(expected, authenticating: body, using: SymmetricKey(data: Data(secrets.appSecret.utf8))) else {
             logger.notice("refused a WhatsApp webhook with a wrong signature", metadata: ["app": "\(appId)"])
+            metrics.webhooksRefused.increment()
             throw unauthorized
         }
-        let notification: WhatsAppNotification
-        do {
-            notification = try JSONDecoder().decode(WhatsAppNotification.self, from: body)
-        } catch {
+        guard (try? JSONDecoder().decode(WhatsAppNotification.self, from: body)) != nil else {
             throw ParleyError(.badRequest, code: "invalid_json", message: "The notification is not the Cloud API's JSON.")
         }
-        var appended = 0
+        // One lane per app: notifications are processed in the order they arrived. The body's hash
+        // is the dedupe key: Meta's retry of a notification not yet processed is not queued twice.
+        let digest = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
+        try await jobs.enqueue(
+            Self.webhookJob, WebhookJob(appId: appId, body: String(decoding: body, as: UTF8.self)), brandId: connection.brandId,
+            lane: "in:\(appId)", dedupeKey: "whatsapp:\(appId):\(digest)")
+    }
+
+    struct WebhookJob: Codable, Sendable {
+        var appId: AppID
+        var body: String
+    }
+
+    /// Processes a stored notification: messages are appended (media is fetched by its own job),
+    /// statuses move agents' messages to delivered, read or failed.
+    func process(_ job: WebhookJob) async throws {
+        guard let (connection, _) = try await secrets(of: job.appId) else { return }  // disconnected since
+        let notification = try JSONDecoder().decode(WhatsAppNotification.self, from: Data(job.body.utf8))
         for change in notification.entry.flatMap(\.changes) where change.field == "messages" {
             let value = change.value
             guard value.metadata?.phoneNumberId == connection.externalId else {
-                logger.notice("a WhatsApp notification for another phone number id was ignored", metadata: ["app": "\(appId)"])
+                logger.notice("a WhatsApp notification for another phone number id was ignored", metadata: ["app": "\(job.appId)"])
                 continue
             }
             let names = Dictionary((value.contacts ?? []).map { ($0.waId, $0.profile?.name) }, uniquingKeysWith: { first, _ in first })
             for message in value.messages ?? [] {
                 try await append(message, name: names[message.from] ?? nil, connection: connection)
-                appended += 1
+            }
+            for status in value.statuses ?? [] {
+                try await conversations.providerStatus(channel: .whatsapp, providerMessageId: status.id, status: status.providerStatus)
             }
         }
-        return appended
     }
 
     private func append(_ message: WhatsAppNotification.Message, name: String?, connection: ChannelConnectionRecord) async throws {
         guard !message.from.isEmpty, message.from.count <= 32, message.from.allSatisfy({ $0.isASCII && $0.isNumber }),
             (1...128).contains(message.id.utf8.count)
-        else { throw ParleyError.invalidField("messages", "A message has no valid sender or id.") }
+        else {
+            logger.notice("a WhatsApp message without a valid sender or id was ignored", metadata: ["app": "\(connection.appId)"])
+            return
+        }
         let consumer = try await consumer(waId: message.from, name: name, connection: connection)
+        let principal = ConsumerPrincipal(consumerId: consumer.id, brandId: connection.brandId, appId: connection.appId)
+        if let media = message.media {
+            // Fetched by its own job (with retries), then through the same pipeline as an upload.
+            try await jobs.enqueue(
+                Self.mediaJob,
+                MediaJob(
+                    appId: connection.appId, consumerId: consumer.id, wamid: message.id, type: message.type, mediaId: media.id,
+                    fileName: media.filename, caption: media.caption),
+                brandId: connection.brandId, dedupeKey: "whatsapp-media:\(message.id)")
+            return
+        }
         let text: String
         switch message.type {
         case "text": text = message.text?.body ?? ""
         default:
-            // Media (audio, image, document) is fetched by a later step of the channels work; until
-            // then the agent sees what arrived rather than nothing, and never an error.
-            text = "[WhatsApp \(message.type) message: not shown in Parley yet]"
+            // Location, contacts, stickers, reactions, interactive replies...: the agent sees what
+            // arrived rather than nothing, and never an error.
+            text = "[unsupported WhatsApp message: \(message.type.prefix(32))]"
         }
-        let request = SendMessageRequest(clientMessageId: message.id, text: String(text.prefix(4096)), channel: .whatsapp)
-        _ = try await conversations.send(
-            .consumer(ConsumerPrincipal(consumerId: consumer.id, brandId: connection.brandId, appId: connection.appId)), request)
+        try await appendText(text.isEmpty ? "[empty WhatsApp message]" : text, wamid: message.id, principal)
+    }
+
+    private func appendText(_ text: String, wamid: String, _ principal: ConsumerPrincipal) async throws {
+        let request = SendMessageRequest(clientMessageId: wamid, text: String(text.prefix(4096)), channel: .whatsapp)
+        _ = try await conversations.send(.consumer(principal), request, content: .text(request.text))
+    }
+
+    struct MediaJob: Codable, Sendable {
+        var appId: AppID
+        var consumerId: ConsumerID
+        var wamid: String
+        /// `audio`, `image`, `document`, `video`, `sticker`.
+        var type: String
+        var mediaId: String
+        var fileName: String?
+        var caption: String?
+    }
+
+    /// Fetches a received media from Meta (its URL from `GET /{media-id}`, then the file, both with
+    /// the access token; only from allowed hosts; at most the brand's limit; within the provider
+    /// timeout) and hands it to the voice or attachment pipeline. What cannot be accepted becomes a
+    /// line saying so, so the agent knows something arrived.
+    func fetchMedia(_ job: MediaJob) async throws {
+        guard let (connection, secrets) = try await secrets(of: job.appId) else { return }
+        let principal = ConsumerPrincipal(consumerId: job.consumerId, brandId: connection.brandId, appId: connection.appId)
+        let what = job.type == "audio" ? "voice message" : job.type == "image" ? "image" : job.type == "document" ? "file" : "\(job.type.prefix(16)) message"
+        guard job.type == "audio" || job.type == "image" || job.type == "document" else {
+            try await appendText("[unsupported WhatsApp \(what)]", wamid: job.wamid, principal)
+            return
+        }
+        let cap: Int
+        if job.type == "audio" {
+            cap = voice.maxUploadBytes
+        } else {
+            let settings = try await store.read { repo in try await repo.brandSettings(brandId: connection.brandId) }
+            cap = attachments.cap(settings)
+        }
+        let info: WhatsAppAPI.MediaInfo
+        do {
+            info = try await api.mediaInfo(mediaId: job.mediaId, token: secrets.accessToken)
+        } catch let refused as DeliveryRefused {
+            try await appendText("[WhatsApp \(what) could not be fetched: \(refused.message)]", wamid: job.wamid, principal)
+            return
+        }
+        if let size = info.fileSize, size > cap {
+            try await appendText("[WhatsApp \(what) not accepted: it is larger than \(cap / (1024 * 1024)) MB]", wamid: job.wamid, principal)
+            return
+        }
+        let partial = blobs.partialFile()
+        defer { try? FileManager.default.removeItem(at: partial) }
+        let fetched: (status: Int, bytes: Int, contentType: String?)
+        do {
+            fetched = try await api.http.download(
+                info.url, headers: HTTPHeaders([("Authorization", "Bearer \(secrets.accessToken)")]), allowed: mediaHosts, maxBytes: cap,
+                into: partial)
+        } catch let failure as ProviderHTTP.Failure {
+            switch failure {
+            case .hostNotAllowed(let host):
+                logger.warning("a WhatsApp media URL on a host that is not allowed was refused", metadata: ["host": "\(host)", "app": "\(job.appId)"])
+                try await appendText("[WhatsApp \(what) not fetched: its address is not on WhatsApp's media host]", wamid: job.wamid, principal)
+                return
+            case .tooLarge:
+                try await appendText("[WhatsApp \(what) not accepted: it is larger than \(cap / (1024 * 1024)) MB]", wamid: job.wamid, principal)
+                return
+            case .unreachable, .noAnswer:
+                throw JobFailure.retry(failure.description)
+            }
+        }
+        guard (200..<300).contains(fetched.status) else {
+            if fetched.status == 429 || fetched.status >= 500 || fetched.status == 404 {
+                // 404: the short-lived URL expired; the next attempt asks for a new one.
+                throw JobFailure.retry("the media host answered \(fetched.status)")
+            }
+            try await appendText("[WhatsApp \(what) could not be fetched (HTTP \(fetched.status))]", wamid: job.wamid, principal)
+            return
+        }
+        guard fetched.bytes > 0 else {
+            try await appendText("[WhatsApp \(what) arrived empty]", wamid: job.wamid, principal)
+            return
+        }
+        do {
+            if job.type == "audio" {
+                _ = try await voice.receiveFromChannel(principal, clientMessageId: job.wamid, file: partial, size: fetched.bytes)
+            } else {
+                _ = try await attachments.receiveFromChannel(
+                    principal, clientMessageId: job.wamid, file: partial, size: fetched.bytes, fileName: job.fileName)
+            }
+        } catch let error as ParleyError where error.kind == .unavailable || error.kind == .rateLimited {
+            throw JobFailure.retry(error.message)  // busy or the scanner is away: later
+        } catch let error as ParleyError {
+            try await appendText("[WhatsApp \(what) not accepted: \(error.message)]", wamid: job.wamid, principal)
+            return
+        }
+        if let caption = job.caption?.trimmingCharacters(in: .whitespacesAndNewlines), !caption.isEmpty {
+            try await appendText(caption, wamid: "\(job.wamid):caption", principal)
+        }
     }
 
     /// The customer, by their WhatsApp id within the brand (external id `whatsapp:<wa_id>`).
@@ -187,6 +433,36 @@ struct WhatsAppNotification: Decodable {
         var metadata: Metadata?
         var contacts: [Contact]?
         var messages: [Message]?
+        var statuses: [Status]?
+    }
+    /// A status of a message the business sent (Meta's "status messages webhook reference").
+    struct Status: Decodable {
+        struct ErrorInfo: Decodable {
+            struct ErrorData: Decodable { var details: String? }
+            var code: Int?
+            var title: String?
+            var message: String?
+            var errorData: ErrorData?
+            enum CodingKeys: String, CodingKey { case code, title, message, errorData = "error_data" }
+        }
+        var id: String
+        var status: String
+        var errors: [ErrorInfo]?
+
+        var providerStatus: ProviderStatus {
+            switch status {
+            case "delivered": return .delivered
+            case "read", "played": return .read
+            case "failed":
+                let error = errors?.first
+                let code = error?.code
+                return .failed(
+                    code: code.map(String.init) ?? "failed",
+                    message: WhatsAppAPI.sentence(code: code, fallback: error?.errorData?.details ?? error?.message ?? error?.title),
+                    retryable: code.map(WhatsAppAPI.final.contains) != true)
+            default: return .sent
+            }
+        }
     }
     struct Metadata: Decodable {
         var phoneNumberId: String
@@ -200,10 +476,32 @@ struct WhatsAppNotification: Decodable {
     }
     struct Message: Decodable {
         struct Text: Decodable { var body: String }
+        /// `audio`, `image`, `document`, `video`, `sticker`: the media's id and what came with it.
+        struct Media: Decodable {
+            var id: String
+            var filename: String?
+            var caption: String?
+        }
         var from: String
         var id: String
         var type: String
         var text: Text?
+        var audio: Media?
+        var image: Media?
+        var document: Media?
+        var video: Media?
+        var sticker: Media?
+
+        var media: Media? {
+            switch type {
+            case "audio": audio
+            case "image": image
+            case "document": document
+            case "video": video
+            case "sticker": sticker
+            default: nil
+            }
+        }
     }
 
     var object: String

@@ -3,15 +3,24 @@ import Hummingbird
 import NIOCore
 import ParleyAPI
 import ParleyDomain
+import ParleyStore
 
 /// Messaging channels: admins connect an app to its provider; providers call the webhooks.
 struct ChannelController {
     let whatsapp: WhatsAppChannel
+    let conversations: ConversationService
+    let store: Store
     let configuration: ParleyConfiguration
 
     func addRoutes(to routes: RouteGroups) {
         routes.admins.put("/v1/apps/{appId}/whatsapp", use: connectWhatsApp)
         routes.admins.get("/v1/apps/{appId}/whatsapp", use: whatsAppConnection)
+        routes.admins.put("/v1/apps/{appId}/whatsapp/templates", use: setTemplates)
+        routes.admins.post("/v1/apps/{appId}/whatsapp/test", use: testWhatsApp)
+        routes.admins.get("/v1/jobs", use: jobs)
+        routes.agents.get("/v1/channels", use: channels)
+        routes.agents.post("/v1/conversations/{conversationId}/template", use: sendTemplate)
+        routes.agents.post("/v1/messages/{messageId}/retry", use: retry)
         // Providers carry no session: the signature (or the verify token) is the authentication.
         routes.open.get("/v1/webhooks/whatsapp/{appId}", use: verifyWhatsApp)
         routes.open.post("/v1/webhooks/whatsapp/{appId}", use: receiveWhatsApp)
@@ -31,6 +40,52 @@ struct ChannelController {
         JSONResponse(.ok, try await whatsapp.connection(context.requireAgent(), appId: appId(context)))
     }
 
+    @Sendable func setTemplates(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ChannelConnectionDTO> {
+        let admin = try context.requireAgent()
+        let body = try await request.decodeJSON(WhatsAppTemplatesRequest.self, limit: configuration.maxJSONBodyBytes)
+        return JSONResponse(.ok, try await whatsapp.setTemplates(admin, appId: appId(context), body))
+    }
+
+    @Sendable func testWhatsApp(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ChannelTestDTO> {
+        JSONResponse(.ok, try await whatsapp.test(context.requireAgent(), appId: appId(context)))
+    }
+
+    /// The brand's jobs in one state (`failed` by default): what could not be delivered or fetched.
+    @Sendable func jobs(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<JobDTO>> {
+        let admin = try context.requireAgent()
+        try admin.require(.admin)
+        let raw = request.uri.queryParameters["state"].map(String.init) ?? "failed"
+        guard let state = JobState(rawValue: raw) else {
+            throw ParleyError.invalidField("state", "'state' is queued, running or failed.")
+        }
+        let jobs = try await store.read { repo in try await repo.jobs(brandId: admin.brandId, state: state, limit: 200) }
+        return JSONResponse(.ok, ListResponse(items: jobs.map {
+            JobDTO(
+                id: $0.seq, kind: $0.kind, state: $0.state.rawValue, attempts: $0.attempts, lastError: $0.lastError, runAt: $0.runAt,
+                createdAt: $0.createdAt, updatedAt: $0.updatedAt)
+        }))
+    }
+
+    /// What each channel can carry (ParleyDomain's channel rules).
+    @Sendable func channels(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<ChannelRulesDTO>> {
+        _ = try context.requireAgent()
+        return JSONResponse(.ok, ListResponse(items: Channel.allCases.map { ChannelRules.of($0).dto }))
+    }
+
+    @Sendable func sendTemplate(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {
+        let agent = try context.requireAgent()
+        let id = try context.id("conversationId", as: ConversationID.self, what: "Conversation")
+        let body = try await request.decodeJSON(SendTemplateRequest.self, limit: configuration.maxJSONBodyBytes)
+        let response = try await whatsapp.sendTemplate(agent, conversationId: id, body)
+        return JSONResponse(response.created ? .created : .ok, response)
+    }
+
+    @Sendable func retry(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<MessageDTO> {
+        let agent = try context.requireAgent()
+        let id = try context.id("messageId", as: MessageID.self, what: "Message")
+        return JSONResponse(.ok, try await conversations.retryDelivery(agent, messageId: id))
+    }
+
     @Sendable func verifyWhatsApp(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let query = request.uri.queryParameters
         let challenge = try await whatsapp.verify(
@@ -48,7 +103,7 @@ struct ChannelController {
         } catch {
             throw ParleyError(.payloadTooLarge, code: "body_too_large", message: "A webhook body is at most \(WhatsAppChannel.maxWebhookBytes) bytes.")
         }
-        _ = try await whatsapp.receive(appId: id, signature: request.headers[.init("X-Hub-Signature-256")!], body: Data(buffer: buffer))
+        try await whatsapp.receive(appId: id, signature: request.headers[.init("X-Hub-Signature-256")!], body: Data(buffer: buffer))
         return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: "{}")))
     }
 }

@@ -58,6 +58,35 @@ public struct AttachmentService: Sendable {
         defer { try? FileManager.default.removeItem(at: partial) }
         let size = try await receiver.receiveWhole(
             body, into: partial, maxBytes: cap, tooLarge: tooLarge, empty: "The attachment has no bytes.", emptyCode: "empty_attachment")
+        return try await ingest(partial, size: size, principal: principal, request: request, fileName: fileName, settings: settings)
+    }
+
+    /// The largest attachment the brand accepts (within the server's cap).
+    func cap(_ settings: BrandSettingsDTO) -> Int { min(maxUploadBytes, settings.attachmentMaxMegabytes * 1024 * 1024) }
+
+    /// An image or file a messaging channel delivered (fetched from the provider into `file`): the
+    /// same type check, brand rules, scan and thumbnail as an upload, appended with the provider's
+    /// message id as its client message id (a redelivery returns the stored message).
+    func receiveFromChannel(
+        _ consumer: ConsumerPrincipal, clientMessageId: String, file: URL, size: Int, fileName: String?
+    ) async throws -> SendMessageResponse {
+        let principal = Principal.consumer(consumer)
+        if let original = try await conversations.retriedUpload(principal, clientMessageId: clientMessageId, kind: .attachment) { return original }
+        let settings = try await store.read { repo in try await repo.brandSettings(brandId: consumer.brandId) }
+        if settings.attachmentGroups.isEmpty {
+            throw ParleyError(.forbidden, code: "attachments_disabled", message: "This brand does not accept attachments.")
+        }
+        guard size <= cap(settings) else { throw AttachmentRules.tooLarge(megabytes: cap(settings) / (1024 * 1024)) }
+        let request = SendMessageRequest(clientMessageId: clientMessageId, text: "")
+        return try await uploads.run(consumer: principal.participant.id, address: nil) {
+            try await ingest(file, size: size, principal: principal, request: request, fileName: fileName, settings: settings)
+        }
+    }
+
+    /// Type, brand rules, scan, thumbnail, then the message.
+    private func ingest(
+        _ partial: URL, size: Int, principal: Principal, request: SendMessageRequest, fileName: String?, settings: BrandSettingsDTO
+    ) async throws -> SendMessageResponse {
         let header = try FileHandle(forReadingFrom: partial).readToEndLimited(AttachmentRules.headerLength)
         guard let type = AttachmentRules.sniff([UInt8](header)) else {
             throw ParleyError(

@@ -23,6 +23,8 @@ struct ConversationAppend: Sendable {
     private(set) var message: MessageDTO?
     private var voice: VoiceRecord?
     private var attachment: AttachmentRecord?
+    /// The logged message's delivery through a messaging channel, and the job that sends it.
+    private var delivery: (ChannelDeliveryRecord, JobRecord)?
 
     init(_ conversation: ConversationDTO, isNew: Bool = false, now: Date) {
         self.conversation = conversation
@@ -63,10 +65,37 @@ struct ConversationAppend: Sendable {
         conversation.lastMessageKind = message.kind
         conversation.lastMessageAt = now
         conversation.updatedAt = now
+        if message.senderKind == .consumer, ChannelRules.of(conversation.channel).replyWindowHours != nil {
+            conversation.lastConsumerMessageAt = now
+            conversation.replyWindowEndsAt = ChannelRules.of(conversation.channel).replyWindowEnd(lastConsumerMessageAt: now)
+        }
         self.message = message
         self.voice = voice
         self.attachment = attachment
         return message
+    }
+
+    /// Queues the logged message for delivery through the conversation's messaging channel: its
+    /// delivery row (`queued`) and its send job are written with it. Returns the message with its
+    /// delivery.
+    mutating func queueDelivery(_ job: JobRecord) -> MessageDTO {
+        guard var message else { preconditionFailure("log the message first") }
+        let record = ChannelDeliveryRecord(
+            messageId: message.id, brandId: conversation.brandId, conversationId: conversation.id, channel: conversation.channel,
+            state: .queued, updatedAt: now)
+        message.channelDelivery = record.dto
+        self.message = message
+        delivery = (record, job)
+        return message
+    }
+
+    /// Logs a change of a message's channel delivery (a failure, or a retry queued); the event
+    /// carries the message as it now is.
+    mutating func logDelivery(_ message: MessageDTO) -> ConversationEventDTO {
+        append(event(.delivery, by: ParticipantRef(kind: .system, id: "channel")) {
+            $0.messageId = message.id
+            $0.message = message
+        })
     }
 
     /// Logs a receipt: the other side's messages up to `upToSeq` reached `state` (already raised).
@@ -124,6 +153,10 @@ struct ConversationAppend: Sendable {
         }
         if let attachment {
             try await repo.insertAttachment(attachment)
+        }
+        if let (record, job) = delivery {
+            try await repo.saveChannelDelivery(record)
+            try await repo.enqueueJob(job)
         }
     }
 

@@ -12,6 +12,8 @@ public struct ConversationService: Sendable {
     let metrics: ParleyMetrics
     let limits: RateLimits
     let clock: any WallClock
+    /// Where agents' messages on messaging channels are queued for delivery (in the message's transaction).
+    let jobs: JobQueue
     let logger: Logger
 
     /// Largest page of a history or list request.
@@ -30,6 +32,9 @@ public struct ConversationService: Sendable {
         case voice(VoiceRecord)
         /// A stored, scanned image or file; the record's message id is the new message's id.
         case attachment(AttachmentRecord)
+        /// An approved template (WhatsApp) with its parameters: the only agent message allowed
+        /// outside a channel's reply window.
+        case template(WhatsAppTemplateDTO, parameters: [String])
     }
 
     /// A text message from `principal` (from `address`, for the rate limits).
@@ -117,6 +122,16 @@ public struct ConversationService: Sendable {
         if let original = try await Self.retried(request, content: content, by: principal, sender: sender, in: repo) { return original }
         let now = clock.now()
         let (conversation, isNew) = try await Self.conversationToWrite(request, by: principal, in: repo, now: now)
+        let rules = ChannelRules.of(conversation.channel)
+        if sender.kind == .agent {
+            if case .template = content {
+                guard rules.templates else {
+                    throw ParleyError(.unprocessable, code: "templates_not_supported", message: "Templates are sent on WhatsApp only.")
+                }
+            } else {
+                try rules.authorizeFreeForm(lastConsumerMessageAt: conversation.lastConsumerMessageAt, now: now)
+            }
+        }
         let body = try await Self.messageBody(content, sender: sender, in: conversation, repo: repo)
         var log = ConversationAppend(conversation, isNew: isNew, now: now)
         try log.apply(sender.kind == .consumer ? .consumerWrites : .agentWrites, by: sender)
@@ -139,7 +154,22 @@ public struct ConversationService: Sendable {
             attachment = record
         }
         message = log.log(message, preview: body.preview, voice: voice, attachment: attachment)
+        var queued = false
+        if sender.kind == .agent, conversation.channel.isMessagingApp {
+            // Out through the provider, as a durable job committed with the message: nothing the agent
+            // saw acknowledged is lost, and the job's dedupe key makes sure it is queued once.
+            var template: ChannelSendJob.Template?
+            if case .template(let chosen, let parameters) = content {
+                template = .init(name: chosen.name, language: chosen.language, parameters: parameters)
+            }
+            let job = try jobs.make(
+                ChannelSendJob.kind, ChannelSendJob(messageId: message.id, brandId: conversation.brandId, template: template),
+                brandId: conversation.brandId, lane: "send:\(conversation.id)", dedupeKey: "send:\(message.id)")
+            message = log.queueDelivery(job)
+            queued = true
+        }
         try await log.write(in: repo)
+        if queued { jobs.wake() }
         return AppendOutcome(
             message: message, conversation: log.conversation, created: true, conversationCreated: isNew, events: log.events,
             unmaskedForSender: body.unmaskedForSender)
@@ -164,6 +194,9 @@ public struct ConversationService: Sendable {
             return (VoiceRules.transcriptLine(durationMs: voice.durationMs), VoiceRules.preview(durationMs: voice.durationMs), nil)
         case .attachment(let file):
             return (AttachmentRules.transcriptLine(type: file.type, fileName: file.fileName), AttachmentRules.preview(type: file.type, fileName: file.fileName), nil)
+        case .template(let template, let parameters):
+            let text = template.filled(parameters)
+            return (text, MessageRules.preview(of: text), nil)
         }
     }
 
@@ -178,6 +211,7 @@ public struct ConversationService: Sendable {
         case .text(let text): sameContent = existing.kind == .text && existing.text == text
         case .voice: sameContent = existing.kind == .voice
         case .attachment: sameContent = existing.kind == .attachment
+        case .template(let template, let parameters): sameContent = existing.kind == .text && existing.text == template.filled(parameters)
         }
         guard sameContent, request.conversationId == nil || request.conversationId == existing.conversationId else {
             throw ParleyError(

@@ -102,6 +102,31 @@ public struct VoiceService: Sendable {
         defer { try? FileManager.default.removeItem(at: partial) }
         let size = try await UploadReceiver(pace: pace, metrics: metrics)
             .receiveWhole(body, into: partial, maxBytes: maxUploadBytes, tooLarge: tooLarge(), empty: "The upload has no bytes.", emptyCode: "empty_audio")
+        return try await ingest(partial, size: size, principal: principal, request: request, settings: settings, analyzer: analyzer)
+    }
+
+    /// A voice note a messaging channel delivered (fetched from the provider into `file`): the same
+    /// scan, format check, analysis and renditions as an upload, appended with the provider's
+    /// message id as its client message id (a redelivery returns the stored message).
+    func receiveFromChannel(_ consumer: ConsumerPrincipal, clientMessageId: String, file: URL, size: Int) async throws -> SendMessageResponse {
+        let principal = Principal.consumer(consumer)
+        guard let analyzer else {
+            throw ParleyError(.unavailable, code: "voice_unavailable", message: "Voice messages are unavailable: the server has no ffmpeg.")
+        }
+        if let original = try await conversations.retriedUpload(principal, clientMessageId: clientMessageId, kind: .voice) { return original }
+        let settings = try await settings(brandId: consumer.brandId)
+        try VoiceRules.authorize(principal, settings: settings)
+        guard size <= maxUploadBytes else { throw tooLarge() }
+        let request = SendMessageRequest(clientMessageId: clientMessageId, text: "")
+        return try await uploads.run(consumer: principal.participant.id, address: nil) {
+            try await ingest(file, size: size, principal: principal, request: request, settings: settings, analyzer: analyzer)
+        }
+    }
+
+    /// Scan, sniff, measure and store a received file as a voice note.
+    private func ingest(
+        _ partial: URL, size: Int, principal: Principal, request: SendMessageRequest, settings: BrandSettingsDTO, analyzer: AudioAnalyzer
+    ) async throws -> SendMessageResponse {
         // The malware scan comes first, before any decoder touches the bytes. A file with malware is
         // kept (in quarantine) as a blocked message whatever it claims to be, so the sender and the
         // agents see that something was stopped.

@@ -151,9 +151,12 @@ extension SQLRepository: ConversationStore {
             }
         }
         let attachments = try await attachments(of: rows.filter { $0.kind == .attachment }.map(\.id))
+        // Agents' messages may have gone out through a messaging channel.
+        let deliveries = try await channelDeliveries(messageIds: rows.filter { $0.senderKind == .agent }.map(\.id))
         return try rows.map { row in
             var message = try row.dto(voice: voices[row.id])
             message.attachment = attachments[row.id]
+            message.channelDelivery = deliveries[row.id]?.dto
             return message
         }
     }
@@ -216,8 +219,10 @@ struct ConversationRow: TableRow {
     var lastMessageAt: Int64?
     var createdAt: Int64
     var updatedAt: Int64
+    var lastConsumerMessageAt: Int64?
 
     init(_ c: ConversationDTO) {
+        lastConsumerMessageAt = c.lastConsumerMessageAt.map(StoredTime.millis)
         (id, brandId, appId, consumerId, channel, state) = (c.id, c.brandId, c.appId, c.consumerId, c.channel, c.state)
         (assigneeId, lastSeq, lastMessagePreview, lastMessageKind) = (c.assigneeId, c.lastSeq, c.lastMessagePreview, c.lastMessageKind)
         lastMessageAt = c.lastMessageAt.map(StoredTime.millis)
@@ -226,10 +231,15 @@ struct ConversationRow: TableRow {
     }
 
     var dto: ConversationDTO {
-        ConversationDTO(
+        var conversation = ConversationDTO(
             id: id, brandId: brandId, appId: appId, consumerId: consumerId, channel: channel, state: state, assigneeId: assigneeId,
             lastSeq: lastSeq, lastMessagePreview: lastMessagePreview, lastMessageKind: lastMessageKind, lastMessageAt: lastMessageAt.map(StoredTime.date),
             createdAt: StoredTime.date(createdAt), updatedAt: StoredTime.date(updatedAt))
+        if let lastConsumerMessageAt {
+            conversation.lastConsumerMessageAt = StoredTime.date(lastConsumerMessageAt)
+            conversation.replyWindowEndsAt = ChannelRules.of(channel).replyWindowEnd(lastConsumerMessageAt: conversation.lastConsumerMessageAt)
+        }
+        return conversation
     }
 }
 

@@ -1,0 +1,175 @@
+import Foundation
+import Logging
+import ParleyAPI
+import ParleyDomain
+import ParleyStore
+
+/// The durable job that sends one agent message out through its conversation's messaging channel.
+/// Enqueued in the message's own transaction (`ConversationService.append`), one per message
+/// (`dedupeKey: send:<messageId>`), in the conversation's lane so that messages leave in order.
+struct ChannelSendJob: Codable, Sendable {
+    static let kind = "channel.send"
+
+    struct Template: Codable, Sendable {
+        var name: String
+        var language: String
+        var parameters: [String]
+    }
+
+    var messageId: MessageID
+    var brandId: BrandID
+    var template: Template?
+}
+
+/// One provider's outbound side (ARCHITECTURE.md, "Channel connectors").
+protocol OutboundConnector: Sendable {
+    var channel: Channel { get }
+    /// Sends the message; returns the provider's id for it. Throws `JobFailure` (retry, not yet,
+    /// permanent) or `DeliveryRefused` (the provider's own refusal, shown to the agent).
+    func send(_ message: MessageDTO, in conversation: ConversationDTO, template: ChannelSendJob.Template?) async throws -> String
+}
+
+/// A provider refused a message for good: its code and a sentence for the agent.
+struct DeliveryRefused: Error, Sendable {
+    var code: String
+    var message: String
+    /// Whether sending again may work (a retry button for the agent).
+    var retryable: Bool
+}
+
+/// Runs `channel.send` jobs: finds the message and its conversation, skips what was already
+/// accepted (a job re-run after a crash), hands the message to the channel's connector, and records
+/// the outcome on the message's delivery, telling the agents when it failed.
+struct ChannelSender: JobHandler {
+    let kind = ChannelSendJob.kind
+    let store: Store
+    let conversations: ConversationService
+    let connectors: [Channel: any OutboundConnector]
+    let logger: Logger
+
+    func run(_ job: JobRecord) async throws {
+        let payload = try JSONDecoder().decode(ChannelSendJob.self, from: Data(job.payload.utf8))
+        let found = try await store.read { repo -> (MessageDTO, ConversationDTO, ChannelDeliveryRecord)? in
+            guard let message = try await repo.message(brandId: payload.brandId, id: payload.messageId),
+                let conversation = try await repo.conversation(brandId: payload.brandId, id: message.conversationId, lock: false),
+                let delivery = try await repo.channelDelivery(messageId: message.id)
+            else { return nil }
+            return (message, conversation, delivery)
+        }
+        guard let (message, conversation, delivery) = found else { return }  // deleted since: nothing to send
+        guard delivery.providerMessageId == nil, delivery.state != .failed else { return }  // already done
+        guard let connector = connectors[conversation.channel] else {
+            try await conversations.updateDelivery(
+                messageId: message.id, brandId: payload.brandId, state: .failed, errorCode: "channel_not_supported",
+                errorMessage: "Parley cannot send on the \(conversation.channel.rawValue) channel yet.", retryable: false)
+            return
+        }
+        do {
+            let providerId = try await connector.send(message, in: conversation, template: payload.template)
+            try await conversations.updateDelivery(messageId: message.id, brandId: payload.brandId, state: .sent, providerMessageId: providerId)
+        } catch let refused as DeliveryRefused {
+            logger.notice(
+                "a provider refused a message", metadata: ["message": "\(message.id)", "code": "\(refused.code)", "channel": "\(conversation.channel)"])
+            try await conversations.updateDelivery(
+                messageId: message.id, brandId: payload.brandId, state: .failed, errorCode: refused.code, errorMessage: refused.message,
+                retryable: refused.retryable)
+        }
+    }
+
+    func gaveUp(_ job: JobRecord, reason: String) async {
+        guard let payload = try? JSONDecoder().decode(ChannelSendJob.self, from: Data(job.payload.utf8)) else { return }
+        try? await conversations.updateDelivery(
+            messageId: payload.messageId, brandId: payload.brandId, state: .failed, errorCode: "not_sent",
+            errorMessage: "The message could not be sent after \(job.attempts) attempts (\(reason)).", retryable: true)
+    }
+}
+
+extension ConversationService {
+    /// Records a message's channel delivery. A failure (or a failure cleared by a retry) is logged
+    /// as a `delivery` event, so every agent sees it at once and it stays in the conversation's history.
+    func updateDelivery(
+        messageId: MessageID, brandId: BrandID, state: ChannelDeliveryState, providerMessageId: String? = nil, errorCode: String? = nil,
+        errorMessage: String? = nil, retryable: Bool = false
+    ) async throws {
+        let outcome = try await store.write { repo -> (ConversationEventDTO, ConversationDTO)? in
+            guard var delivery = try await repo.channelDelivery(messageId: messageId), delivery.brandId == brandId else { return nil }
+            let wasFailed = delivery.state == .failed
+            delivery.state = state
+            delivery.providerMessageId = providerMessageId ?? delivery.providerMessageId
+            (delivery.errorCode, delivery.errorMessage, delivery.retryable) = state == .failed ? (errorCode, errorMessage, retryable) : (nil, nil, false)
+            delivery.updatedAt = clock.now()
+            try await repo.saveChannelDelivery(delivery)
+            guard state == .failed || wasFailed,
+                let conversation = try await repo.conversation(brandId: brandId, id: delivery.conversationId, lock: true),
+                let message = try await repo.message(brandId: brandId, id: messageId)
+            else { return nil }
+            var log = ConversationAppend(conversation, now: clock.now())
+            let event = log.logDelivery(message)
+            try await log.write(in: repo)
+            return (event, log.conversation)
+        }
+        if let (event, conversation) = outcome {
+            await publish(.event(event), to: .agents(brandId: conversation.brandId))
+        }
+    }
+
+    /// `POST /v1/messages/{id}/retry`: an agent sends a failed message again (a new job; the
+    /// provider never got the failed one, so nothing is sent twice).
+    public func retryDelivery(_ agent: AgentPrincipal, messageId: MessageID) async throws -> MessageDTO {
+        let job = try await store.read { repo -> JobRecord in
+            guard let message = try await repo.message(brandId: agent.brandId, id: messageId),
+                let delivery = try await repo.channelDelivery(messageId: messageId), delivery.brandId == agent.brandId
+            else { throw ParleyError.notFound("Message") }
+            guard delivery.state == .failed, delivery.retryable else {
+                throw ParleyError(.conflict, code: "not_retryable", message: "Only a failed message that can be sent again is retried.")
+            }
+            let conversation = try await Self.authorizedConversation(.agent(agent), id: message.conversationId, in: repo, lock: false)
+            try ChannelRules.of(conversation.channel).authorizeFreeForm(lastConsumerMessageAt: conversation.lastConsumerMessageAt, now: clock.now())
+            return try jobs.make(
+                ChannelSendJob.kind, ChannelSendJob(messageId: messageId, brandId: agent.brandId, template: nil), brandId: agent.brandId,
+                lane: "send:\(conversation.id)", dedupeKey: "send:\(messageId):\(StoredTime.millis(clock.now()))")
+        }
+        try await updateDelivery(messageId: messageId, brandId: agent.brandId, state: .queued)
+        try await store.write { repo in try await repo.enqueueJob(job) }
+        jobs.wake()
+        guard let message = try await store.read({ repo in try await repo.message(brandId: agent.brandId, id: messageId) }) else {
+            throw ParleyError.notFound("Message")
+        }
+        return message
+    }
+
+    /// A provider's status callback: `delivered`/`read` become the customer's receipts (the same
+    /// ticks as on the web); `failed` marks the message failed with the provider's error. An unknown
+    /// provider id is ignored (a status for a message sent outside Parley).
+    func providerStatus(
+        channel: Channel, providerMessageId: String, status: ProviderStatus
+    ) async throws {
+        guard let delivery = try await store.read({ repo in try await repo.channelDelivery(channel: channel, providerMessageId: providerMessageId) }) else {
+            return
+        }
+        switch status {
+        case .sent:
+            return
+        case .delivered, .read:
+            guard let (conversation, seq) = try await store.read({ repo -> (ConversationDTO, Int64)? in
+                guard let conversation = try await repo.conversation(brandId: delivery.brandId, id: delivery.conversationId, lock: false),
+                    let message = try await repo.message(brandId: delivery.brandId, id: delivery.messageId)
+                else { return nil }
+                return (conversation, message.seq)
+            }) else { return }
+            let consumer = ConsumerPrincipal(consumerId: conversation.consumerId, brandId: conversation.brandId, appId: conversation.appId)
+            _ = try await receipt(.consumer(consumer), conversationId: conversation.id, ReceiptRequest(upToSeq: seq, state: status == .read ? .read : .delivered))
+        case .failed(let code, let message, let retryable):
+            try await updateDelivery(
+                messageId: delivery.messageId, brandId: delivery.brandId, state: .failed, errorCode: code, errorMessage: message, retryable: retryable)
+        }
+    }
+}
+
+/// A provider's status for a message it accepted.
+enum ProviderStatus: Sendable, Equatable {
+    case sent
+    case delivered
+    case read
+    case failed(code: String, message: String, retryable: Bool)
+}

@@ -1,0 +1,154 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import ParleyDomain
+
+/// Parley's calls to messaging providers (their APIs and their media hosts), over one shared
+/// AsyncHTTPClient: no redirects are followed (a redirect could point anywhere), every call has a
+/// deadline, and every answer a size cap.
+public struct ProviderHTTP: Sendable {
+    let client: HTTPClient
+    /// The whole exchange's deadline.
+    let timeout: Duration
+
+    public static func makeClient(connectTimeoutSeconds: Int = 5, readTimeoutSeconds: Int) -> HTTPClient {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(Int64(connectTimeoutSeconds)), read: .seconds(Int64(readTimeoutSeconds))))
+        configuration.connectionPool = .init(idleTimeout: .seconds(60))
+        configuration.httpVersion = .automatic
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    /// What a provider answered.
+    struct Answer: Sendable {
+        var status: Int
+        var headers: HTTPHeaders
+        var body: Data
+
+        /// `Retry-After` in seconds, when the provider gave one.
+        var retryAfter: Duration? {
+            headers.first(name: "Retry-After").flatMap(Int.init).map { .seconds(min(max($0, 1), 3600)) }
+        }
+    }
+
+    /// Why a call did not get an answer.
+    enum Failure: Error, CustomStringConvertible {
+        /// The request may not have reached the provider (connection refused, DNS): safe to retry.
+        case unreachable(String)
+        /// The request was sent and no answer came in time: the provider may have acted on it.
+        case noAnswer(String)
+        /// The answer was larger than allowed.
+        case tooLarge(Int)
+        /// The URL is not on the allow-list (a media URL pointing elsewhere).
+        case hostNotAllowed(String)
+
+        var description: String {
+            switch self {
+            case .unreachable(let detail): "the provider could not be reached (\(detail))"
+            case .noAnswer(let detail): "the provider did not answer in time (\(detail))"
+            case .tooLarge(let limit): "the answer is larger than \(limit) bytes"
+            case .hostNotAllowed(let host): "\(host) is not an allowed media host"
+            }
+        }
+    }
+
+    /// One request; the answer's body is read up to `maxBytes`.
+    func send(_ request: HTTPClientRequest, maxBytes: Int = 1024 * 1024) async throws -> Answer {
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, timeout: TimeAmount.nanoseconds(Int64(timeout.seconds * 1e9)))
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+            throw Failure.noAnswer("\(error)")
+        } catch let error as HTTPClientError where error == .remoteConnectionClosed {
+            throw Failure.noAnswer("\(error)")
+        } catch {
+            throw Failure.unreachable("\(error)")
+        }
+        var body = Data()
+        do {
+            for try await chunk in response.body {
+                body.append(contentsOf: chunk.readableBytesView)
+                if body.count > maxBytes { throw Failure.tooLarge(maxBytes) }
+            }
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure.noAnswer("\(error)")
+        }
+        return Answer(status: Int(response.status.code), headers: response.headers, body: body)
+    }
+
+    /// Streams a media file from `url` into `file`, refusing a URL whose origin is not allowed and
+    /// stopping as soon as the file passes `maxBytes`. Returns the status and the bytes written
+    /// (non-2xx answers write nothing).
+    func download(
+        _ url: String, headers: HTTPHeaders, allowed: MediaHostAllowList, maxBytes: Int, into file: URL
+    ) async throws -> (status: Int, bytes: Int, contentType: String?) {
+        guard allowed.allows(url) else { throw Failure.hostNotAllowed(URLComponents(string: url)?.host ?? url) }
+        var request = HTTPClientRequest(url: url)
+        request.headers = headers
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, timeout: TimeAmount.nanoseconds(Int64(timeout.seconds * 1e9)))
+        } catch {
+            throw Failure.unreachable("\(error)")
+        }
+        guard (200..<300).contains(Int(response.status.code)) else {
+            return (Int(response.status.code), 0, nil)
+        }
+        if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length > maxBytes {
+            throw Failure.tooLarge(maxBytes)
+        }
+        guard FileManager.default.createFile(atPath: file.path, contents: nil), let handle = try? FileHandle(forWritingTo: file) else {
+            throw Failure.unreachable("the media file could not be created")
+        }
+        defer { try? handle.close() }
+        var written = 0
+        do {
+            for try await chunk in response.body {
+                written += chunk.readableBytes
+                if written > maxBytes { throw Failure.tooLarge(maxBytes) }
+                try handle.write(contentsOf: chunk.readableBytesView)
+            }
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure.noAnswer("\(error)")
+        }
+        return (Int(response.status.code), written, response.headers.first(name: "Content-Type"))
+    }
+}
+
+/// The origins media may be fetched from: `lookaside.fbsbx.com` (HTTPS, any port 443) or a full
+/// origin like `http://127.0.0.1:8123` (a local test endpoint). A media URL elsewhere is refused
+/// before any connection is made, so a forged webhook cannot make Parley fetch internal addresses.
+public struct MediaHostAllowList: Sendable, Hashable {
+    struct Origin: Hashable {
+        var scheme: String
+        var host: String
+        var port: Int
+    }
+    let origins: Set<Origin>
+
+    public init(_ entries: [String]) {
+        var origins: Set<Origin> = []
+        for entry in entries.map({ $0.trimmingCharacters(in: .whitespaces) }) where !entry.isEmpty {
+            if entry.contains("://"), let url = URLComponents(string: entry), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() {
+                origins.insert(Origin(scheme: scheme, host: host, port: url.port ?? (scheme == "http" ? 80 : 443)))
+            } else {
+                origins.insert(Origin(scheme: "https", host: entry.lowercased(), port: 443))
+            }
+        }
+        self.origins = origins
+    }
+
+    public func allows(_ url: String) -> Bool {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            let host = components.host?.lowercased(), components.user == nil, components.password == nil
+        else { return false }
+        let port = components.port ?? (scheme == "http" ? 80 : 443)
+        return origins.contains(Origin(scheme: scheme, host: host, port: port))
+    }
+}

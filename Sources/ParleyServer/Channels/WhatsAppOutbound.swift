@@ -1,0 +1,126 @@
+import Foundation
+import ParleyAPI
+import ParleyDomain
+import ParleyMedia
+import ParleyStore
+
+/// WhatsApp's outbound side: agents' texts, voice notes (the Ogg/Opus rendition, mono, as a voice
+/// message: WhatsApp keeps the play button up to 512 KB, larger goes as basic audio), images and
+/// files (uploaded through the media endpoint first) and templates.
+struct WhatsAppOutbound: OutboundConnector {
+    let channel = Channel.whatsapp
+    let whatsapp: WhatsAppChannel
+
+    func send(_ message: MessageDTO, in conversation: ConversationDTO, template: ChannelSendJob.Template?) async throws -> String {
+        guard let (connection, secrets) = try await whatsapp.secrets(of: conversation.appId) else {
+            throw DeliveryRefused(
+                code: "not_connected", message: "This WhatsApp app is not connected: an admin must connect it in Settings.", retryable: true)
+        }
+        let consumer = try await whatsapp.store.read { repo in try await repo.consumer(brandId: conversation.brandId, id: conversation.consumerId) }
+        guard let externalId = consumer?.externalId, externalId.hasPrefix("whatsapp:") else {
+            throw DeliveryRefused(code: "no_recipient", message: "This customer has no WhatsApp number.", retryable: false)
+        }
+        let to = String(externalId.dropFirst("whatsapp:".count))
+        let token = secrets.accessToken
+        let phone = connection.externalId
+        let api = whatsapp.api
+
+        var body: [String: JSONValue] = ["messaging_product": "whatsapp", "recipient_type": "individual", "to": .string(to)]
+        if let template {
+            var components: [JSONValue] = []
+            if !template.parameters.isEmpty {
+                components.append([
+                    "type": "body",
+                    "parameters": .array(template.parameters.map { ["type": "text", "text": .string($0)] }),
+                ])
+            }
+            body["type"] = "template"
+            body["template"] = ["name": .string(template.name), "language": ["code": .string(template.language)], "components": .array(components)]
+        } else {
+            switch message.kind {
+            case .text:
+                body["type"] = "text"
+                body["text"] = ["preview_url": false, "body": .string(message.text)]
+            case .voice:
+                guard let record = try await whatsapp.store.read({ repo in try await repo.voice(messageId: message.id, brandId: conversation.brandId) }) else {
+                    throw JobFailure.permanent("the voice note is gone")
+                }
+                switch record.state {
+                case .processing: throw JobFailure.notYet(after: .seconds(1))
+                case .failed, .blocked:
+                    throw DeliveryRefused(code: "voice_unavailable", message: "The voice note could not be converted, so it was not sent.", retryable: false)
+                case .ready: break
+                }
+                guard let key = record.opusKey, let data = try await whatsapp.blobs.get(key: key) else {
+                    throw JobFailure.permanent("the voice note's Ogg/Opus rendition is missing")
+                }
+                let mediaId = try await api.uploadMedia(phoneNumberId: phone, token: token, file: data, mimeType: "audio/ogg", fileName: "voice.ogg")
+                let rules = ChannelRules.of(.whatsapp)
+                // Over 512 KB WhatsApp shows a download arrow instead of a play button: send it as
+                // plain audio then (still Ogg/Opus, still playable).
+                let isVoice = data.count <= (rules.maxVoiceBytes ?? Int.max)
+                body["type"] = "audio"
+                body["audio"] = isVoice ? ["id": .string(mediaId), "voice": true] : ["id": .string(mediaId)]
+            case .attachment:
+                guard let record = try await whatsapp.store.read({ repo in try await repo.attachment(messageId: message.id, brandId: conversation.brandId) }),
+                    let data = try await whatsapp.blobs.get(key: record.originalKey)
+                else { throw JobFailure.permanent("the attachment is gone") }
+                // WhatsApp shows JPEG and PNG as images; everything else goes as a document.
+                let asImage = record.type == .jpeg || record.type == .png
+                let mediaId = try await api.uploadMedia(
+                    phoneNumberId: phone, token: token, file: data, mimeType: record.type.contentType, fileName: record.fileName)
+                if asImage {
+                    body["type"] = "image"
+                    body["image"] = ["id": .string(mediaId)]
+                } else {
+                    body["type"] = "document"
+                    body["document"] = ["id": .string(mediaId), "filename": .string(record.fileName)]
+                }
+            }
+        }
+        return try await api.sendMessage(phoneNumberId: phone, token: token, body: try JSONEncoder().encode(JSONValue.object(body)))
+    }
+}
+
+/// A JSON value, for request bodies whose shape depends on the message (written by hand: a few
+/// cases, no library needed).
+enum JSONValue: Encodable, Sendable, ExpressibleByStringLiteral, ExpressibleByBooleanLiteral, ExpressibleByDictionaryLiteral {
+    case string(String)
+    case bool(Bool)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    init(stringLiteral value: String) { self = .string(value) }
+    init(booleanLiteral value: Bool) { self = .bool(value) }
+    init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last })) }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .string(let value): try container.encode(value)
+        case .bool(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+}
+
+/// Runs `whatsapp.webhook` jobs.
+struct WhatsAppWebhookHandler: JobHandler {
+    let kind = WhatsAppChannel.webhookJob
+    let whatsapp: WhatsAppChannel
+
+    func run(_ job: JobRecord) async throws {
+        try await whatsapp.process(try JSONDecoder().decode(WhatsAppChannel.WebhookJob.self, from: Data(job.payload.utf8)))
+    }
+}
+
+/// Runs `whatsapp.media` jobs.
+struct WhatsAppMediaHandler: JobHandler {
+    let kind = WhatsAppChannel.mediaJob
+    let whatsapp: WhatsAppChannel
+
+    func run(_ job: JobRecord) async throws {
+        try await whatsapp.fetchMedia(try JSONDecoder().decode(WhatsAppChannel.MediaJob.self, from: Data(job.payload.utf8)))
+    }
+}

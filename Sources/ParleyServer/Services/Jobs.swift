@@ -1,0 +1,222 @@
+import Foundation
+import Logging
+import ParleyAPI
+import ParleyDomain
+import ParleyStore
+import ServiceLifecycle
+import Synchronization
+
+/// How a job's run ended, when it did not simply succeed (returning normally means done).
+public enum JobFailure: Error, Sendable {
+    /// Try again later (with back-off, or after `after` when the provider said when).
+    case retry(String, after: Duration? = nil)
+    /// Not ready yet (a voice note still being converted): check again after `after`; no attempt is used.
+    case notYet(after: Duration)
+    /// Never going to work: the job is kept as failed for admins to see.
+    case permanent(String)
+}
+
+/// Runs one kind of job (`kind` names it in the jobs table).
+public protocol JobHandler: Sendable {
+    var kind: String { get }
+    /// The handler gives up after this many attempts; the last failure calls `gaveUp`.
+    func run(_ job: JobRecord) async throws
+    /// Called once when the job is given up on (to tell the agent, for instance).
+    func gaveUp(_ job: JobRecord, reason: String) async
+}
+
+extension JobHandler {
+    public func gaveUp(_ job: JobRecord, reason: String) async {}
+}
+
+/// Enqueues durable jobs and wakes the runner. Enqueue inside a transaction (with `repo`) when
+/// the job must exist exactly when something else is committed, like an outbound message.
+public struct JobQueue: Sendable {
+    let store: Store
+    let clock: any WallClock
+    let signal: JobSignal
+    let maxAttempts: Int
+
+    public func enqueue<Payload: Encodable>(
+        _ kind: String, _ payload: Payload, brandId: BrandID?, lane: String? = nil, dedupeKey: String? = nil
+    ) async throws {
+        let job = try make(kind, payload, brandId: brandId, lane: lane, dedupeKey: dedupeKey)
+        try await store.write { repo in try await repo.enqueueJob(job) }
+        signal.wake()
+    }
+
+    /// The row to enqueue in the caller's transaction (`repo.enqueueJob`); call `wake()` after commit.
+    func make<Payload: Encodable>(_ kind: String, _ payload: Payload, brandId: BrandID?, lane: String? = nil, dedupeKey: String? = nil) throws -> JobRecord {
+        let now = clock.now()
+        return JobRecord(
+            brandId: brandId, kind: kind, lane: lane, payload: String(decoding: try JSONEncoder().encode(payload), as: UTF8.self),
+            dedupeKey: dedupeKey, maxAttempts: maxAttempts, runAt: now, createdAt: now)
+    }
+
+    func wake() { signal.wake() }
+}
+
+/// Wakes a sleeping runner when a job is enqueued (it polls as well, for jobs other nodes add).
+public final class JobSignal: Sendable {
+    private let waiter = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    private let pending = Mutex<Bool>(false)
+
+    public init() {}
+
+    func wake() {
+        let continuation = waiter.withLock { waiting -> CheckedContinuation<Void, Never>? in
+            defer { waiting = nil }
+            return waiting
+        }
+        if let continuation {
+            continuation.resume()
+        } else {
+            pending.withLock { $0 = true }
+        }
+    }
+
+    /// Returns when woken or after `timeout`, whichever is first.
+    func wait(timeout: Duration) async {
+        if pending.withLock({ was in defer { was = false }; return was }) { return }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    let woken = self.pending.withLock { was in defer { was = false }; return was }
+                    if woken {
+                        continuation.resume()
+                    } else {
+                        let previous = self.waiter.withLock { waiting in
+                            defer { waiting = continuation }
+                            return waiting
+                        }
+                        previous?.resume()
+                    }
+                }
+            }
+            group.addTask { try? await Task.sleep(for: timeout) }
+            await group.next()
+            // Whichever finished first, release the other.
+            self.wake()
+            group.cancelAll()
+            await group.waitForAll()
+            self.pending.withLock { $0 = false }
+        }
+    }
+}
+
+/// Runs due jobs (ARCHITECTURE.md, "Durable jobs"): claims them (`FOR UPDATE SKIP LOCKED` on
+/// PostgreSQL, so each runs on one node), runs at most `concurrency` at once, retries failures with
+/// exponential back-off, keeps a job that finally fails for admins, and lets a job whose node died
+/// be claimed again when its lease runs out. Due times read the injected clock.
+public struct JobRunner: Service {
+    let store: Store
+    let clock: any WallClock
+    let signal: JobSignal
+    let handlers: [String: any JobHandler]
+    let concurrency: Int
+    /// How long a claimed job belongs to this node.
+    let lease: TimeInterval
+    /// Real time between looks at the table when nothing woke the runner.
+    let pollInterval: Duration
+    let metrics: ParleyMetrics
+    let logger: Logger
+
+    /// The first retry's delay; each further one doubles, up to `maxBackoff`.
+    static let firstBackoff: TimeInterval = 5
+    static let maxBackoff: TimeInterval = 3600
+
+    public func run() async throws {
+        let running = RunningJobs()
+        await withDiscardingTaskGroup { group in
+            while !Task.isShuttingDownGracefully && !Task.isCancelled {
+                let free = concurrency - running.count.load(ordering: .acquiring)
+                var claimed: [JobRecord] = []
+                if free > 0 {
+                    do {
+                        claimed = try await store.write { repo in try await repo.claimJobs(now: clock.now(), lease: lease, limit: free) }
+                    } catch {
+                        logger.warning("could not claim jobs", metadata: ["error": "\(error)"])
+                    }
+                }
+                for job in claimed {
+                    running.count.add(1, ordering: .relaxed)
+                    group.addTask {
+                        await self.execute(job)
+                        running.count.subtract(1, ordering: .releasing)
+                        signal.wake()  // a slot is free, and the job's lane may have a next job
+                    }
+                }
+                if claimed.isEmpty || claimed.count == free {
+                    // Woken by an enqueue or a finished job, or after a while for jobs other nodes add
+                    // and retries coming due.
+                    await signal.wait(timeout: pollInterval)
+                }
+            }
+        }
+    }
+
+    /// Runs one claimed job and records what happened.
+    func execute(_ job: JobRecord) async {
+        guard let handler = handlers[job.kind] else {
+            logger.error("a job of an unknown kind was given up", metadata: ["kind": "\(job.kind)", "job": "\(job.seq)"])
+            try? await store.write { repo in try await repo.failJob(seq: job.seq, error: "no handler for \(job.kind)", at: clock.now()) }
+            return
+        }
+        do {
+            try await handler.run(job)
+            try await store.write { repo in try await repo.completeJob(seq: job.seq) }
+            metrics.jobsDone.increment()
+        } catch let failure as JobFailure {
+            await record(failure, of: job, handler: handler)
+        } catch {
+            await record(.retry("\(error)"), of: job, handler: handler)
+        }
+    }
+
+    private func record(_ failure: JobFailure, of job: JobRecord, handler: any JobHandler) async {
+        let now = clock.now()
+        do {
+            switch failure {
+            case .notYet(let after):
+                try await store.write { repo in
+                    try await repo.rescheduleJob(seq: job.seq, runAt: now.addingTimeInterval(after.seconds), error: nil, countAttempt: false, at: now)
+                }
+            case .retry(let reason, let after) where job.attempts < job.maxAttempts:
+                let delay = after?.seconds ?? Self.backoff(attempt: job.attempts)
+                logger.notice(
+                    "a job will be retried", metadata: ["kind": "\(job.kind)", "job": "\(job.seq)", "attempt": "\(job.attempts)", "error": "\(reason)"])
+                metrics.jobsRetried.increment()
+                try await store.write { repo in
+                    try await repo.rescheduleJob(seq: job.seq, runAt: now.addingTimeInterval(delay), error: reason, countAttempt: true, at: now)
+                }
+            case .retry(let reason, _), .permanent(let reason):
+                logger.warning("a job failed", metadata: ["kind": "\(job.kind)", "job": "\(job.seq)", "attempts": "\(job.attempts)", "error": "\(reason)"])
+                metrics.jobsFailed.increment()
+                try await store.write { repo in try await repo.failJob(seq: job.seq, error: reason, at: now) }
+                await handler.gaveUp(job, reason: reason)
+            }
+        } catch {
+            // The lease runs out and the job is claimed again.
+            logger.error("could not record a job's outcome", metadata: ["job": "\(job.seq)", "error": "\(error)"])
+        }
+    }
+
+    /// Seconds before retry `attempt` (1-based): 5 s, 10 s, 20 s... up to an hour, with up to a
+    /// fifth more at random so that jobs failed together do not return together.
+    static func backoff(attempt: Int) -> TimeInterval {
+        let base = min(maxBackoff, firstBackoff * pow(2, Double(max(0, attempt - 1))))
+        return base + Double.random(in: 0...(base / 5))
+    }
+}
+
+/// How many jobs this runner has started and not finished.
+final class RunningJobs: Sendable {
+    let count = Atomic<Int>(0)
+}
+
+extension Duration {
+    var seconds: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}
