@@ -95,7 +95,8 @@ extension ConversationService {
             guard var delivery = try await repo.channelDelivery(messageId: messageId), delivery.brandId == brandId else { return nil }
             let wasFailed = delivery.state == .failed
             delivery.state = state
-            delivery.providerMessageId = providerMessageId ?? delivery.providerMessageId
+            // Queued again (a retry): the provider's id of the failed attempt no longer applies.
+            delivery.providerMessageId = state == .queued ? nil : providerMessageId ?? delivery.providerMessageId
             (delivery.errorCode, delivery.errorMessage, delivery.retryable) = state == .failed ? (errorCode, errorMessage, retryable) : (nil, nil, false)
             delivery.updatedAt = clock.now()
             try await repo.saveChannelDelivery(delivery)

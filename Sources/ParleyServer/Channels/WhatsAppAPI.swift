@@ -54,9 +54,16 @@ struct WhatsAppAPI: Sendable {
             struct ErrorData: Decodable { var details: String? }
             var message: String?
             var code: Int?
-            var errorSubcode: Int?
             var errorData: ErrorData?
-            enum CodingKeys: String, CodingKey { case message, code, errorSubcode = "error_subcode", errorData = "error_data" }
+            enum CodingKeys: String, CodingKey { case message, code, errorData = "error_data" }
+
+            init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                message = try? c.decodeIfPresent(String.self, forKey: .message)
+                errorData = try? c.decodeIfPresent(ErrorData.self, forKey: .errorData)
+                // An integer in Meta's reference; some proxies pass it on as a string.
+                code = (try? c.decodeIfPresent(Int.self, forKey: .code)) ?? (try? c.decodeIfPresent(String.self, forKey: .code)).flatMap { $0.flatMap(Int.init) }
+            }
         }
         var error: Body
     }

@@ -283,6 +283,8 @@ public struct WhatsAppChannel: Sendable {
         let consumer = try await consumer(waId: message.from, name: name, connection: connection)
         let principal = ConsumerPrincipal(consumerId: consumer.id, brandId: connection.brandId, appId: connection.appId)
         if let media = message.media {
+            // A redelivered notification: the media was fetched and stored already.
+            if try await store.read({ repo in try await repo.message(senderId: consumer.id.rawValue, clientMessageId: message.id) }) != nil { return }
             // Fetched by its own job (with retries), then through the same pipeline as an upload.
             try await jobs.enqueue(
                 Self.mediaJob,

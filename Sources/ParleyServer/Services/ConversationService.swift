@@ -405,7 +405,7 @@ public struct ConversationService: Sendable {
     static func withMessages(_ events: [ConversationEventDTO], brandId: BrandID, repo: any Repository) async throws -> [ConversationEventDTO] {
         var result = events
         for index in result.indices {
-            if result[index].kind == .voiceProcessed, let id = result[index].messageId {
+            if result[index].kind == .voiceProcessed || result[index].kind == .delivery, let id = result[index].messageId {
                 result[index].message = try await repo.message(brandId: brandId, id: id)
             }
             if result[index].kind == .call, let id = result[index].callId {

@@ -183,7 +183,9 @@ extension SQLRepository: ConversationStore {
     }
 
     public func events(conversationId: ConversationID, afterSeq: Int64, limit: Int, includeNotes: Bool) async throws -> [ConversationEventDTO] {
-        let notes: SQLQueryString = includeNotes ? "" : " AND kind <> \(bind: ConversationEventDTO.Kind.note.rawValue)"
+        // Agents only: private notes and channel delivery changes.
+        let notes: SQLQueryString = includeNotes
+            ? "" : " AND kind NOT IN (\(bind: ConversationEventDTO.Kind.note.rawValue), \(bind: ConversationEventDTO.Kind.delivery.rawValue))"
         return try await db.raw(
             """
             SELECT * FROM conversation_events WHERE conversation_id = \(bind: conversationId) AND seq > \(bind: afterSeq)\(notes)
