@@ -76,6 +76,10 @@ struct CrossTenantTests {
                     json = AddAppKeyRequest(kid: "stolen", algorithm: "HS256", key: String(repeating: "k", count: 40))
                 case (.put, let path) where path.hasSuffix("/whatsapp"):
                     json = ConnectWhatsAppRequest(phoneNumberId: "123", verifyToken: "stolen-token", appSecret: "stolen-secret", accessToken: "stolen-token")
+                case (.put, let path) where path.hasSuffix("/whatsapp/templates"):
+                    json = WhatsAppTemplatesRequest(templates: [WhatsAppTemplateDTO(name: "stolen", language: "en_US", body: "x")])
+                case (.post, let path) where path.hasSuffix("/template"):
+                    json = SendTemplateRequest(clientMessageId: UUID().uuidString, name: "stolen", language: "en_US")
                 case (.patch, _): json = UpdateAgentRequest(name: "Renamed by Globex", role: .admin)
                 case (.post, let path) where path.hasSuffix("/voice-messages"): return (note, "audio/webm")
                 case (.post, let path) where path.hasSuffix("/attachments"): return (photo, "image/jpeg")
@@ -113,6 +117,9 @@ struct CrossTenantTests {
                 #expect(try search.decode(ListResponse<SearchHitDTO>.self).items.isEmpty)
                 #expect(try await server.get("/v1/search?q=Ana", token: token).decode(ListResponse<SearchHitDTO>.self).items.isEmpty)
                 #expect(try await server.get("/v1/saved-replies", token: token).decode(ListResponse<SavedReplyDTO>.self).items.isEmpty)
+                if token == globex.adminToken {
+                    #expect(try await server.get("/v1/jobs?state=queued", token: token).decode(ListResponse<JobDTO>.self).items.isEmpty)
+                }
                 let team = try await server.get("/v1/presence", token: token).decode(ListResponse<AgentPresenceDTO>.self).items
                 #expect(!team.contains { $0.agentId == acme.admin.id || $0.agentId == acmeAgent.id })
             }
