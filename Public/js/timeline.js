@@ -64,7 +64,8 @@ async function openLightbox(api, file) {
  */
 export class Timeline {
   /** `nameOf(message)`: the name to show over a group of messages (with initials), or null for none. */
-  constructor(element, { perspective, api, nameOf = () => null }) {
+  constructor(element, { perspective, api, nameOf = () => null, onRetryDelivery = null }) {
+    this.onRetryDelivery = onRetryDelivery;
     this.element = element;
     this.perspective = perspective;
     this.api = api;
@@ -94,7 +95,12 @@ export class Timeline {
     if (existing) {
       const voiceChanged = message.voice && existing.message.voice?.state !== message.voice.state;
       const known = existing.message.deliveryState;
+      const channel = existing.message.channelDelivery;
       existing.message = { ...existing.message, ...message };
+      // Copies cross (an HTTP answer after the real-time event): the later channel delivery wins.
+      if (channel && message.channelDelivery && new Date(channel.updatedAt) > new Date(message.channelDelivery.updatedAt)) {
+        existing.message.channelDelivery = channel;
+      }
       // A late copy (an HTTP answer, a replay) never takes a message back from read to sent.
       if ((deliveryRank[known] ?? -1) > (deliveryRank[message.deliveryState] ?? -1)) existing.message.deliveryState = known;
       this.fill(existing.element, existing.message, { voiceChanged });
@@ -385,7 +391,21 @@ export class Timeline {
       const flag = Object.assign(document.createElement("span"), { className: "unscanned", textContent: "Not scanned for malware" });
       parts.push(flag);
     }
-    if (out && voice?.state !== "blocked") {  // a blocked note was never delivered: no delivery marks
+    // On a messaging channel (WhatsApp...): on its way to the provider, or refused by it.
+    const channel = message.channelDelivery;
+    element.classList.toggle("delivery-failed", channel?.state === "failed");
+    if (out && channel?.state === "queued") {
+      parts.push(Object.assign(document.createElement("span"), { className: "sending", textContent: "Sending…" }));
+    } else if (out && channel?.state === "failed") {
+      const reason = Object.assign(document.createElement("span"), { className: "failed", textContent: channel.errorMessage || "Not delivered" });
+      if (channel.errorCode) reason.title = `Error ${channel.errorCode}`;
+      parts.push(reason);
+      if (channel.retryable && this.onRetryDelivery) {
+        const retry = Object.assign(document.createElement("button"), { type: "button", className: "retry", textContent: "Retry" });
+        retry.addEventListener("click", () => { retry.disabled = true; this.onRetryDelivery(message); });
+        parts.push(retry);
+      }
+    } else if (out && voice?.state !== "blocked") {  // a blocked note was never delivered: no delivery marks
       const mark = document.createElement("span");
       mark.className = "delivery";
       mark.dataset.state = message.deliveryState;

@@ -7,6 +7,7 @@ import { icon, initials, isImage, text } from "./icons.js";
 import { CallSession } from "./call-session.js";
 import { PresenceControl, presenceLabels } from "./presence.js";
 import { ReplyPicker, SavedRepliesAdmin } from "./saved-replies.js";
+import { ChannelsAdmin, TemplateSender } from "./channels.js";
 import "./call-view.js";
 import "./voice-recorder.js";
 
@@ -17,7 +18,7 @@ const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute:
 const dateFormat = new Intl.DateTimeFormat(undefined, { day: "numeric", month: "short", year: "numeric" });
 const state = {
   me: null, settings: null, filter: "open", conversations: new Map(), consumers: new Map(), current: null, unread: new Map(),
-  open: new Map(), title: "Parley", team: new Map(), readOnlyReturn: null,
+  open: new Map(), title: "Parley", team: new Map(), readOnlyReturn: null, channelRules: new Map(),
 };
 let realtime;
 let timeline;
@@ -43,8 +44,9 @@ async function boot() {
   }
   $(".login").hidden = true;
   $(".workspace").hidden = false;
-  const [brand, settings] = await Promise.all([api.get("/v1/brand"), api.get("/v1/brand/settings")]);
+  const [brand, settings, channels] = await Promise.all([api.get("/v1/brand"), api.get("/v1/brand/settings"), api.get("/v1/channels")]);
   state.settings = settings;
+  state.channelRules = new Map(channels.items.map((rules) => [rules.channel, rules]));
   $(".brand").textContent = brand.name;
   state.title = `${brand.name} · Parley`;
   document.title = state.title;
@@ -56,6 +58,14 @@ async function boot() {
     // The customer's name over their groups; a colleague's over theirs; none over mine.
     nameOf: (message) => message.senderKind === "consumer" ? state.currentPerson?.displayName ?? "Customer"
       : message.senderId !== state.me.id ? message.senderName ?? "An agent" : null,
+    onRetryDelivery: async (message) => {
+      try {
+        timeline.upsert(await api.post(`/v1/messages/${message.id}/retry`));
+      } catch (failure) {
+        timeline.upsert(message);
+        alert(failure.message);
+      }
+    },
   });
   configureVoice();
   configureAttachments($(".composer"), settings.attachmentGroups);
@@ -155,6 +165,17 @@ $(".account-open").addEventListener("click", () => {
 $(".account-close").addEventListener("click", () => $(".account").close());
 $(".account").addEventListener("close", () => { renderTeam.started = false; });
 
+const channelsAdmin = new ChannelsAdmin({ section: $(".channel-settings"), api });
+const templates = new TemplateSender({
+  dialog: $(".template-dialog"), api,
+  onSent: (response) => {
+    realtime.seen(response.conversation.id, response.message.seq);
+    if (state.current?.id === response.conversation.id) timeline.upsert(response.message);
+    update(response.conversation);
+  },
+});
+$(".send-template").addEventListener("click", () => state.current && templates.open(state.current));
+
 const savedAdmin = new SavedRepliesAdmin({ section: $(".saved-replies"), api, onChange: () => picker.refresh() });
 
 /** The brand's widget: colour, what it says while agents are there or away, and the idle time. */
@@ -228,10 +249,12 @@ async function renderTeam() {
   team.hidden = !admin;
   $(".saved-replies").hidden = !admin;
   $(".widget-settings").hidden = !admin;
+  $(".channel-settings").hidden = !admin;
   if (team.hidden) return;
   if (!renderTeam.started) {
     renderTeam.started = true;
     savedAdmin.render();
+    channelsAdmin.render();
     fillWidgetForm();
     api.get("/v1/presence").then((page) => page.items.forEach((member) => state.team.set(member.agentId, member))).then(() => renderTeam());
   }
@@ -538,7 +561,10 @@ $(".back").addEventListener("click", () => {
 function renderDetails(conversation, person) {
   $(".d-avatar").textContent = initials(person.displayName);
   $(".d-name").textContent = person.displayName;
-  $(".d-identity").textContent = person.anonymous ? "Anonymous visitor" : `Signed in as ${person.externalId}`;
+  // Customers from a messaging app are known by their number there, not signed in.
+  const messagingApp = /^(whatsapp|messenger|apple|sms):/.exec(person.externalId ?? "");
+  $(".d-identity").textContent = person.anonymous ? "Anonymous visitor"
+    : messagingApp ? `Writes from ${channelNames[messagingApp[1]]}` : `Signed in as ${person.externalId}`;
   $(".d-email").textContent = person.email ?? "—";
   $(".d-phone").textContent = person.phone ?? "—";
   $(".d-channel").textContent = channelNames[conversation.channel] ?? conversation.channel;
@@ -574,7 +600,51 @@ function renderDetails(conversation, person) {
   $(".send-text").disabled = resolved;
   $(".composer .attach")?.toggleAttribute("disabled", resolved);
   $("parley-recorder").hidden = resolved || !(state.settings.voiceFromAgents && state.me.permissions.includes("send_audio"));
+  renderWindow(conversation);
   renderCallButtons(conversation);
+}
+
+/**
+ * What the conversation's channel allows (from GET /v1/channels): voice and files where the
+ * channel carries them, and on WhatsApp the 24-hour window: how long is left, and once it has
+ * closed, a template instead of the text box and the microphone.
+ */
+function renderWindow(conversation) {
+  const rules = state.channelRules.get(conversation.channel);
+  const banner = $(".window-banner");
+  clearTimeout(renderWindow.timer);
+  if (!rules) { banner.hidden = true; return; }
+  if (!rules.voiceFromAgent) $("parley-recorder").hidden = true;
+  if (!rules.attachmentsFromAgent) $(".composer .attach").hidden = true;
+  const end = conversation.replyWindowEndsAt ? new Date(conversation.replyWindowEndsAt) : null;
+  if (!rules.replyWindowHours || !end || conversation.state === "resolved" || state.readOnly) { banner.hidden = true; return; }
+  const left = end - Date.now();
+  const closed = left <= 0;
+  banner.hidden = false;
+  banner.dataset.state = closed ? "closed" : left < 3600_000 ? "closing" : "open";
+  const name = channelNames[conversation.channel] ?? conversation.channel;
+  if (closed) {
+    $(".window-text").textContent = `${rules.replyWindowHours} hours have passed since the customer last wrote: ${name} only takes a template until they write again.`;
+  } else {
+    const total = Math.ceil(left / 60_000);
+    const hours = Math.floor(total / 60);
+    const minutes = total % 60;
+    const parts = [hours ? `${hours} h` : "", minutes || !hours ? `${minutes} min` : ""].filter(Boolean);
+    $(".window-text").textContent = `${name} reply window: ${parts.join(" ")} left`;
+    renderWindow.timer = setTimeout(() => state.current?.id === conversation.id && renderDetails(state.current, state.currentPerson), 60_000);
+  }
+  $(".send-template").hidden = !closed || !rules.templates;
+  const reply = $("#reply");
+  if (closed && composeMode === "reply") {
+    reply.disabled = true;
+    reply.placeholder = rules.templates ? "The reply window has closed: send a template" : "The reply window has closed";
+    $(".send-text").disabled = true;
+    $("parley-recorder").hidden = true;
+    $(".composer .attach").hidden = true;
+    for (const element of [$("parley-recorder"), $(".composer .attach")]) element.title = "Not allowed after the reply window";
+  } else {
+    $(".composer .attach").hidden = !rules.attachmentsFromAgent;
+  }
 }
 
 let appNames;
@@ -584,7 +654,7 @@ async function appName(id) {
   return (await appNames).get(id) ?? "An app";
 }
 
-const channelNames = { web: "Web chat", in_app: "In-app", whatsapp: "WhatsApp", messenger: "Messenger", apple_messages: "Apple Messages", sms: "SMS" };
+const channelNames = { web: "Web chat", in_app: "In-app", whatsapp: "WhatsApp", messenger: "Messenger", apple: "Apple Messages", sms: "SMS" };
 
 /** "Chrome on Android" from a User-Agent: enough for an agent to picture the customer's screen. */
 function browserName(agent) {
@@ -742,7 +812,7 @@ function receive(frame) {
     const event = frame.event;
     if (state.current?.id !== event.conversationId) return;
     if (event.kind === "receipt") timeline.receipt(event);
-    if (event.kind === "voice_processed" && event.message) timeline.upsert(event.message);
+    if ((event.kind === "voice_processed" || event.kind === "delivery") && event.message) timeline.upsert(event.message);
     if (event.kind === "call") timeline.callRecord(event);
     if (["note", "assigned", "state_changed"].includes(event.kind)) showEvent(event);
   } else if (frame.type === "presence") {
@@ -776,6 +846,7 @@ function setComposeMode(mode) {
   const reply = $("#reply");
   if (!reply.disabled) reply.placeholder = mode === "note" ? "Private note: only agents see this" : "Reply… (/ for saved replies)";
   $(".send-text").setAttribute("aria-label", mode === "note" ? "Add note" : "Send reply");
+  if (state.current) renderDetails(state.current, state.currentPerson);
   reply.focus();
 }
 for (const button of document.querySelectorAll(".compose-mode button")) button.addEventListener("click", () => setComposeMode(button.dataset.mode));

@@ -125,8 +125,13 @@ public struct ChannelDeliveryDTO: Codable, Sendable, Hashable {
     public var errorMessage: String?
     /// For failures: whether sending again can help (`POST /v1/messages/{id}/retry`).
     public var retryable: Bool?
+    /// When the state last changed: of two copies of a message, the later delivery wins.
+    public var updatedAt: Date?
 
-    public init(state: ChannelDeliveryState, errorCode: String? = nil, errorMessage: String? = nil, retryable: Bool? = nil) {
+    public init(
+        state: ChannelDeliveryState, errorCode: String? = nil, errorMessage: String? = nil, retryable: Bool? = nil, updatedAt: Date? = nil
+    ) {
+        self.updatedAt = updatedAt
         self.state = state
         self.errorCode = errorCode
         self.errorMessage = errorMessage

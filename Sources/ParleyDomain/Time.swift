@@ -26,3 +26,32 @@ public struct SystemClock: WallClock {
     public func now() -> Date { StoredTime.truncated(Date()) }
     public func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
 }
+
+/// The machine's clock moved by an offset read from a file (whole seconds, may be negative): how
+/// end-to-end tests of a running `parley serve` move time ("25 hours later") without sleeping.
+/// Only used when `PARLEY_TEST_CLOCK_FILE` is set; the server says so in its log at start. The file
+/// is read at most every 100 ms, never on the caller's path.
+public final class FileOffsetClock: WallClock, @unchecked Sendable {
+    private let path: String
+    private let lock = NSLock()
+    private var offset: TimeInterval = 0
+    private var readAt = Date.distantPast
+
+    public init(path: String) { self.path = path }
+
+    public func now() -> Date {
+        let real = Date()
+        lock.lock()
+        if real.timeIntervalSince(readAt) > 0.1 {
+            readAt = real
+            if let text = try? String(contentsOfFile: path, encoding: .utf8), let seconds = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                offset = seconds
+            }
+        }
+        let shifted = real.addingTimeInterval(offset)
+        lock.unlock()
+        return StoredTime.truncated(shifted)
+    }
+
+    public func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
+}

@@ -173,7 +173,8 @@ public struct ParleyConfiguration: Sendable {
     }
 
     public mutating func apply(environment: [String: String]) throws(ConfigurationError) {
-        let known = Set(Self.settings.map(\.environment))
+        // PARLEY_TEST_CLOCK_FILE is read by `parley serve` itself (end-to-end tests move its clock).
+        let known = Set(Self.settings.map(\.environment)).union(["PARLEY_TEST_CLOCK_FILE"])
         for name in environment.keys.sorted() where name.hasPrefix("PARLEY_") && !known.contains(name) {
             throw ConfigurationError(setting: name, message: "is not a Parley setting. Known settings: \(Self.settings.map(\.environment).joined(separator: ", "))")
         }

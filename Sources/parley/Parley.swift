@@ -9,6 +9,7 @@ import Metrics
 import NIOCore
 import NIOPosix
 import ParleyAPI
+import ParleyDomain
 import ParleyServer
 import ParleyStore
 import Prometheus
@@ -75,7 +76,13 @@ struct Serve: AsyncParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let services: ParleyServices
         do {
-            services = try await ParleyServices.make(configuration: configuration, metrics: ParleyMetrics(registry: registry), logger: logger)
+            var clock: any WallClock = SystemClock()
+            if let file = ProcessInfo.processInfo.environment["PARLEY_TEST_CLOCK_FILE"] {
+                logger.warning("the clock is moved by the offset in a file: for end-to-end tests only", metadata: ["file": "\(file)"])
+                clock = FileOffsetClock(path: file)
+            }
+            services = try await ParleyServices.make(
+                configuration: configuration, metrics: ParleyMetrics(registry: registry), clock: clock, logger: logger)
         } catch {
             FileHandle.standardError.write(Data("parley: cannot start: \(error)\n".utf8))
             throw ExitCode(1)

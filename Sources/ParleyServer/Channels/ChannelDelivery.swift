@@ -85,22 +85,22 @@ struct ChannelSender: JobHandler {
 }
 
 extension ConversationService {
-    /// Records a message's channel delivery. A failure (or a failure cleared by a retry) is logged
-    /// as a `delivery` event, so every agent sees it at once and it stays in the conversation's history.
+    /// Records a message's channel delivery. Each change (sent, failed, queued again) is logged as a
+    /// `delivery` event, so every agent's screen follows it and it stays in the conversation's history.
     func updateDelivery(
         messageId: MessageID, brandId: BrandID, state: ChannelDeliveryState, providerMessageId: String? = nil, errorCode: String? = nil,
         errorMessage: String? = nil, retryable: Bool = false
     ) async throws {
         let outcome = try await store.write { repo -> (ConversationEventDTO, ConversationDTO)? in
             guard var delivery = try await repo.channelDelivery(messageId: messageId), delivery.brandId == brandId else { return nil }
-            let wasFailed = delivery.state == .failed
+            let previous = delivery.state
             delivery.state = state
             // Queued again (a retry): the provider's id of the failed attempt no longer applies.
             delivery.providerMessageId = state == .queued ? nil : providerMessageId ?? delivery.providerMessageId
             (delivery.errorCode, delivery.errorMessage, delivery.retryable) = state == .failed ? (errorCode, errorMessage, retryable) : (nil, nil, false)
             delivery.updatedAt = clock.now()
             try await repo.saveChannelDelivery(delivery)
-            guard state == .failed || wasFailed,
+            guard state != previous,
                 let conversation = try await repo.conversation(brandId: brandId, id: delivery.conversationId, lock: true),
                 let message = try await repo.message(brandId: brandId, id: messageId)
             else { return nil }
@@ -125,9 +125,14 @@ extension ConversationService {
                 throw ParleyError(.conflict, code: "not_retryable", message: "Only a failed message that can be sent again is retried.")
             }
             let conversation = try await Self.authorizedConversation(.agent(agent), id: message.conversationId, in: repo, lock: false)
-            try ChannelRules.of(conversation.channel).authorizeFreeForm(lastConsumerMessageAt: conversation.lastConsumerMessageAt, now: clock.now())
+            // A template goes again as the template (allowed outside the window); anything else only
+            // while the window is open.
+            let template = try delivery.template.map { try JSONDecoder().decode(ChannelSendJob.Template.self, from: Data($0.utf8)) }
+            if template == nil {
+                try ChannelRules.of(conversation.channel).authorizeFreeForm(lastConsumerMessageAt: conversation.lastConsumerMessageAt, now: clock.now())
+            }
             return try jobs.make(
-                ChannelSendJob.kind, ChannelSendJob(messageId: messageId, brandId: agent.brandId, template: nil), brandId: agent.brandId,
+                ChannelSendJob.kind, ChannelSendJob(messageId: messageId, brandId: agent.brandId, template: template), brandId: agent.brandId,
                 lane: "send:\(conversation.id)", dedupeKey: "send:\(messageId):\(StoredTime.millis(clock.now()))")
         }
         try await updateDelivery(messageId: messageId, brandId: agent.brandId, state: .queued)

@@ -86,6 +86,12 @@ public struct WhatsAppChannel: Sendable {
         return Self.dto(record)
     }
 
+    /// The brand's connected apps (admins): what the Settings page lists.
+    public func connections(_ admin: AgentPrincipal) async throws -> [ChannelConnectionDTO] {
+        try admin.require(.admin)
+        return try await store.read { repo in try await repo.channelConnections(brandId: admin.brandId) }.map(Self.dto)
+    }
+
     static func dto(_ record: ChannelConnectionRecord) -> ChannelConnectionDTO {
         ChannelConnectionDTO(
             appId: record.appId, channel: record.channel, externalId: record.externalId, webhookPath: webhookPath(record.appId),
@@ -130,6 +136,15 @@ public struct WhatsAppChannel: Sendable {
             try await repo.saveChannelConnection(record)
             return Self.dto(record)
         }
+    }
+
+    /// The templates an agent may send in a conversation (its app's, on WhatsApp; none elsewhere).
+    public func templates(_ agent: AgentPrincipal, conversationId: ConversationID) async throws -> [WhatsAppTemplateDTO] {
+        let conversation = try await conversations.conversation(.agent(agent), id: conversationId)
+        guard conversation.channel == .whatsapp,
+            let record = try await store.read({ repo in try await repo.channelConnection(appId: conversation.appId) }), record.brandId == agent.brandId
+        else { return [] }
+        return Self.templates(of: record)
     }
 
     /// An agent sends one of the connection's templates (the only message WhatsApp takes once the

@@ -18,8 +18,10 @@ struct ChannelController {
         routes.admins.put("/v1/apps/{appId}/whatsapp/templates", use: setTemplates)
         routes.admins.post("/v1/apps/{appId}/whatsapp/test", use: testWhatsApp)
         routes.admins.get("/v1/jobs", use: jobs)
+        routes.admins.get("/v1/channel-connections", use: connections)
         routes.agents.get("/v1/channels", use: channels)
         routes.agents.post("/v1/conversations/{conversationId}/template", use: sendTemplate)
+        routes.agents.get("/v1/conversations/{conversationId}/templates", use: templates)
         routes.agents.post("/v1/messages/{messageId}/retry", use: retry)
         // Providers carry no session: the signature (or the verify token) is the authentication.
         routes.open.get("/v1/webhooks/whatsapp/{appId}", use: verifyWhatsApp)
@@ -66,6 +68,10 @@ struct ChannelController {
         }))
     }
 
+    @Sendable func connections(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<ChannelConnectionDTO>> {
+        JSONResponse(.ok, ListResponse(items: try await whatsapp.connections(context.requireAgent())))
+    }
+
     /// What each channel can carry (ParleyDomain's channel rules).
     @Sendable func channels(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<ChannelRulesDTO>> {
         _ = try context.requireAgent()
@@ -78,6 +84,12 @@ struct ChannelController {
         let body = try await request.decodeJSON(SendTemplateRequest.self, limit: configuration.maxJSONBodyBytes)
         let response = try await whatsapp.sendTemplate(agent, conversationId: id, body)
         return JSONResponse(response.created ? .created : .ok, response)
+    }
+
+    @Sendable func templates(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<WhatsAppTemplateDTO>> {
+        let agent = try context.requireAgent()
+        let id = try context.id("conversationId", as: ConversationID.self, what: "Conversation")
+        return JSONResponse(.ok, ListResponse(items: try await whatsapp.templates(agent, conversationId: id)))
     }
 
     @Sendable func retry(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<MessageDTO> {

@@ -78,11 +78,11 @@ struct ConversationAppend: Sendable {
     /// Queues the logged message for delivery through the conversation's messaging channel: its
     /// delivery row (`queued`) and its send job are written with it. Returns the message with its
     /// delivery.
-    mutating func queueDelivery(_ job: JobRecord) -> MessageDTO {
+    mutating func queueDelivery(_ job: JobRecord, template: String?) -> MessageDTO {
         guard var message else { preconditionFailure("log the message first") }
         let record = ChannelDeliveryRecord(
             messageId: message.id, brandId: conversation.brandId, conversationId: conversation.id, channel: conversation.channel,
-            state: .queued, updatedAt: now)
+            state: .queued, updatedAt: now, template: template)
         message.channelDelivery = record.dto
         self.message = message
         delivery = (record, job)

@@ -165,7 +165,7 @@ public struct ConversationService: Sendable {
             let job = try jobs.make(
                 ChannelSendJob.kind, ChannelSendJob(messageId: message.id, brandId: conversation.brandId, template: template),
                 brandId: conversation.brandId, lane: "send:\(conversation.id)", dedupeKey: "send:\(message.id)")
-            message = log.queueDelivery(job)
+            message = log.queueDelivery(job, template: try template.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) })
             queued = true
         }
         try await log.write(in: repo)

@@ -18,7 +18,8 @@ extension Migration {
                 error_code TEXT,
                 error_message TEXT,
                 retryable INTEGER NOT NULL,
-                updated_at BIGINT NOT NULL
+                updated_at BIGINT NOT NULL,
+                template TEXT
             )
             """,
             "CREATE UNIQUE INDEX channel_deliveries_provider ON channel_deliveries (channel, provider_message_id)",

@@ -34,6 +34,8 @@ public protocol ChannelStore: Sendable {
     func channelConnection(appId: AppID) async throws -> ChannelConnectionRecord?
     /// Every connection (for re-sealing secrets under a new key).
     func channelConnections() async throws -> [ChannelConnectionRecord]
+    /// A brand's connections.
+    func channelConnections(brandId: BrandID) async throws -> [ChannelConnectionRecord]
 
     /// An outbound message's delivery through its channel: inserted when the message is appended,
     /// updated by the sender job and by the provider's status callbacks.
@@ -56,18 +58,23 @@ public struct ChannelDeliveryRecord: Sendable, Hashable {
     public var errorMessage: String?
     public var retryable: Bool
     public var updatedAt: Date
+    /// For a template (WhatsApp): its name, language and parameters, JSON, so that a retry sends it again.
+    public var template: String?
 
     public init(
         messageId: MessageID, brandId: BrandID, conversationId: ConversationID, channel: Channel, state: ChannelDeliveryState,
-        providerMessageId: String? = nil, errorCode: String? = nil, errorMessage: String? = nil, retryable: Bool = false, updatedAt: Date
+        providerMessageId: String? = nil, errorCode: String? = nil, errorMessage: String? = nil, retryable: Bool = false, updatedAt: Date,
+        template: String? = nil
     ) {
+        self.template = template
         (self.messageId, self.brandId, self.conversationId, self.channel, self.state) = (messageId, brandId, conversationId, channel, state)
         (self.providerMessageId, self.errorCode, self.errorMessage, self.retryable, self.updatedAt) =
             (providerMessageId, errorCode, errorMessage, retryable, updatedAt)
     }
 
     public var dto: ChannelDeliveryDTO {
-        ChannelDeliveryDTO(state: state, errorCode: errorCode, errorMessage: errorMessage, retryable: state == .failed ? retryable : nil)
+        ChannelDeliveryDTO(
+            state: state, errorCode: errorCode, errorMessage: errorMessage, retryable: state == .failed ? retryable : nil, updatedAt: updatedAt)
     }
 }
 
@@ -83,6 +90,10 @@ extension SQLRepository: ChannelStore {
 
     public func channelConnections() async throws -> [ChannelConnectionRecord] {
         try await db.raw("SELECT * FROM channel_connections ORDER BY app_id").all(ChannelConnectionRow.self).map(\.record)
+    }
+
+    public func channelConnections(brandId: BrandID) async throws -> [ChannelConnectionRecord] {
+        try await db.raw("SELECT * FROM channel_connections WHERE brand_id = \(bind: brandId) ORDER BY app_id").all(ChannelConnectionRow.self).map(\.record)
     }
 
     public func saveChannelDelivery(_ delivery: ChannelDeliveryRecord) async throws {
@@ -145,8 +156,10 @@ struct ChannelDeliveryRow: TableRow {
     /// 0 or 1 (one integer type on both engines).
     var retryable: Int
     var updatedAt: Int64
+    var template: String?
 
     init(_ r: ChannelDeliveryRecord) {
+        template = r.template
         (messageId, brandId, conversationId, channel, state) = (r.messageId, r.brandId, r.conversationId, r.channel, r.state)
         (providerMessageId, errorCode, errorMessage, retryable) = (r.providerMessageId, r.errorCode, r.errorMessage, r.retryable ? 1 : 0)
         updatedAt = StoredTime.millis(r.updatedAt)
@@ -156,6 +169,6 @@ struct ChannelDeliveryRow: TableRow {
         ChannelDeliveryRecord(
             messageId: messageId, brandId: brandId, conversationId: conversationId, channel: channel, state: state,
             providerMessageId: providerMessageId, errorCode: errorCode, errorMessage: errorMessage, retryable: retryable != 0,
-            updatedAt: StoredTime.date(updatedAt))
+            updatedAt: StoredTime.date(updatedAt), template: template)
     }
 }
