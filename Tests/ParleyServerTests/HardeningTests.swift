@@ -335,7 +335,7 @@ struct HardeningTests {
         try await TestServer.run(configure: {
             $0.uploadsPerAddress = 100
             $0.voiceAnalyses = 1
-            $0.voiceQueue = 2
+            $0.voiceQueue = 1
         }) { server in
             let acme = try await BrandScenario.make(server)
             let (token, _) = try await acme.consumer()
@@ -345,10 +345,10 @@ struct HardeningTests {
             #expect(reply.status == .unprocessableContent)
             #expect(try reply.error.code == "voice_too_long")
             #expect(try reply.error.message.contains("longer than 2:00"))
-            // Six at once: one decodes, two wait, the rest are told to come back.
-            // (Sessions first, so that the six uploads arrive together.)
+            // Eight at once: one decodes, one waits, the rest are told to come back. (Sessions first,
+            // so that the uploads arrive together; eight, so that they overlap even on a busy machine.)
             var tokens: [String] = []
-            for _ in 0..<6 { tokens.append(try await acme.consumer().token) }
+            for _ in 0..<8 { tokens.append(try await acme.consumer().token) }
             let replies = try await withThrowingTaskGroup(of: TestServer.Reply.self) { group in
                 for token in tokens {
                     group.addTask { try await VoiceTests.upload(server, bomb, token: token, contentType: "audio/ogg") }

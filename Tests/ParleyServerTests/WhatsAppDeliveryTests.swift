@@ -157,7 +157,7 @@ struct WhatsAppDeliveryTests {
             }
             let upload = try #require(fake.uploads.first)
             #expect(upload.type == "audio/ogg")
-            let probe = try FileManager.default.temporaryDirectory.appendingPathComponent("wa-\(UUID().uuidString).ogg")
+            let probe = FileManager.default.temporaryDirectory.appendingPathComponent("wa-\(UUID().uuidString).ogg")
             try upload.data.write(to: probe)
             defer { try? FileManager.default.removeItem(at: probe) }
             let probed = try ProcessRunner(executable: ProcessRunner.locate("ffprobe") ?? "/usr/bin/ffprobe").runBlocking(
