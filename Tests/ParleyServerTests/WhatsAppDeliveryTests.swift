@@ -129,6 +129,21 @@ struct WhatsAppDeliveryTests {
         }
     }
 
+    @Test("a media download that stalls is cut at the provider timeout, retried, and after the last attempt the agent gets a line")
+    func stalledMedia() async throws {
+        let clock = ManualClock()
+        try await Self.run(clock: clock, configure: { $0.providerTimeoutSeconds = 1; $0.jobMaxAttempts = 2 }) { server, acme, app, fake in
+            fake.addMedia(id: "1003383421387256", data: Data("OggS".utf8), mime: "audio/ogg")
+            fake.state.withLock { _ = $0.stalled.insert("1003383421387256") }
+            try await Self.deliver(server, app, try WhatsAppTests.fixture("audio-message.json"))
+            let lines = try await Self.messages(server, acme.adminToken, within: 60, moving: clock) { $0.count == 1 }
+            #expect(lines.first?.text.contains("could not be fetched") == true, "\(lines.map(\.text))")
+            #expect(fake.state.withLock { $0.mediaFetches } == 2)
+            let jobs = try await server.get("/v1/jobs?state=failed", token: acme.adminToken).decode(ListResponse<JobDTO>.self).items
+            #expect(jobs.first?.kind == "whatsapp.media")
+        }
+    }
+
     @Test("agents' text, voice note and photo go out as the Cloud API documents; statuses become ticks; a failure shows and can be retried")
     func outbound() async throws {
         let audio = try AudioFixtures.files()

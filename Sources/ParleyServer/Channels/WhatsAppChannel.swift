@@ -416,6 +416,15 @@ public struct WhatsAppChannel: Sendable {
         }
     }
 
+    /// A line in place of media that could not be fetched after every attempt.
+    func mediaLost(_ job: MediaJob, reason: String) async throws {
+        guard let (connection, _) = try await secrets(of: job.appId) else { return }
+        let principal = ConsumerPrincipal(consumerId: job.consumerId, brandId: connection.brandId, appId: connection.appId)
+        let what = job.type == "audio" ? "voice message" : job.type == "image" ? "image" : "file"
+        logger.warning("a WhatsApp media could not be fetched", metadata: ["app": "\(job.appId)", "error": "\(reason)"])
+        try await appendText("[WhatsApp \(what) could not be fetched from WhatsApp; ask the customer to send it again]", wamid: job.wamid, principal)
+    }
+
     /// The customer, by their WhatsApp id within the brand (external id `whatsapp:<wa_id>`).
     private func consumer(waId: String, name: String?, connection: ChannelConnectionRecord) async throws -> ConsumerDTO {
         let externalId = "whatsapp:\(waId)"

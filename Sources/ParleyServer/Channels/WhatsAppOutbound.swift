@@ -123,4 +123,11 @@ struct WhatsAppMediaHandler: JobHandler {
     func run(_ job: JobRecord) async throws {
         try await whatsapp.fetchMedia(try JSONDecoder().decode(WhatsAppChannel.MediaJob.self, from: Data(job.payload.utf8)))
     }
+
+    /// The media could not be fetched after every attempt: the agent still learns that the customer
+    /// sent something (Meta acknowledged it to the customer; it must not vanish).
+    func gaveUp(_ job: JobRecord, reason: String) async {
+        guard let media = try? JSONDecoder().decode(WhatsAppChannel.MediaJob.self, from: Data(job.payload.utf8)) else { return }
+        try? await whatsapp.mediaLost(media, reason: reason)
+    }
 }

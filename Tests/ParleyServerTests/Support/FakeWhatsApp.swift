@@ -30,6 +30,8 @@ final class FakeWhatsApp: Sendable {
         var refusedAuth = 0
         var messageCounter = 0
         var mediaFetches = 0
+        /// Media ids whose download stalls (headers sent, then nothing).
+        var stalled: Set<String> = []
     }
 
     let token: String
@@ -54,7 +56,7 @@ final class FakeWhatsApp: Sendable {
         let fake = FakeWhatsApp(token: token, phoneNumberId: phoneNumberId)
         let router = Router()
         router.get("/v24.0/{id}") { request, context in try fake.get(request, context) }
-        router.get("/media/{id}") { request, context in try fake.download(request, context) }
+        router.get("/media/{id}") { request, context in try await fake.download(request, context) }
         router.post("/v24.0/{id}/media") { request, context in try await fake.upload(request, context) }
         router.post("/v24.0/{id}/messages") { request, context in try await fake.send(request, context) }
         let (ports, continuation) = AsyncStream<Int>.makeStream()
@@ -119,8 +121,17 @@ final class FakeWhatsApp: Sendable {
         return json(.ok, Data(answer.utf8))
     }
 
-    private func download(_ request: Request, _ context: BasicRequestContext) throws -> Response {
+    private func download(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         guard authorized(request) else { return Response(status: .unauthorized) }
+        if state.withLock({ $0.stalled.contains(context.parameters.get("id") ?? "") }) {
+            state.withLock { $0.mediaFetches += 1 }
+            // A trickle: the first bytes, then nothing for longer than any deadline.
+            return Response(status: .ok, headers: [.contentType: "audio/ogg"], body: .init { writer in
+                try await writer.write(ByteBuffer(string: "OggS"))
+                try await Task.sleep(for: .seconds(4))
+                try await writer.finish(nil)
+            })
+        }
         guard let media = state.withLock({ state -> (data: Data, mime: String)? in
             state.mediaFetches += 1
             return state.media[context.parameters.get("id") ?? ""]
