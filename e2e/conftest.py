@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts" / "screenshots"
@@ -82,6 +82,15 @@ def running_parley(*extra_args, env=None):
                 process.wait()
         log.close()
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def login(page, server):
+    """Signs the demo admin in to the workspace and waits for the real-time connection."""
+    page.goto(server.url + "/")
+    page.fill("input[name=email]", server.email)
+    page.fill("input[name=password]", server.password)
+    page.click("button[type=submit]")
+    expect(page.locator(".topbar .status")).to_have_text("Online", timeout=10000)
 
 
 @contextmanager

@@ -5,7 +5,7 @@ import re
 import time
 from pathlib import Path
 
-from conftest import brand_site
+from conftest import brand_site, login
 from playwright.sync_api import expect
 
 PHONE = {"width": 360, "height": 740}
@@ -15,14 +15,6 @@ DESKTOP = {"width": 1280, "height": 800}
 def seconds(clock_text):
     minutes, secs = clock_text.strip().split(":")
     return int(minutes) * 60 + int(secs)
-
-
-def login(page, server):
-    page.goto(server.url + "/")
-    page.fill("input[name=email]", server.email)
-    page.fill("input[name=password]", server.password)
-    page.click("button[type=submit]")
-    expect(page.locator(".topbar .status")).to_have_text("Online", timeout=10000)
 
 
 def test_voice_round_trip(server, browser, shoot, console_errors):

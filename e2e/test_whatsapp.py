@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from conftest import ROOT, running_parley
+from conftest import ROOT, login, running_parley
 
 FIXTURES = ROOT / "Tests" / "ParleyServerTests" / "Fixtures" / "whatsapp"
 PHONE_ID = "106540352242922"
@@ -133,14 +133,6 @@ def whatsapp(tmp_path, speech_wav):
     with running_parley(env=env) as server:
         yield server, api, clock
     api.stop()
-
-
-def login(page, server):
-    page.goto(server.url + "/")
-    page.fill("input[name=email]", server.email)
-    page.fill("input[name=password]", server.password)
-    page.click("button[type=submit]")
-    expect(page.locator(".topbar .status")).to_have_text("Online", timeout=10000)
 
 
 def test_whatsapp_voice_notes_both_ways(whatsapp, browser, shoot, console_errors, tmp_path):

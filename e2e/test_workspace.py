@@ -7,21 +7,13 @@ import re
 import uuid
 
 import pytest
-from conftest import brand_site
+from conftest import brand_site, login
 from playwright.sync_api import expect
 
 PHONE = {"width": 360, "height": 740}
 TABLET = {"width": 768, "height": 1024}
 DESKTOP = {"width": 1280, "height": 800}
 SIZES = {360: PHONE, 768: TABLET, 1280: DESKTOP}
-
-
-def login(page, server):
-    page.goto(server.url + "/")
-    page.fill("input[name=email]", server.email)
-    page.fill("input[name=password]", server.password)
-    page.click("button[type=submit]")
-    expect(page.locator(".topbar .status")).to_have_text("Online", timeout=10000)
 
 
 @pytest.fixture(scope="module")
