@@ -124,7 +124,7 @@ def whatsapp(tmp_path, speech_wav):
     clock = tmp_path / "clock-offset"
     clock.write_text("0")
     env = {"PARLEY_WHATSAPP_API_URL": f"{api.origin}/v24.0", "PARLEY_WHATSAPP_MEDIA_HOSTS": api.origin,
-           "PARLEY_TEST_CLOCK_FILE": str(clock)}
+           "PARLEY_TEST_CLOCK_FILE": str(clock), "PARLEY_JOB_MAX_ATTEMPTS": "1"}
     # The customer's voice note, as WhatsApp delivers one: Ogg/Opus, mono.
     note = tmp_path / "customer.ogg"
     subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", str(speech_wav), "-t", "6", "-ac", "1", "-c:a", "libopus", "-b:a", "24k",
@@ -266,5 +266,23 @@ def test_whatsapp_voice_notes_both_ways(whatsapp, browser, shoot, console_errors
     agent.locator(".conversations li button").first.click()
     expect(agent.locator("#reply")).to_be_enabled()
     expect(agent.locator(".window-banner")).to_have_attribute("data-state", "open")
+
+    # WhatsApp is down: after the last attempt the message says so, and admins see it in Settings.
+    api.scripted.append((503, {"error": {"message": "Service temporarily unavailable", "type": "OAuthException", "code": 2}}))
+    agent.fill("#reply", "Green is back in stock tomorrow.")
+    agent.keyboard.press("Enter")
+    row = agent.locator(".row.out[data-kind=text]").last
+    expect(row.locator(".failed")).to_contain_text("could not be sent after 1 attempt", timeout=20000)
+    expect(row.get_by_role("button", name="Retry")).to_be_visible()
+    shoot(agent, "send-gave-up-1280")
+    agent.click(".account-open")
+    failures = agent.locator(".channel-failures")
+    expect(failures).to_contain_text("Sending a message")
+    expect(failures).to_contain_text("WhatsApp answered 503")
+    failures.scroll_into_view_if_needed()
+    shoot(agent, "settings-failures-1280")
+    agent.click(".account-close")
+    row.get_by_role("button", name="Retry").click()
+    expect(row.locator(".delivery")).to_have_attribute("data-state", "sent", timeout=20000)
 
     assert console_errors.errors == [], console_errors.errors

@@ -22,6 +22,20 @@ export class ChannelsAdmin {
     const cards = apps.items.filter((app) => app.channel === "whatsapp").map((app) => this.card(app, connected.get(app.id) ?? null));
     if (!cards.length) cards.push(this.createForm());
     this.list.replaceChildren(...cards);
+    await this.renderFailures();
+  }
+
+  /** Work Parley gave up on (a message WhatsApp never took, a media it could not fetch): admins see why. */
+  async renderFailures() {
+    const failed = (await this.api.get("/v1/jobs?state=failed")).items;
+    const box = this.section.querySelector(".channel-failures");
+    box.hidden = !failed.length;
+    const kinds = { "channel.send": "Sending a message", "whatsapp.webhook": "Reading a WhatsApp notification", "whatsapp.media": "Fetching a customer's media" };
+    const when = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+    box.querySelector("ul").replaceChildren(...failed.slice(0, 20).map((job) => element("li", {},
+      element("strong", { textContent: kinds[job.kind] ?? job.kind }),
+      element("span", { className: "when", textContent: ` · ${when.format(new Date(job.updatedAt))} · ${job.attempts} attempt${job.attempts === 1 ? "" : "s"}` }),
+      element("p", { className: "body", textContent: job.lastError ?? "" }))));
   }
 
   /** Without a WhatsApp app yet: make one (its conversations are on the WhatsApp channel). */

@@ -80,7 +80,7 @@ struct ChannelSender: JobHandler {
         guard let payload = try? JSONDecoder().decode(ChannelSendJob.self, from: Data(job.payload.utf8)) else { return }
         try? await conversations.updateDelivery(
             messageId: payload.messageId, brandId: payload.brandId, state: .failed, errorCode: "not_sent",
-            errorMessage: "The message could not be sent after \(job.attempts) attempts (\(reason)).", retryable: true)
+            errorMessage: "The message could not be sent after \(job.attempts) attempt\(job.attempts == 1 ? "" : "s") (\(reason)).", retryable: true)
     }
 }
 
