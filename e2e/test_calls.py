@@ -136,8 +136,8 @@ def test_voice_call(call_server, browser, shoot, console_errors):
     shoot(agent, "call-ringing-1280")
     sheet.get_by_role("button", name=re.compile("^Accept")).click()
 
-    expect(agent.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=15000)
-    expect(consumer.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=15000)
+    expect(agent.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=30000)
+    expect(consumer.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=30000)
     # Audio flows both ways.
     assert wait_for_media(agent, ["audio"])["audio"] > 0
     assert wait_for_media(consumer, ["audio"])["audio"] > 0
@@ -183,7 +183,7 @@ def test_video_call_through_turn_relay(call_server, turn, browser, shoot, consol
     sheet = start_call(agent, consumer, "video")
     expect(sheet.locator(".call-status")).to_have_text("Incoming video call")
     sheet.get_by_role("button", name=re.compile("^Accept")).click()
-    expect(agent.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=15000)
+    expect(agent.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=30000)
 
     # Audio and video arrive on both sides, and the selected candidate pair is a relay pair: the
     # server forced iceTransportPolicy=relay, so every packet went through coturn.
@@ -222,7 +222,7 @@ def test_video_call_through_turn_relay(call_server, turn, browser, shoot, consol
 def test_voice_call_turns_into_video(call_server, browser, shoot, console_errors):
     agent, consumer = open_pages(browser, call_server, console_errors, consumer_viewport=DESKTOP)
     start_call(agent, consumer, "voice").get_by_role("button", name=re.compile("^Accept")).click()
-    expect(consumer.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=15000)
+    expect(consumer.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=30000)
     assert wait_for_media(consumer, ["audio"])["video"] == 0
 
     # The agent turns the camera on: the call renegotiates and the consumer receives video.
@@ -263,7 +263,7 @@ def test_declined_missed_cancelled_and_closed_page(call_server, browser, shoot, 
 
     # Answered, then the consumer's page closes: the call ends for the agent with the reason.
     start_call(agent, consumer, "voice").get_by_role("button", name=re.compile("^Accept")).click()
-    expect(agent.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=15000)
+    expect(agent.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=30000)
     consumer.close()
     expect(agent.locator(".call-overlay .call-status")).to_have_text(
         re.compile(r"Call failed · 0:\d\d – The customer's connection was lost\."), timeout=10000)
