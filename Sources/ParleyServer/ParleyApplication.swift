@@ -121,10 +121,13 @@ public struct ParleyServices: Sendable {
                 thumbnails: WorkSlots(limit: configuration.voiceAnalyses, queueLimit: configuration.voiceQueue), uploads: voice.uploads,
                 limits: limits, clock: clock, logger: logger)
         let httpClient = ProviderHTTP.makeClient(readTimeoutSeconds: configuration.providerTimeoutSeconds)
+        let providerHTTP = ProviderHTTP(client: httpClient, timeout: .seconds(configuration.providerTimeoutSeconds))
+        let inbox = ChannelInbox(
+            store: store, conversations: conversations, voice: voice, attachments: attachments, blobs: blobs, http: providerHTTP, clock: clock,
+            logger: logger)
         let whatsapp = WhatsAppChannel(
-            store: store, secrets: secrets, conversations: conversations, voice: voice, attachments: attachments, blobs: blobs, jobs: jobs,
-            api: WhatsAppAPI(
-                http: ProviderHTTP(client: httpClient, timeout: .seconds(configuration.providerTimeoutSeconds)), baseURL: configuration.whatsappAPIURL),
+            store: store, secrets: secrets, conversations: conversations, inbox: inbox, blobs: blobs, jobs: jobs,
+            api: WhatsAppAPI(http: providerHTTP, baseURL: configuration.whatsappAPIURL),
             mediaHosts: MediaHostAllowList(configuration.whatsappMediaHosts), metrics: metrics, clock: clock, logger: logger)
         let handlers: [any JobHandler] = [
             ChannelSender(store: store, conversations: conversations, connectors: [.whatsapp: WhatsAppOutbound(whatsapp: whatsapp)], logger: logger),

@@ -18,8 +18,7 @@ public struct WhatsAppChannel: Sendable {
     let store: Store
     let secrets: SecretBox
     let conversations: ConversationService
-    let voice: VoiceService
-    let attachments: AttachmentService
+    let inbox: ChannelInbox
     let blobs: LocalBlobStore
     let jobs: JobQueue
     let api: WhatsAppAPI
@@ -224,12 +223,7 @@ public struct WhatsAppChannel: Sendable {
     /// The subscription handshake: the challenge back when the mode is `subscribe` and the token is
     /// the app's; otherwise 403 (an unknown app gets the same answer, so ids cannot be probed).
     public func verify(appId: AppID, mode: String?, token: String?, challenge: String?) async throws -> String {
-        let refused = ParleyError(.forbidden, code: "verification_failed", message: "The verify token does not match.")
-        guard mode == "subscribe", let token, let challenge, challenge.count <= 256,
-            let (_, secrets) = try await secrets(of: appId),
-            Data(token.utf8).constantTimeEquals(Data(secrets.verifyToken.utf8))
-        else { throw refused }
-        return challenge
+        try MetaWebhook.verify(mode: mode, token: token, challenge: challenge, expected: try await secrets(of: appId)?.1.verifyToken)
     }
 
     /// A signed notification. The signature is checked before the body is even parsed; a bad or
@@ -238,28 +232,15 @@ public struct WhatsAppChannel: Sendable {
     /// the job appends its messages, each with its `wamid` as the client message id, so Meta's
     /// retries are answered with the stored message, never a second one.
     public func receive(appId: AppID, signature: String?, body: Data) async throws {
-        let unauthorized = ParleyError(.unauthorized, code: "invalid_signature", message: "The X-Hub-Signature-256 header is missing or wrong.")
-        guard let signature, signature.hasPrefix("sha256="), let expected = Data(hex: String(signature.dropFirst(7))),
-            let (connection, secrets) = try await secrets(of: appId)
-        else {
-            logger.notice("refused a WhatsApp webhook without a valid signature", metadata: ["app": "\(appId)"])
-            metrics.webhooksRefused.increment()
-            throw unauthorized
-        }
-        guard HMAC<SHA256>.isValidAuthenticationCode(expected, authenticating: body, using: SymmetricKey(data: Data(secrets.appSecret.utf8))) else {
-            logger.notice("refused a WhatsApp webhook with a wrong signature", metadata: ["app": "\(appId)"])
-            metrics.webhooksRefused.increment()
-            throw unauthorized
-        }
-        guard (try? JSONDecoder().decode(WhatsAppNotification.self, from: body)) != nil else {
+        let connection = try await secrets(of: appId)
+        try MetaWebhook.checkSignature(signature, body: body, appSecret: connection?.1.appSecret, app: appId, metrics: metrics, logger: logger)
+        guard let (record, _) = connection, (try? JSONDecoder().decode(WhatsAppNotification.self, from: body)) != nil else {
             throw ParleyError(.badRequest, code: "invalid_json", message: "The notification is not the Cloud API's JSON.")
         }
-        // One lane per app: notifications are processed in the order they arrived. The body's hash
-        // is the dedupe key: Meta's retry of a notification not yet processed is not queued twice.
-        let digest = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
+        // One lane per app: notifications are processed in the order they arrived.
         try await jobs.enqueue(
-            Self.webhookJob, WebhookJob(appId: appId, body: String(decoding: body, as: UTF8.self)), brandId: connection.brandId,
-            lane: "in:\(appId)", dedupeKey: "whatsapp:\(appId):\(digest)")
+            Self.webhookJob, WebhookJob(appId: appId, body: String(decoding: body, as: UTF8.self)), brandId: record.brandId,
+            lane: "in:\(appId)", dedupeKey: "whatsapp:\(appId):\(MetaWebhook.digest(body))")
     }
 
     struct WebhookJob: Codable, Sendable {
@@ -295,11 +276,12 @@ public struct WhatsAppChannel: Sendable {
             logger.notice("a WhatsApp message without a valid sender or id was ignored", metadata: ["app": "\(connection.appId)"])
             return
         }
-        let consumer = try await consumer(waId: message.from, name: name, connection: connection)
+        let consumer = try await inbox.consumer(
+            .whatsapp, providerUserId: message.from, name: name, placeholder: "+\(message.from)", phone: "+\(message.from)", connection: connection)
         let principal = ConsumerPrincipal(consumerId: consumer.id, brandId: connection.brandId, appId: connection.appId)
         if let media = message.media {
             // A redelivered notification: the media was fetched and stored already.
-            if try await store.read({ repo in try await repo.message(senderId: consumer.id.rawValue, clientMessageId: message.id) }) != nil { return }
+            if try await inbox.alreadyStored(consumer.id, providerMessageId: message.id) { return }
             // Fetched by its own job (with retries), then through the same pipeline as an upload.
             try await jobs.enqueue(
                 Self.mediaJob,
@@ -321,8 +303,7 @@ public struct WhatsAppChannel: Sendable {
     }
 
     private func appendText(_ text: String, wamid: String, _ principal: ConsumerPrincipal) async throws {
-        let request = SendMessageRequest(clientMessageId: wamid, text: String(text.prefix(4096)), channel: .whatsapp)
-        _ = try await conversations.send(.consumer(principal), request, content: .text(request.text))
+        try await inbox.appendText(text, channel: .whatsapp, providerMessageId: wamid, principal)
     }
 
     struct MediaJob: Codable, Sendable {
@@ -343,74 +324,30 @@ public struct WhatsAppChannel: Sendable {
     func fetchMedia(_ job: MediaJob) async throws {
         guard let (connection, secrets) = try await secrets(of: job.appId) else { return }
         let principal = ConsumerPrincipal(consumerId: job.consumerId, brandId: connection.brandId, appId: connection.appId)
-        let what = job.type == "audio" ? "voice message" : job.type == "image" ? "image" : job.type == "document" ? "file" : "\(job.type.prefix(16)) message"
-        guard job.type == "audio" || job.type == "image" || job.type == "document" else {
-            try await appendText("[unsupported WhatsApp \(what)]", wamid: job.wamid, principal)
+        let kind: ChannelInbox.MediaKind
+        switch job.type {
+        case "audio": kind = .audio
+        case "image": kind = .image
+        case "document": kind = .file
+        default:
+            try await appendText("[unsupported WhatsApp \(job.type.prefix(16)) message]", wamid: job.wamid, principal)
             return
         }
-        let cap: Int
-        if job.type == "audio" {
-            cap = voice.maxUploadBytes
-        } else {
-            let settings = try await store.read { repo in try await repo.brandSettings(brandId: connection.brandId) }
-            cap = attachments.cap(settings)
-        }
+        let cap = try await inbox.cap(kind, brandId: connection.brandId)
         let info: WhatsAppAPI.MediaInfo
         do {
             info = try await api.mediaInfo(mediaId: job.mediaId, token: secrets.accessToken)
         } catch let refused as DeliveryRefused {
-            try await appendText("[WhatsApp \(what) could not be fetched: \(refused.message)]", wamid: job.wamid, principal)
+            try await appendText("[WhatsApp \(kind.noun) could not be fetched: \(refused.message)]", wamid: job.wamid, principal)
             return
         }
         if let size = info.fileSize, size > cap {
-            try await appendText("[WhatsApp \(what) not accepted: it is larger than \(cap / (1024 * 1024)) MB]", wamid: job.wamid, principal)
+            try await appendText("[WhatsApp \(kind.noun) not accepted: it is larger than \(ChannelInbox.size(cap))]", wamid: job.wamid, principal)
             return
         }
-        let partial = blobs.partialFile()
-        defer { try? FileManager.default.removeItem(at: partial) }
-        let fetched: (status: Int, bytes: Int, contentType: String?)
-        do {
-            fetched = try await api.http.download(
-                info.url, headers: HTTPHeaders([("Authorization", "Bearer \(secrets.accessToken)")]), allowed: mediaHosts, maxBytes: cap,
-                into: partial)
-        } catch let failure as ProviderHTTP.Failure {
-            switch failure {
-            case .hostNotAllowed(let host):
-                logger.warning("a WhatsApp media URL on a host that is not allowed was refused", metadata: ["host": "\(host)", "app": "\(job.appId)"])
-                try await appendText("[WhatsApp \(what) not fetched: its address is not on WhatsApp's media host]", wamid: job.wamid, principal)
-                return
-            case .tooLarge:
-                try await appendText("[WhatsApp \(what) not accepted: it is larger than \(cap / (1024 * 1024)) MB]", wamid: job.wamid, principal)
-                return
-            case .unreachable, .noAnswer:
-                throw JobFailure.retry(failure.description)
-            }
-        }
-        guard (200..<300).contains(fetched.status) else {
-            if fetched.status == 429 || fetched.status >= 500 || fetched.status == 404 {
-                // 404: the short-lived URL expired; the next attempt asks for a new one.
-                throw JobFailure.retry("the media host answered \(fetched.status)")
-            }
-            try await appendText("[WhatsApp \(what) could not be fetched (HTTP \(fetched.status))]", wamid: job.wamid, principal)
-            return
-        }
-        guard fetched.bytes > 0 else {
-            try await appendText("[WhatsApp \(what) arrived empty]", wamid: job.wamid, principal)
-            return
-        }
-        do {
-            if job.type == "audio" {
-                _ = try await voice.receiveFromChannel(principal, clientMessageId: job.wamid, file: partial, size: fetched.bytes)
-            } else {
-                _ = try await attachments.receiveFromChannel(
-                    principal, clientMessageId: job.wamid, file: partial, size: fetched.bytes, fileName: job.fileName)
-            }
-        } catch let error as ParleyError where error.kind == .unavailable || error.kind == .rateLimited {
-            throw JobFailure.retry(error.message)  // busy or the scanner is away: later
-        } catch let error as ParleyError {
-            try await appendText("[WhatsApp \(what) not accepted: \(error.message)]", wamid: job.wamid, principal)
-            return
-        }
+        try await inbox.ingest(
+            url: info.url, headers: HTTPHeaders([("Authorization", "Bearer \(secrets.accessToken)")]), allowed: mediaHosts, kind: kind,
+            fileName: job.fileName, cap: cap, channel: .whatsapp, providerMessageId: job.wamid, principal)
         if let caption = job.caption?.trimmingCharacters(in: .whitespacesAndNewlines), !caption.isEmpty {
             try await appendText(caption, wamid: "\(job.wamid):caption", principal)
         }
@@ -423,28 +360,6 @@ public struct WhatsAppChannel: Sendable {
         let what = job.type == "audio" ? "voice message" : job.type == "image" ? "image" : "file"
         logger.warning("a WhatsApp media could not be fetched", metadata: ["app": "\(job.appId)", "error": "\(reason)"])
         try await appendText("[WhatsApp \(what) could not be fetched from WhatsApp; ask the customer to send it again]", wamid: job.wamid, principal)
-    }
-
-    /// The customer, by their WhatsApp id within the brand (external id `whatsapp:<wa_id>`).
-    private func consumer(waId: String, name: String?, connection: ChannelConnectionRecord) async throws -> ConsumerDTO {
-        let externalId = "whatsapp:\(waId)"
-        let cleanName = name.flatMap { try? IdentityRules.validateName($0, field: "name") }
-        return try await withUniqueRetry {
-            try await store.write { repo in
-                if var existing = try await repo.consumer(brandId: connection.brandId, externalId: externalId) {
-                    if let cleanName, cleanName != existing.displayName {
-                        existing.displayName = cleanName
-                        try await repo.updateConsumer(existing)
-                    }
-                    return existing
-                }
-                let created = ConsumerDTO(
-                    id: .make(), brandId: connection.brandId, appId: connection.appId, externalId: externalId,
-                    displayName: cleanName ?? "+\(waId)", anonymous: false, createdAt: clock.now(), phone: "+\(waId)")
-                try await repo.insertConsumer(created)
-                return created
-            }
-        }
     }
 }
 
