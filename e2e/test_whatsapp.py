@@ -278,7 +278,7 @@ def test_whatsapp_voice_notes_both_ways(whatsapp, browser, shoot, console_errors
     agent.click(".account-open")
     failures = agent.locator(".channel-failures")
     expect(failures).to_contain_text("Sending a message")
-    expect(failures).to_contain_text("WhatsApp answered 503")
+    expect(failures).to_contain_text("answered 503")
     failures.scroll_into_view_if_needed()
     shoot(agent, "settings-failures-1280")
     agent.click(".account-close")

@@ -196,3 +196,23 @@ public struct JobDTO: Codable, Sendable, Hashable {
         (self.runAt, self.createdAt, self.updatedAt) = (runAt, createdAt, updatedAt)
     }
 }
+
+/// An admin connects an app on the `messenger` channel to a Facebook Page (Messenger Platform).
+/// The secrets are stored encrypted and never returned.
+public struct ConnectMessengerRequest: Codable, Sendable {
+    /// The Facebook Page's id.
+    public var pageId: String
+    /// The token you choose and also enter in Meta's webhook settings (verification).
+    public var verifyToken: String
+    /// The Meta app's secret: webhooks are signed with it (`X-Hub-Signature-256`).
+    public var appSecret: String
+    /// A Page access token with `pages_messaging`, for sending.
+    public var pageAccessToken: String
+
+    public init(pageId: String, verifyToken: String, appSecret: String, pageAccessToken: String) {
+        self.pageId = pageId
+        self.verifyToken = verifyToken
+        self.appSecret = appSecret
+        self.pageAccessToken = pageAccessToken
+    }
+}

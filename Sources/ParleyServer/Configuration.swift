@@ -18,6 +18,10 @@ public struct ParleyConfiguration: Sendable {
     public var whatsappAPIURL: String = "https://graph.facebook.com/v24.0"
     /// Where WhatsApp media may be downloaded from: hosts (HTTPS) or full origins.
     public var whatsappMediaHosts: [String] = ["lookaside.fbsbx.com"]
+    /// The Messenger Platform's Graph API base URL with its version.
+    public var messengerAPIURL: String = "https://graph.facebook.com/v24.0"
+    /// Where Messenger attachments may be downloaded from (`*.fbcdn.net`: any HTTPS subdomain).
+    public var messengerMediaHosts: [String] = ["*.fbcdn.net", "*.fbsbx.com"]
     /// Longest a call to a provider (API request or media download) may take.
     public var providerTimeoutSeconds: Int = 30
     /// Durable jobs (channel delivery, media fetches, webhook processing) run at once on this node.

@@ -176,6 +176,15 @@ extension ParleyConfiguration {
         Setting(flag: "whatsapp-media-hosts", environment: "PARLEY_WHATSAPP_MEDIA_HOSTS", help: "comma-separated hosts (HTTPS) or origins WhatsApp media may be downloaded from (default lookaside.fbsbx.com)") { c, v, _ in
             c.whatsappMediaHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         },
+        Setting(flag: "messenger-api-url", environment: "PARLEY_MESSENGER_API_URL", help: "Messenger Platform (Graph API) base URL with version (default https://graph.facebook.com/v24.0)") { c, v, name throws(ConfigurationError) in
+            guard let url = URLComponents(string: v), url.scheme == "https" || url.scheme == "http", url.host != nil else {
+                throw ConfigurationError(setting: name, message: "must be an http(s) URL")
+            }
+            c.messengerAPIURL = v.hasSuffix("/") ? String(v.dropLast()) : v
+        },
+        Setting(flag: "messenger-media-hosts", environment: "PARLEY_MESSENGER_MEDIA_HOSTS", help: "comma-separated hosts (HTTPS; *.domain for its subdomains) or origins Messenger attachments may be downloaded from (default *.fbcdn.net,*.fbsbx.com)") { c, v, _ in
+            c.messengerMediaHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        },
         Setting(flag: "provider-timeout", environment: "PARLEY_PROVIDER_TIMEOUT", help: "seconds a call to a messaging provider or a media download may take (default 30)") { c, v, name throws(ConfigurationError) in
             c.providerTimeoutSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
         },

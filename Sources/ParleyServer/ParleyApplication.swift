@@ -28,6 +28,7 @@ public struct ParleyServices: Sendable {
     public let calls: CallService
     public let workspace: WorkspaceService
     public let whatsapp: WhatsAppChannel
+    public let messenger: MessengerChannel
     /// Runs durable jobs (channel delivery, media fetches, webhook processing).
     public let jobRunner: JobRunner
     /// Calls to providers; shut down by `close()`.
@@ -129,10 +130,19 @@ public struct ParleyServices: Sendable {
             store: store, secrets: secrets, conversations: conversations, inbox: inbox, blobs: blobs, jobs: jobs,
             api: WhatsAppAPI(http: providerHTTP, baseURL: configuration.whatsappAPIURL),
             mediaHosts: MediaHostAllowList(configuration.whatsappMediaHosts), metrics: metrics, clock: clock, logger: logger)
+        let messenger = MessengerChannel(
+            store: store, secrets: secrets, conversations: conversations, inbox: inbox, blobs: blobs, jobs: jobs, http: providerHTTP,
+            baseURL: configuration.messengerAPIURL, mediaHosts: MediaHostAllowList(configuration.messengerMediaHosts), metrics: metrics,
+            clock: clock, logger: logger)
+        let connectors: [ParleyAPI.Channel: any OutboundConnector] = [
+            .whatsapp: WhatsAppOutbound(whatsapp: whatsapp), .messenger: MessengerOutbound(messenger: messenger),
+        ]
         let handlers: [any JobHandler] = [
-            ChannelSender(store: store, conversations: conversations, connectors: [.whatsapp: WhatsAppOutbound(whatsapp: whatsapp)], logger: logger),
+            ChannelSender(store: store, conversations: conversations, connectors: connectors, logger: logger),
             WhatsAppWebhookHandler(whatsapp: whatsapp),
             WhatsAppMediaHandler(whatsapp: whatsapp),
+            MessengerWebhookHandler(messenger: messenger),
+            MessengerMediaHandler(messenger: messenger),
         ]
         let jobRunner = JobRunner(
             store: store, clock: clock, signal: jobSignal, handlers: Dictionary(uniqueKeysWithValues: handlers.map { ($0.kind, $0) }),
@@ -144,7 +154,7 @@ public struct ParleyServices: Sendable {
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
             calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
             workspace: WorkspaceService(store: store, hub: hub, bus: bus, clock: clock, logger: logger),
-            whatsapp: whatsapp, jobRunner: jobRunner, httpClient: httpClient,
+            whatsapp: whatsapp, messenger: messenger, jobRunner: jobRunner, httpClient: httpClient,
             attachments: attachments,
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
             searchIndexer: SearchIndexer(store: store, interval: .milliseconds(250), logger: logger),
@@ -186,7 +196,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     ).addRoutes(to: routes)
     CallController(calls: services.calls, configuration: services.configuration).addRoutes(to: routes)
     AttachmentController(attachments: services.attachments, blobs: services.blobs, configuration: services.configuration).addRoutes(to: routes)
-    ChannelController(whatsapp: services.whatsapp, conversations: services.conversations, store: services.store, configuration: services.configuration)
+    ChannelController(whatsapp: services.whatsapp, messenger: services.messenger, conversations: services.conversations, store: services.store, configuration: services.configuration)
         .addRoutes(to: routes)
     WorkspaceController(
         workspace: services.workspace, voice: services.voice, identity: services.identity, limits: services.limits,

@@ -76,6 +76,8 @@ struct CrossTenantTests {
                     json = AddAppKeyRequest(kid: "stolen", algorithm: "HS256", key: String(repeating: "k", count: 40))
                 case (.put, let path) where path.hasSuffix("/whatsapp"):
                     json = ConnectWhatsAppRequest(phoneNumberId: "123", verifyToken: "stolen-token", appSecret: "stolen-secret", accessToken: "stolen-token")
+                case (.put, let path) where path.hasSuffix("/messenger"):
+                    json = ConnectMessengerRequest(pageId: "123", verifyToken: "stolen-token", appSecret: "stolen-secret", pageAccessToken: "stolen-token")
                 case (.put, let path) where path.hasSuffix("/whatsapp/templates"):
                     json = WhatsAppTemplatesRequest(templates: [WhatsAppTemplateDTO(name: "stolen", language: "en_US", body: "x")])
                 case (.post, let path) where path.hasSuffix("/template"):

@@ -42,7 +42,7 @@ struct WhatsAppDeliveryTests {
     /// Waits (real time, short polls) until `check` passes on the conversation's messages.
     @discardableResult
     static func messages(
-        _ server: TestServer, _ token: String, in conversationId: ConversationID? = nil, within seconds: Double = 30,
+        _ server: TestServer, _ token: String, in conversationId: ConversationID? = nil, channel: Channel = .whatsapp, within seconds: Double = 30,
         moving clock: ManualClock? = nil, until check: ([MessageDTO]) -> Bool
     ) async throws -> [MessageDTO] {
         let deadline = Date().addingTimeInterval(seconds)
@@ -51,7 +51,7 @@ struct WhatsAppDeliveryTests {
             clock?.advance(by: .seconds(2))
             var id = conversationId
             if id == nil {
-                id = try await server.get("/v1/conversations?channel=whatsapp", token: token).decode(Page<ConversationDTO>.self).items.first?.id
+                id = try await server.get("/v1/conversations?channel=\(channel.rawValue)", token: token).decode(Page<ConversationDTO>.self).items.first?.id
             }
             if let id {
                 last = try await server.get("/v1/conversations/\(id)/messages", token: token).decode(ListResponse<MessageDTO>.self).items

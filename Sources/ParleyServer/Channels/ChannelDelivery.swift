@@ -172,6 +172,24 @@ extension ConversationService {
     }
 }
 
+extension ConversationService {
+    /// A read receipt that names a time, not messages (Messenger's `watermark`): every message the
+    /// agents sent to this customer on the app up to then was read.
+    func providerRead(channel: Channel, externalId: String, appId: AppID, brandId: BrandID, upTo watermark: Date) async throws {
+        let found = try await store.read { repo -> (ConversationDTO, Int64)? in
+            guard let consumer = try await repo.consumer(brandId: brandId, externalId: externalId),
+                let conversation = try await repo.latestConversation(consumerId: consumer.id, appId: appId, channel: channel, lock: false)
+            else { return nil }
+            let recent = try await repo.messages(conversationId: conversation.id, afterSeq: max(0, conversation.lastSeq - 200), limit: 200)
+            guard let seq = recent.filter({ $0.senderKind == .agent && $0.createdAt <= watermark }).map(\.seq).max() else { return nil }
+            return (conversation, seq)
+        }
+        guard let (conversation, seq) = found else { return }
+        let consumer = ConsumerPrincipal(consumerId: conversation.consumerId, brandId: conversation.brandId, appId: conversation.appId)
+        _ = try await receipt(.consumer(consumer), conversationId: conversation.id, ReceiptRequest(upToSeq: seq, state: .read))
+    }
+}
+
 /// A provider's status for a message it accepted.
 enum ProviderStatus: Sendable, Equatable {
     case sent

@@ -121,8 +121,9 @@ public struct ProviderHTTP: Sendable {
     }
 }
 
-/// The origins media may be fetched from: `lookaside.fbsbx.com` (HTTPS, any port 443) or a full
-/// origin like `http://127.0.0.1:8123` (a local test endpoint). A media URL elsewhere is refused
+/// The origins media may be fetched from: `lookaside.fbsbx.com` (HTTPS, port 443), `*.fbcdn.net`
+/// (HTTPS, any subdomain, not the domain itself) or a full origin like `http://127.0.0.1:8123` (a
+/// local test endpoint). A media URL elsewhere is refused
 /// before any connection is made, so a forged webhook cannot make Parley fetch internal addresses.
 public struct MediaHostAllowList: Sendable, Hashable {
     struct Origin: Hashable {
@@ -131,17 +132,23 @@ public struct MediaHostAllowList: Sendable, Hashable {
         var port: Int
     }
     let origins: Set<Origin>
+    /// `*.fbcdn.net` as `.fbcdn.net`: HTTPS subdomains of it.
+    let suffixes: [String]
 
     public init(_ entries: [String]) {
         var origins: Set<Origin> = []
+        var suffixes: [String] = []
         for entry in entries.map({ $0.trimmingCharacters(in: .whitespaces) }) where !entry.isEmpty {
-            if entry.contains("://"), let url = URLComponents(string: entry), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() {
+            if entry.hasPrefix("*."), entry.count > 3, !entry.dropFirst(2).contains("*") {
+                suffixes.append(String(entry.dropFirst(1)).lowercased())
+            } else if entry.contains("://"), let url = URLComponents(string: entry), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() {
                 origins.insert(Origin(scheme: scheme, host: host, port: url.port ?? (scheme == "http" ? 80 : 443)))
             } else {
                 origins.insert(Origin(scheme: "https", host: entry.lowercased(), port: 443))
             }
         }
         self.origins = origins
+        self.suffixes = suffixes
     }
 
     public func allows(_ url: String) -> Bool {
@@ -149,6 +156,64 @@ public struct MediaHostAllowList: Sendable, Hashable {
             let host = components.host?.lowercased(), components.user == nil, components.password == nil
         else { return false }
         let port = components.port ?? (scheme == "http" ? 80 : 443)
+        if scheme == "https", port == 443, suffixes.contains(where: { host.hasSuffix($0) && host.count > $0.count }) { return true }
         return origins.contains(Origin(scheme: scheme, host: host, port: port))
+    }
+}
+
+/// A Graph API error (WhatsApp, Messenger): `{"error": {"message", "type", "code", "error_subcode",
+/// "error_data": {"details"}, "fbtrace_id"}}`.
+struct GraphError: Decodable {
+    struct Body: Decodable {
+        struct ErrorData: Decodable { var details: String? }
+        var message: String?
+        var code: Int?
+        var errorSubcode: Int?
+        var errorData: ErrorData?
+        enum CodingKeys: String, CodingKey { case message, code, errorSubcode = "error_subcode", errorData = "error_data" }
+
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            message = try? c.decodeIfPresent(String.self, forKey: .message)
+            errorData = try? c.decodeIfPresent(ErrorData.self, forKey: .errorData)
+            errorSubcode = try? c.decodeIfPresent(Int.self, forKey: .errorSubcode)
+            // An integer in Meta's reference; some proxies pass it on as a string.
+            code = (try? c.decodeIfPresent(Int.self, forKey: .code)) ?? (try? c.decodeIfPresent(String.self, forKey: .code)).flatMap { $0.flatMap(Int.init) }
+        }
+    }
+    var error: Body
+}
+
+extension ProviderHTTP {
+    /// One Graph API call (Meta's WhatsApp and Messenger APIs): 2xx is the answer; 429, 5xx and the
+    /// `throttled` codes are retried (after `Retry-After` when given); an unreachable provider is
+    /// retried; no answer in time is not (the provider may have acted on it, and a second send would
+    /// reach the customer twice); any other error is the provider's refusal, retryable unless its
+    /// code is in `final`. `sentence(code, subcode, details)` is what the agent reads.
+    func graph(
+        _ request: HTTPClientRequest, throttled: Set<Int>, final: Set<Int>, sentence: (Int?, Int?, String?) -> String
+    ) async throws -> Answer {
+        let answer: Answer
+        do {
+            answer = try await send(request)
+        } catch let failure as Failure {
+            switch failure {
+            case .unreachable: throw JobFailure.retry(failure.description)
+            case .noAnswer:
+                throw DeliveryRefused(
+                    code: "no_answer", message: "The provider did not answer in time; the message may or may not have been sent.", retryable: true)
+            case .tooLarge, .hostNotAllowed: throw JobFailure.permanent(failure.description)
+            }
+        }
+        if (200..<300).contains(answer.status) { return answer }
+        let graph = try? JSONDecoder().decode(GraphError.self, from: answer.body)
+        let code = graph?.error.code
+        if answer.status == 429 || answer.status >= 500 || code.map(throttled.contains) == true {
+            throw JobFailure.retry("the provider answered \(answer.status) (\(code.map(String.init) ?? "no code"))", after: answer.retryAfter)
+        }
+        throw DeliveryRefused(
+            code: code.map(String.init) ?? "http_\(answer.status)",
+            message: sentence(code, graph?.error.errorSubcode, graph?.error.errorData?.details ?? graph?.error.message),
+            retryable: code.map(final.contains) != true)
     }
 }

@@ -49,25 +49,6 @@ struct WhatsAppAPI: Sendable {
         enum CodingKeys: String, CodingKey { case displayPhoneNumber = "display_phone_number", verifiedName = "verified_name" }
     }
 
-    struct GraphError: Decodable {
-        struct Body: Decodable {
-            struct ErrorData: Decodable { var details: String? }
-            var message: String?
-            var code: Int?
-            var errorData: ErrorData?
-            enum CodingKeys: String, CodingKey { case message, code, errorData = "error_data" }
-
-            init(from decoder: any Decoder) throws {
-                let c = try decoder.container(keyedBy: CodingKeys.self)
-                message = try? c.decodeIfPresent(String.self, forKey: .message)
-                errorData = try? c.decodeIfPresent(ErrorData.self, forKey: .errorData)
-                // An integer in Meta's reference; some proxies pass it on as a string.
-                code = (try? c.decodeIfPresent(Int.self, forKey: .code)) ?? (try? c.decodeIfPresent(String.self, forKey: .code)).flatMap { $0.flatMap(Int.init) }
-            }
-        }
-        var error: Body
-    }
-
     private func headers(_ token: String, json: Bool = true) -> HTTPHeaders {
         var headers = HTTPHeaders([("Authorization", "Bearer \(token)")])
         if json { headers.add(name: "Content-Type", value: "application/json") }
@@ -134,33 +115,8 @@ struct WhatsAppAPI: Sendable {
         return number
     }
 
-    /// One call: 2xx is the answer; throttling and server errors are retried (after `Retry-After`
-    /// when given); an unreachable provider is retried; no answer in time is not (the provider may
-    /// have acted on it, and a second send would reach the customer twice); other errors are the
-    /// provider's refusal.
     private func call(_ request: HTTPClientRequest) async throws -> ProviderHTTP.Answer {
-        let answer: ProviderHTTP.Answer
-        do {
-            answer = try await http.send(request)
-        } catch let failure as ProviderHTTP.Failure {
-            switch failure {
-            case .unreachable: throw JobFailure.retry(failure.description)
-            case .noAnswer:
-                throw DeliveryRefused(
-                    code: "no_answer", message: "WhatsApp did not answer in time; the message may or may not have been sent.", retryable: true)
-            case .tooLarge, .hostNotAllowed: throw JobFailure.permanent(failure.description)
-            }
-        }
-        if (200..<300).contains(answer.status) { return answer }
-        let graph = try? JSONDecoder().decode(GraphError.self, from: answer.body)
-        let code = graph?.error.code
-        if answer.status == 429 || answer.status >= 500 || code.map(Self.throttled.contains) == true {
-            throw JobFailure.retry("WhatsApp answered \(answer.status) (\(code.map(String.init) ?? "no code"))", after: answer.retryAfter)
-        }
-        let codeText = code.map(String.init) ?? "http_\(answer.status)"
-        throw DeliveryRefused(
-            code: codeText, message: Self.sentence(code: code, fallback: graph?.error.errorData?.details ?? graph?.error.message),
-            retryable: code.map(Self.final.contains) != true)
+        try await http.graph(request, throttled: Self.throttled, final: Self.final) { code, _, details in Self.sentence(code: code, fallback: details) }
     }
 
     /// Graph and Cloud API codes that mean "slow down" or "try later".

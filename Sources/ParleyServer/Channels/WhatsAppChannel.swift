@@ -88,7 +88,9 @@ public struct WhatsAppChannel: Sendable {
     /// The brand's connected apps (admins): what the Settings page lists.
     public func connections(_ admin: AgentPrincipal) async throws -> [ChannelConnectionDTO] {
         try admin.require(.admin)
-        return try await store.read { repo in try await repo.channelConnections(brandId: admin.brandId) }.map(Self.dto)
+        return try await store.read { repo in try await repo.channelConnections(brandId: admin.brandId) }.map { record in
+            record.channel == .messenger ? MessengerChannel.dto(record) : Self.dto(record)
+        }
     }
 
     static func dto(_ record: ChannelConnectionRecord) -> ChannelConnectionDTO {

@@ -8,6 +8,7 @@ import ParleyStore
 /// Messaging channels: admins connect an app to its provider; providers call the webhooks.
 struct ChannelController {
     let whatsapp: WhatsAppChannel
+    let messenger: MessengerChannel
     let conversations: ConversationService
     let store: Store
     let configuration: ParleyConfiguration
@@ -26,6 +27,11 @@ struct ChannelController {
         // Providers carry no session: the signature (or the verify token) is the authentication.
         routes.open.get("/v1/webhooks/whatsapp/{appId}", use: verifyWhatsApp)
         routes.open.post("/v1/webhooks/whatsapp/{appId}", use: receiveWhatsApp)
+        routes.admins.put("/v1/apps/{appId}/messenger", use: connectMessenger)
+        routes.admins.get("/v1/apps/{appId}/messenger", use: messengerConnection)
+        routes.admins.post("/v1/apps/{appId}/messenger/test", use: testMessenger)
+        routes.open.get("/v1/webhooks/messenger/{appId}", use: verifyMessenger)
+        routes.open.post("/v1/webhooks/messenger/{appId}", use: receiveMessenger)
     }
 
     private func appId(_ context: ParleyRequestContext) throws -> AppID {
@@ -98,6 +104,45 @@ struct ChannelController {
         return JSONResponse(.ok, try await conversations.retryDelivery(agent, messageId: id))
     }
 
+    @Sendable func connectMessenger(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ChannelConnectionDTO> {
+        let admin = try context.requireAgent()
+        let body = try await request.decodeJSON(ConnectMessengerRequest.self, limit: configuration.maxJSONBodyBytes)
+        return JSONResponse(.ok, try await messenger.connect(admin, appId: appId(context), body))
+    }
+
+    @Sendable func messengerConnection(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ChannelConnectionDTO> {
+        JSONResponse(.ok, try await messenger.connection(context.requireAgent(), appId: appId(context)))
+    }
+
+    @Sendable func testMessenger(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ChannelTestDTO> {
+        JSONResponse(.ok, try await messenger.test(context.requireAgent(), appId: appId(context)))
+    }
+
+    @Sendable func verifyMessenger(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let query = request.uri.queryParameters
+        let challenge = try await messenger.verify(
+            appId: appId(context), mode: query["hub.mode"].map(String.init), token: query["hub.verify_token"].map(String.init),
+            challenge: query["hub.challenge"].map(String.init))
+        return Response(status: .ok, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: challenge)))
+    }
+
+    @Sendable func receiveMessenger(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let id = try appId(context)
+        let body = try await Self.webhookBody(request, limit: MessengerChannel.maxWebhookBytes)
+        try await messenger.receive(appId: id, signature: request.headers[.init("X-Hub-Signature-256")!], body: body)
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: "{}")))
+    }
+
+    /// A provider's webhook body, at most `limit` bytes.
+    static func webhookBody(_ request: Request, limit: Int) async throws -> Data {
+        var body = request.body
+        do {
+            return Data(buffer: try await body.collect(upTo: limit))
+        } catch {
+            throw ParleyError(.payloadTooLarge, code: "body_too_large", message: "A webhook body is at most \(limit) bytes.")
+        }
+    }
+
     @Sendable func verifyWhatsApp(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let query = request.uri.queryParameters
         let challenge = try await whatsapp.verify(
@@ -108,14 +153,8 @@ struct ChannelController {
 
     @Sendable func receiveWhatsApp(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let id = try appId(context)
-        var body = request.body
-        let buffer: ByteBuffer
-        do {
-            buffer = try await body.collect(upTo: WhatsAppChannel.maxWebhookBytes)
-        } catch {
-            throw ParleyError(.payloadTooLarge, code: "body_too_large", message: "A webhook body is at most \(WhatsAppChannel.maxWebhookBytes) bytes.")
-        }
-        try await whatsapp.receive(appId: id, signature: request.headers[.init("X-Hub-Signature-256")!], body: Data(buffer: buffer))
+        let body = try await Self.webhookBody(request, limit: WhatsAppChannel.maxWebhookBytes)
+        try await whatsapp.receive(appId: id, signature: request.headers[.init("X-Hub-Signature-256")!], body: body)
         return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: "{}")))
     }
 }

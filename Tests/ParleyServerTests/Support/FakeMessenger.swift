@@ -1,0 +1,162 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import MultipartKit
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// A local endpoint that follows the Messenger Platform's documented contract: the Send API
+/// (`POST /{page-id}/messages`, JSON for text, multipart `recipient` / `messaging_type` / `message` /
+/// `filedata` for attachments), the Page and User Profile reads, and a CDN that serves customers'
+/// attachments. It checks the bearer token and the required fields, records what it received, and
+/// answers with the documented responses (fixtures) or scripted errors.
+final class FakeMessenger: Sendable {
+    struct Sent: Sendable {
+        /// The JSON body, or the multipart form's `recipient`, `messaging_type` and `message` fields.
+        var fields: [String: String]
+        var file: Data?
+        var fileType: String?
+    }
+
+    struct State {
+        var sent: [Sent] = []
+        var cdn: [String: (data: Data, mime: String)] = [:]
+        var scripted: [(Int, Data)] = []
+        var cdnFetches = 0
+        var counter = 0
+    }
+
+    let token: String
+    let pageId: String
+    let state = Mutex(State())
+    private(set) nonisolated(unsafe) var port = 0
+    private nonisolated(unsafe) var group: ServiceGroup?
+    private nonisolated(unsafe) var task: Task<Void, any Error>?
+
+    var baseURL: String { "http://127.0.0.1:\(port)/v24.0" }
+    var origin: String { "http://127.0.0.1:\(port)" }
+
+    init(token: String, pageId: String) {
+        self.token = token
+        self.pageId = pageId
+    }
+
+    static func fixture(_ name: String) throws -> Data {
+        try Data(contentsOf: TestServer.repositoryRoot.appendingPathComponent("Tests/ParleyServerTests/Fixtures/messenger/\(name)"))
+    }
+
+    static func start(token: String, pageId: String) async throws -> FakeMessenger {
+        let fake = FakeMessenger(token: token, pageId: pageId)
+        let router = Router()
+        router.get("/v24.0/{id}") { request, context in try fake.read(request, context) }
+        router.get("/cdn/{name}") { _, context in fake.cdn(context) }
+        router.post("/v24.0/{id}/messages") { request, context in try await fake.send(request, context) }
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        var logger = Logger(label: "fake-messenger")
+        logger.logLevel = .warning
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
+        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
+        fake.group = group
+        fake.task = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        fake.port = await iterator.next() ?? 0
+        return fake
+    }
+
+    func stop() async {
+        await group?.triggerGracefulShutdown()
+        _ = try? await task?.value
+    }
+
+    /// A customer's attachment on the CDN; returns its URL.
+    func addAttachment(_ name: String, data: Data, mime: String) -> String {
+        state.withLock { $0.cdn[name] = (data, mime) }
+        return "\(origin)/cdn/\(name)"
+    }
+
+    func script(_ answers: [(Int, Data)]) { state.withLock { $0.scripted += answers } }
+    var sent: [Sent] { state.withLock { $0.sent } }
+
+    private func json(_ status: HTTPResponse.Status, _ data: Data) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(data: data)))
+    }
+
+    private func refused(_ status: HTTPResponse.Status, code: Int, _ message: String) -> Response {
+        json(status, Data(#"{"error":{"message":"\#(message)","type":"OAuthException","code":\#(code),"fbtrace_id":"Atest"}}"#.utf8))
+    }
+
+    private func read(_ request: Request, _ context: BasicRequestContext) throws -> Response {
+        guard request.headers[.authorization] == "Bearer \(token)" else { return refused(.unauthorized, code: 190, "Invalid OAuth access token.") }
+        if context.parameters.get("id") == pageId {
+            return json(.ok, Data(#"{"name":"Acme Store","id":"\#(pageId)"}"#.utf8))
+        }
+        return json(.ok, try Self.fixture("user-profile.json"))
+    }
+
+    private func cdn(_ context: BasicRequestContext) -> Response {
+        guard let file = state.withLock({ state -> (data: Data, mime: String)? in
+            state.cdnFetches += 1
+            return state.cdn[context.parameters.get("name") ?? ""]
+        }) else { return Response(status: .notFound) }
+        return Response(status: .ok, headers: [.contentType: file.mime], body: .init(byteBuffer: ByteBuffer(data: file.data)))
+    }
+
+    private func send(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        guard request.headers[.authorization] == "Bearer \(token)" else { return refused(.unauthorized, code: 190, "Invalid OAuth access token.") }
+        guard context.parameters.get("id") == pageId else { return refused(.badRequest, code: 100, "Unknown Page.") }
+        let body = try await request.body.collect(upTo: 30 * 1024 * 1024)
+        var sent = Sent(fields: [:])
+        let type = request.headers[.contentType] ?? ""
+        if type.hasPrefix("application/json") {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any] else {
+                return refused(.badRequest, code: 100, "Invalid JSON.")
+            }
+            for (key, value) in object {
+                sent.fields[key] = (value as? String) ?? String(decoding: (try? JSONSerialization.data(withJSONObject: value)) ?? Data(), as: UTF8.self)
+            }
+        } else if type.hasPrefix("multipart/form-data; boundary="), let boundary = type.split(separator: "=", maxSplits: 1).last.map(String.init) {
+            var name = ""
+            var current = Data()
+            var fields: [String: Data] = [:]
+            var fileType: String?
+            let parser = MultipartParser(boundary: boundary)
+            parser.onHeader = { field, value in
+                if field.lowercased() == "content-disposition" {
+                    name = value.components(separatedBy: "name=\"").dropFirst().first?.components(separatedBy: "\"").first ?? ""
+                }
+                if field.lowercased() == "content-type" { fileType = value }
+            }
+            parser.onBody = { buffer in current.append(contentsOf: buffer.readableBytesView) }
+            parser.onPartComplete = {
+                fields[name] = current
+                current = Data()
+            }
+            try parser.execute(body)
+            sent.file = fields.removeValue(forKey: "filedata")
+            sent.fileType = fileType
+            sent.fields = fields.mapValues { String(decoding: $0, as: UTF8.self) }
+        } else {
+            return refused(.badRequest, code: 100, "Unsupported body.")
+        }
+        // The documented required fields: recipient (with an id), messaging_type, message.
+        guard let recipient = sent.fields["recipient"], recipient.contains("\"id\""), sent.fields["messaging_type"] == "RESPONSE",
+            let message = sent.fields["message"], message.contains("\"text\"") || (message.contains("\"attachment\"") && sent.file != nil)
+        else { return refused(.badRequest, code: 100, "recipient, messaging_type and message are required.") }
+        let scripted = state.withLock { state -> (Int, Data)? in
+            state.sent.append(sent)
+            return state.scripted.isEmpty ? nil : state.scripted.removeFirst()
+        }
+        if let scripted { return json(HTTPResponse.Status(code: scripted.0), scripted.1) }
+        let n = state.withLock { state in
+            state.counter += 1
+            return state.counter
+        }
+        var answer = try JSONSerialization.jsonObject(with: try Self.fixture("send-response.json")) as! [String: Any]
+        answer["message_id"] = "m_test\(n)"
+        return json(.ok, try JSONSerialization.data(withJSONObject: answer))
+    }
+}
