@@ -1,6 +1,6 @@
-// Messaging channels in the workspace: admins connect WhatsApp (ids and secrets, the webhook URL to
-// paste at Meta, a test of the connection, the approved templates); agents send a template once the
-// customer's 24-hour window has closed.
+// Messaging channels in the workspace: admins connect WhatsApp and Messenger (ids and secrets, the
+// webhook URL to paste at Meta, a test of the connection, WhatsApp's approved templates); agents send
+// a template once a WhatsApp customer's 24-hour window has closed.
 
 const element = (tag, properties = {}, ...children) => {
   const node = Object.assign(document.createElement(tag), properties);
@@ -8,7 +8,33 @@ const element = (tag, properties = {}, ...children) => {
   return node;
 };
 
-/** Settings → Channels: one card per app on the WhatsApp channel. */
+/** What each provider's card asks for and where the values come from. */
+const providers = {
+  whatsapp: {
+    name: "WhatsApp", path: "whatsapp", pitch: "Answer your customers' WhatsApp messages here, voice notes included.",
+    fields: [
+      { label: "Phone number ID", name: "phoneNumberId", hint: "WhatsApp Manager → Phone numbers (the ID, not the number)", external: true },
+      { label: "Verify token", name: "verifyToken", secret: true, hint: "Any secret you choose; enter the same one at Meta" },
+      { label: "App secret", name: "appSecret", secret: true, hint: "Meta app → Settings → Basic" },
+      { label: "Access token", name: "accessToken", secret: true, hint: "A system user's permanent token" },
+    ],
+    where: "Paste the callback URL and your verify token in Meta's App Dashboard → WhatsApp → Configuration, and subscribe to messages.",
+    templates: true,
+  },
+  messenger: {
+    name: "Messenger", path: "messenger", pitch: "Answer the messages your Facebook Page receives, voice notes included.",
+    fields: [
+      { label: "Page ID", name: "pageId", hint: "Your Facebook Page → About → Page transparency", external: true },
+      { label: "Verify token", name: "verifyToken", secret: true, hint: "Any secret you choose; enter the same one at Meta" },
+      { label: "App secret", name: "appSecret", secret: true, hint: "Meta app → Settings → Basic" },
+      { label: "Page access token", name: "pageAccessToken", secret: true, hint: "Meta app → Messenger → Settings (with pages_messaging)" },
+    ],
+    where: "Paste the callback URL and your verify token in Meta's App Dashboard → Messenger → Settings → Webhooks, and subscribe to messages, message_deliveries and message_reads.",
+    templates: false,
+  },
+};
+
+/** Settings → Channels: one card per app on a messaging channel. */
 export class ChannelsAdmin {
   constructor({ section, api }) {
     this.section = section;
@@ -19,8 +45,9 @@ export class ChannelsAdmin {
   async render() {
     const [apps, connections] = await Promise.all([this.api.get("/v1/apps"), this.api.get("/v1/channel-connections")]);
     const connected = new Map(connections.items.map((connection) => [connection.appId, connection]));
-    const cards = apps.items.filter((app) => app.channel === "whatsapp").map((app) => this.card(app, connected.get(app.id) ?? null));
-    if (!cards.length) cards.push(this.createForm());
+    const cards = apps.items.filter((app) => providers[app.channel]).map((app) => this.card(app, connected.get(app.id) ?? null));
+    const missing = Object.keys(providers).filter((channel) => !apps.items.some((app) => app.channel === channel));
+    if (missing.length) cards.push(this.createForm(missing));
     this.list.replaceChildren(...cards);
     await this.renderFailures();
   }
@@ -30,7 +57,10 @@ export class ChannelsAdmin {
     const failed = (await this.api.get("/v1/jobs?state=failed")).items;
     const box = this.section.querySelector(".channel-failures");
     box.hidden = !failed.length;
-    const kinds = { "channel.send": "Sending a message", "whatsapp.webhook": "Reading a WhatsApp notification", "whatsapp.media": "Fetching a customer's media" };
+    const kinds = {
+      "channel.send": "Sending a message", "whatsapp.webhook": "Reading a WhatsApp notification", "whatsapp.media": "Fetching a customer's media",
+      "messenger.webhook": "Reading a Messenger notification", "messenger.media": "Fetching a customer's attachment",
+    };
     const when = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
     box.querySelector("ul").replaceChildren(...failed.slice(0, 20).map((job) => element("li", {},
       element("strong", { textContent: kinds[job.kind] ?? job.kind }),
@@ -38,36 +68,38 @@ export class ChannelsAdmin {
       element("p", { className: "body", textContent: job.lastError ?? "" }))));
   }
 
-  /** Without a WhatsApp app yet: make one (its conversations are on the WhatsApp channel). */
-  createForm() {
-    const form = element("form", { className: "channel-create" });
-    const name = element("input", { name: "name", required: true, maxLength: 80, value: "WhatsApp", autocomplete: "off" });
+  /** For each provider without an app yet: make one (its conversations are on that channel). */
+  createForm(channels) {
+    const box = element("div", { className: "channel-create" });
     const note = element("p", { className: "form-note", role: "status" });
-    form.append(
-      element("p", { className: "hint", textContent: "Answer your customers' WhatsApp messages here, voice notes included. Start with an app for your WhatsApp number." }),
-      element("label", {}, "App name ", name),
-      element("button", { className: "button primary", type: "submit", textContent: "Add a WhatsApp app" }), note);
-    form.addEventListener("submit", async (event) => {
-      event.preventDefault();
-      try {
-        await this.api.post("/v1/apps", { name: name.value, channel: "whatsapp" });
-        await this.render();
-      } catch (failure) {
-        note.textContent = failure.message;
-      }
-    });
-    return form;
+    for (const channel of channels) {
+      const provider = providers[channel];
+      const add = element("button", { className: "button", type: "button", textContent: `Add ${provider.name}` });
+      add.addEventListener("click", async () => {
+        try {
+          await this.api.post("/v1/apps", { name: provider.name, channel });
+          await this.render();
+        } catch (failure) {
+          note.textContent = failure.message;
+        }
+      });
+      box.append(element("div", { className: "channel-offer" }, element("p", { className: "hint", textContent: provider.pitch }), add));
+    }
+    box.append(note);
+    return box;
   }
 
   card(app, connection) {
+    const provider = providers[app.channel];
     const card = element("article", { className: "channel-card" });
     card.dataset.app = app.id;
+    card.dataset.channel = app.channel;
     const status = element("span", {
-      className: `tag ${connection ? "on" : "off"}`, textContent: connection ? "Connected" : "Not connected" });
-    card.append(element("header", {}, element("h4", { textContent: app.name }), status));
+      className: `tag state ${connection ? "on" : "off"}`, textContent: connection ? "Connected" : "Not connected" });
+    card.append(element("header", {}, element("h4", { textContent: app.name }), element("span", { className: "tag", textContent: provider.name }), status));
 
     // Where Meta sends the messages: this server's address and the app's webhook path.
-    const url = `${location.origin}/v1/webhooks/whatsapp/${app.id}`;
+    const url = `${location.origin}/v1/webhooks/${provider.path}/${app.id}`;
     const copy = element("button", { className: "button small", type: "button", textContent: "Copy" });
     copy.setAttribute("aria-label", "Copy the webhook URL");
     copy.addEventListener("click", async () => {
@@ -76,18 +108,16 @@ export class ChannelsAdmin {
       setTimeout(() => { copy.textContent = "Copy"; }, 2000);
     });
     card.append(element("div", { className: "webhook" },
-      element("span", { className: "label", textContent: "Callback URL for Meta" }), element("code", { textContent: url }), copy));
+      element("span", { className: "label", textContent: "Callback URL for Meta" }), element("code", { textContent: url }), copy,
+      element("span", { className: "field-hint", textContent: provider.where })));
 
     const form = element("form", { className: "channel-form" });
     const field = (label, name, { type = "text", value = "", hint } = {}) => {
       const input = element("input", { name, type, value, required: true, autocomplete: "off", spellcheck: false });
       return element("label", {}, label, input, ...(hint ? [element("span", { className: "field-hint", textContent: hint })] : []));
     };
-    form.append(
-      field("Phone number ID", "phoneNumberId", { value: connection?.externalId ?? "", hint: "WhatsApp Manager → Phone numbers (the ID, not the number)" }),
-      field("Verify token", "verifyToken", { type: "password", hint: "Any secret you choose; enter the same one at Meta" }),
-      field("App secret", "appSecret", { type: "password", hint: "Meta app → Settings → Basic" }),
-      field("Access token", "accessToken", { type: "password", hint: "A system user's permanent token" }));
+    form.append(...provider.fields.map((spec) => field(spec.label, spec.name, {
+      type: spec.secret ? "password" : "text", value: spec.external ? connection?.externalId ?? "" : "", hint: spec.hint })));
     const note = element("p", { className: "form-note", role: "status" });
     const save = element("button", { className: "button primary", type: "submit", textContent: connection ? "Save new secrets" : "Connect" });
     const test = element("button", { className: "button test-connection", type: "button", textContent: "Test connection", disabled: !connection });
@@ -98,9 +128,8 @@ export class ChannelsAdmin {
       event.preventDefault();
       const values = Object.fromEntries(new FormData(form));
       try {
-        await this.api.json("PUT", `/v1/apps/${app.id}/whatsapp`, values);
-        note.textContent = "Connected. Paste the callback URL and your verify token in Meta's webhook settings.";
-        const fresh = await this.api.get(`/v1/apps/${app.id}/whatsapp`);
+        await this.api.json("PUT", `/v1/apps/${app.id}/${provider.path}`, values);
+        const fresh = await this.api.get(`/v1/apps/${app.id}/${provider.path}`);
         card.replaceWith(this.card(app, fresh));
       } catch (failure) {
         note.textContent = failure.message;
@@ -109,7 +138,7 @@ export class ChannelsAdmin {
     test.addEventListener("click", async () => {
       note.textContent = "Testing…";
       try {
-        const result = await this.api.post(`/v1/apps/${app.id}/whatsapp/test`);
+        const result = await this.api.post(`/v1/apps/${app.id}/${provider.path}/test`);
         note.textContent = result.message;
         note.dataset.result = result.ok ? "ok" : "failed";
       } catch (failure) {
@@ -118,7 +147,7 @@ export class ChannelsAdmin {
       }
     });
     card.append(form);
-    if (connection) card.append(this.templates(app, connection));
+    if (connection && provider.templates) card.append(this.templates(app, connection));
     return card;
   }
 

@@ -389,7 +389,7 @@ async function renderList() {
     if (conversation.lastMessageKind === "attachment") preview.insertAdjacentHTML("afterbegin", icon("paperclip"));
     preview.append(text(conversation.lastMessagePreview ?? ""));
     const tags = Object.assign(document.createElement("span"), { className: "tags" });
-    tags.append(Object.assign(document.createElement("span"), { className: "tag", textContent: conversation.channel.replace("_", "-") }));
+    tags.append(Object.assign(document.createElement("span"), { className: "tag", textContent: channelNames[conversation.channel] ?? conversation.channel }));
     if (conversation.state === "reopened") tags.append(Object.assign(document.createElement("span"), { className: "tag", textContent: "reopened" }));
     if (conversation.assigneeId === state.me.id) tags.append(Object.assign(document.createElement("span"), { className: "tag", textContent: "mine" }));
     const unread = state.unread.get(conversation.id);
@@ -691,7 +691,7 @@ async function renderPast(conversation) {
 
 /** Call buttons show only for the kinds of call the agent's profile allows, on channels that carry calls. */
 function renderCallButtons(conversation) {
-  const channelCalls = conversation.channel === "web" || conversation.channel === "in_app";
+  const channelCalls = state.channelRules.get(conversation.channel)?.calls ?? false;
   const hint = $(".call-hint");
   let reason = "";
   if (!CallSession.supported) reason = CallSession.unsupportedReason;

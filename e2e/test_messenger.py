@@ -1,0 +1,187 @@
+"""Messenger end to end in a real browser, shorter than WhatsApp's story, against a local endpoint that
+follows the Messenger Platform's documentation: an admin connects a Page and tests it; a customer's
+text and voice note (an AAC file on Meta's CDN) arrive through the signed webhook; the agent plays
+the note, answers in text and by voice; the Send API receives JSON and a multipart AAC file that
+ffprobe reads as AAC mono; Meta's delivery and read events turn the ticks."""
+import email.parser
+import hashlib
+import hmac
+import http.server
+import json
+import re
+import subprocess
+import threading
+import time
+import urllib.request
+
+import pytest
+from playwright.sync_api import expect
+
+from conftest import ROOT, login, running_parley
+
+FIXTURES = ROOT / "Tests" / "ParleyServerTests" / "Fixtures" / "messenger"
+PAGE_ID = "682498302938465"
+TOKEN = "EAAP-e2e-page-token"
+APP_SECRET = "e2e-messenger-secret-0123"
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 360, "height": 740}
+
+
+class SendAPI:
+    """GET /{page-id} and /{psid} (test connection, the customer's name), the CDN, and
+    POST /{page-id}/messages (JSON or multipart with filedata), recording what came."""
+
+    def __init__(self):
+        self.cdn, self.sent = {}, []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def answer(self, status, body, content_type="application/json"):
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                path = self.path.split("?")[0]
+                if path.startswith("/cdn/"):
+                    data, mime = outer.cdn[path[5:]]
+                    return self.answer(200, data, mime)
+                if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                    return self.answer(401, {"error": {"message": "Invalid OAuth access token.", "code": 190}})
+                if path == f"/v24.0/{PAGE_ID}":
+                    return self.answer(200, {"name": "Acme Store", "id": PAGE_ID})
+                return self.answer(200, json.loads((FIXTURES / "user-profile.json").read_text()))
+
+            def do_POST(self):
+                if self.headers.get("Authorization") != f"Bearer {TOKEN}" or self.path != f"/v24.0/{PAGE_ID}/messages":
+                    return self.answer(401, {"error": {"message": "Invalid OAuth access token.", "code": 190}})
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.headers["Content-Type"].startswith("application/json"):
+                    sent = json.loads(body)
+                else:
+                    message = email.parser.BytesParser().parsebytes(f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode() + body)
+                    sent = {}
+                    for part in message.get_payload():
+                        name = part.get_param("name", header="content-disposition")
+                        payload = part.get_payload(decode=True)
+                        sent[name] = payload if name == "filedata" else json.loads(payload) if name != "messaging_type" else payload.decode()
+                        if name == "filedata":
+                            sent["filetype"] = part.get_content_type()
+                assert sent["messaging_type"] == "RESPONSE" and sent["recipient"]["id"], sent
+                outer.sent.append(sent)
+                answer = json.loads((FIXTURES / "send-response.json").read_text())
+                answer["message_id"] = f"m_e2e{len(outer.sent)}"
+                self.answer(200, answer)
+
+            def log_message(self, *args):
+                pass
+
+        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.origin = f"http://127.0.0.1:{self.http.server_address[1]}"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.http.shutdown()
+        self.http.server_close()
+
+
+def signed_post(server, app_id, body):
+    signature = "sha256=" + hmac.new(APP_SECRET.encode(), body, hashlib.sha256).hexdigest()
+    request = urllib.request.Request(
+        f"{server.url}/v1/webhooks/messenger/{app_id}", data=body, method="POST",
+        headers={"Content-Type": "application/json", "X-Hub-Signature-256": signature})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+
+
+@pytest.fixture
+def messenger(tmp_path, speech_wav):
+    api = SendAPI()
+    # The customer's voice note as Messenger stores one: AAC in MP4.
+    note = tmp_path / "customer.m4a"
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", str(speech_wav), "-t", "5", "-ac", "1", "-c:a", "aac", "-b:a", "48k",
+                    str(note)], check=True)
+    api.cdn["audioclip-1.mp4"] = (note.read_bytes(), "audio/mp4")
+    env = {"PARLEY_MESSENGER_API_URL": f"{api.origin}/v24.0", "PARLEY_MESSENGER_MEDIA_HOSTS": api.origin}
+    with running_parley(env=env) as server:
+        yield server, api
+    api.stop()
+
+
+def test_messenger_voice_notes_both_ways(messenger, browser, shoot, console_errors, tmp_path):
+    server, api = messenger
+    agent = console_errors(browser.new_context(viewport=DESKTOP, permissions=["microphone"]).new_page())
+    login(agent, server)
+
+    agent.click(".account-open")
+    channels = agent.locator(".channel-settings")
+    channels.get_by_role("button", name="Add Messenger").click()
+    card = channels.locator(".channel-card[data-channel=messenger]")
+    app_id = card.get_attribute("data-app")
+    card.get_by_label("Page ID").fill(PAGE_ID)
+    card.get_by_label("Verify token").fill("e2e-messenger-verify")
+    card.get_by_label("App secret").fill(APP_SECRET)
+    card.get_by_label("Page access token").fill(TOKEN)
+    card.get_by_role("button", name="Connect", exact=True).click()
+    card = channels.locator(".channel-card[data-channel=messenger]")
+    expect(card.locator(".tag.state")).to_have_text("Connected")
+    card.get_by_role("button", name="Test connection").click()
+    expect(card.locator(".channel-form .form-note")).to_have_text("Connected to Acme Store.")
+    card.scroll_into_view_if_needed()
+    shoot(agent, "settings-messenger-connected-1280")
+    agent.click(".account-close")
+
+    # The customer writes, then sends a voice note (its URL on Meta's CDN).
+    signed_post(server, app_id, (FIXTURES / "text-message.json").read_bytes())
+    audio = (FIXTURES / "audio-message.json").read_text().replace("ATTACHMENT_URL", f"{api.origin}/cdn/audioclip-1.mp4")
+    signed_post(server, app_id, audio.encode())
+    item = agent.locator(".conversations li button").first
+    expect(item).to_contain_text("Peter Chang", timeout=20000)
+    item.click()
+    expect(agent.locator(".row.in[data-kind=text]")).to_contain_text("hello, world!")
+    incoming = agent.locator(".row.in[data-kind=voice] parley-voice")
+    expect(incoming.locator(".time")).to_have_text(re.compile(r"0:00 / 0:0[4-5]"), timeout=20000)
+    expect(agent.locator(".d-channel")).to_have_text("Messenger")
+    expect(agent.locator(".window-banner")).to_contain_text("Messenger reply window")
+    incoming.locator("button.play").click()
+    expect(incoming).to_have_attribute("data-state", "playing", timeout=10000)
+    shoot(agent, "voice-note-from-messenger-1280")
+
+    # A text reply: JSON to the Send API; Meta's delivery event turns it delivered.
+    agent.fill("#reply", "Hi Peter! Your order left the warehouse this morning.")
+    agent.keyboard.press("Enter")
+    reply = agent.locator(".row.out[data-kind=text]").last
+    expect(reply.locator(".delivery")).to_have_attribute("data-state", "sent", timeout=20000)
+    assert api.sent[0]["message"]["text"] == "Hi Peter! Your order left the warehouse this morning."
+    signed_post(server, app_id, (FIXTURES / "delivery.json").read_text().replace("MID", "m_e2e1").encode())
+    expect(reply.locator(".delivery")).to_have_attribute("data-state", "delivered", timeout=10000)
+
+    # A voice reply: the AAC rendition as multipart filedata.
+    agent.click("button[aria-label='Record a voice message']")
+    agent.wait_for_timeout(2500)
+    agent.click("button[aria-label='Stop and preview']")
+    agent.click("button[aria-label='Send voice message']")
+    outgoing = agent.locator(".row.out[data-kind=voice]")
+    expect(outgoing.locator(".delivery")).to_have_attribute("data-state", "sent", timeout=30000)
+    sent = api.sent[-1]
+    assert sent["message"]["attachment"]["type"] == "audio" and sent["filetype"] == "audio/mp4"
+    clip = tmp_path / "sent.m4a"
+    clip.write_bytes(sent["filedata"])
+    probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=codec_name,channels", "-of", "csv=p=0",
+                            str(clip)], check=True, capture_output=True, text=True)
+    assert probe.stdout.strip() == "aac,1", probe.stdout
+
+    # Peter reads everything: one read event with a watermark.
+    read = json.loads((FIXTURES / "read.json").read_text())
+    read["entry"][0]["messaging"][0]["read"]["watermark"] = int(time.time() * 1000) + 1000
+    signed_post(server, app_id, json.dumps(read).encode())
+    expect(outgoing.locator(".delivery")).to_have_attribute("data-state", "read", timeout=10000)
+    expect(reply.locator(".delivery")).to_have_attribute("data-state", "read")
+    shoot(agent, "messenger-replies-read-1280")
+    agent.set_viewport_size(PHONE)
+    shoot(agent, "messenger-conversation-360")
+
+    assert console_errors.errors == [], console_errors.errors
