@@ -75,13 +75,23 @@ public struct WhatsAppTemplateDTO: Codable, Sendable, Hashable {
         return highest
     }
 
-    /// The body with the parameters in place.
+    /// The body with the parameters in place, in one pass (a parameter's own text is never read as
+    /// a placeholder: "{{2}}" typed as the first parameter stays "{{2}}").
     public func filled(_ parameters: [String]) -> String {
-        var text = body
-        for (index, value) in parameters.enumerated() {
-            text = text.replacingOccurrences(of: "{{\(index + 1)}}", with: value)
+        var text = ""
+        var rest = Substring(body)
+        while let open = rest.range(of: "{{") {
+            text += rest[..<open.lowerBound]
+            let after = rest[open.upperBound...]
+            if let close = after.range(of: "}}"), let n = Int(after[..<close.lowerBound]), (1...parameters.count).contains(n) {
+                text += parameters[n - 1]
+                rest = after[close.upperBound...]
+            } else {
+                text += "{{"
+                rest = after
+            }
         }
-        return text
+        return text + rest
     }
 }
 
