@@ -132,6 +132,10 @@ def test_messenger_voice_notes_both_ways(messenger, browser, shoot, console_erro
     expect(card.locator(".channel-form .form-note")).to_have_text("Connected to Acme Store.")
     card.scroll_into_view_if_needed()
     shoot(agent, "settings-messenger-connected-1280")
+    agent.set_viewport_size(PHONE)
+    card.locator(".webhook").scroll_into_view_if_needed()
+    shoot(agent, "settings-messenger-connected-360")
+    agent.set_viewport_size(DESKTOP)
     agent.click(".account-close")
 
     # The customer writes, then sends a voice note (its URL on Meta's CDN).

@@ -96,7 +96,8 @@ export class ChannelsAdmin {
     card.dataset.channel = app.channel;
     const status = element("span", {
       className: `tag state ${connection ? "on" : "off"}`, textContent: connection ? "Connected" : "Not connected" });
-    card.append(element("header", {}, element("h4", { textContent: app.name }), element("span", { className: "tag", textContent: provider.name }), status));
+    const named = app.name === provider.name ? [] : [element("span", { className: "tag", textContent: provider.name })];
+    card.append(element("header", {}, element("h4", { textContent: app.name }), ...named, status));
 
     // Where Meta sends the messages: this server's address and the app's webhook path.
     const url = `${location.origin}/v1/webhooks/${provider.path}/${app.id}`;
