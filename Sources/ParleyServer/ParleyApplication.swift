@@ -126,12 +126,13 @@ public struct ParleyServices: Sendable {
         let inbox = ChannelInbox(
             store: store, conversations: conversations, voice: voice, attachments: attachments, blobs: blobs, http: providerHTTP, clock: clock,
             logger: logger)
+        let connector = ChannelConnector(store: store, secrets: secrets, clock: clock)
         let whatsapp = WhatsAppChannel(
-            store: store, secrets: secrets, conversations: conversations, inbox: inbox, blobs: blobs, jobs: jobs,
+            store: store, secrets: secrets, connector: connector, conversations: conversations, inbox: inbox, blobs: blobs, jobs: jobs,
             api: WhatsAppAPI(http: providerHTTP, baseURL: configuration.whatsappAPIURL),
             mediaHosts: MediaHostAllowList(configuration.whatsappMediaHosts), metrics: metrics, clock: clock, logger: logger)
         let messenger = MessengerChannel(
-            store: store, secrets: secrets, conversations: conversations, inbox: inbox, blobs: blobs, jobs: jobs, http: providerHTTP,
+            store: store, connector: connector, conversations: conversations, inbox: inbox, blobs: blobs, jobs: jobs, http: providerHTTP,
             baseURL: configuration.messengerAPIURL, mediaHosts: MediaHostAllowList(configuration.messengerMediaHosts), metrics: metrics,
             clock: clock, logger: logger)
         let connectors: [ParleyAPI.Channel: any OutboundConnector] = [

@@ -172,3 +172,97 @@ enum MetaWebhook {
         SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
     }
 }
+
+/// Connecting an app to a provider, the same for every provider: the admin, the provider's id for
+/// the brand's account (digits), the secrets (8-1024 characters without spaces, sealed), an app on
+/// the provider's channel, one app per provider account.
+struct ChannelConnector: Sendable {
+    let store: Store
+    let secrets: SecretBox
+    let clock: any WallClock
+
+    /// Stores the connection (keeping the settings of an earlier one) and returns the stored record.
+    func connect<Secrets: Encodable>(
+        _ admin: AgentPrincipal, appId: AppID, channel: Channel, externalId: (field: String, value: String, what: String),
+        secrets values: [(field: String, value: String)], sealing: Secrets, takenCode: String
+    ) async throws -> ChannelConnectionRecord {
+        try admin.require(.admin)
+        guard !externalId.value.isEmpty, externalId.value.count <= 32, externalId.value.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+            throw ParleyError.invalidField(externalId.field, "'\(externalId.field)' is the digits of \(externalId.what).")
+        }
+        for (field, value) in values {
+            guard (8...1024).contains(value.utf8.count), !value.contains(where: { $0.isWhitespace }) else {
+                throw ParleyError.invalidField(field, "'\(field)' is 8-1024 characters without spaces.")
+            }
+        }
+        let sealed = try secrets.seal(String(decoding: try JSONEncoder().encode(sealing), as: UTF8.self))
+        let now = clock.now()
+        do {
+            return try await store.write { repo in
+                guard let app = try await repo.app(id: appId), app.brandId == admin.brandId else { throw ParleyError.notFound("App") }
+                guard app.channel == channel else {
+                    throw ParleyError(
+                        .conflict, code: "app_not_\(channel.rawValue)",
+                        message: "This app is on the \(app.channel.rawValue) channel; connect an app created for \(channel.rawValue).")
+                }
+                let existing = try await repo.channelConnection(appId: appId)
+                let record = ChannelConnectionRecord(
+                    appId: appId, brandId: admin.brandId, channel: channel, externalId: externalId.value, sealedSecrets: sealed,
+                    createdAt: existing?.createdAt ?? now, updatedAt: now, settings: existing?.settings)
+                try await repo.saveChannelConnection(record)
+                return record
+            }
+        } catch where isUniqueViolation(error) {
+            throw ParleyError(
+                .conflict, code: takenCode, message: "Another app is connected to this \(externalId.what).", field: externalId.field)
+        }
+    }
+
+    /// The app's connection on `channel` and its opened secrets, or nil.
+    func opened<Secrets: Decodable>(_ appId: AppID, channel: Channel, as type: Secrets.Type) async throws -> (ChannelConnectionRecord, Secrets)? {
+        guard let record = try await store.read({ repo in try await repo.channelConnection(appId: appId) }), record.channel == channel else {
+            return nil
+        }
+        return (record, try JSONDecoder().decode(Secrets.self, from: Data(try secrets.open(record.sealedSecrets).utf8)))
+    }
+}
+
+/// What an outbound connector sends for a voice note or an attachment: the stored file, once the
+/// voice note's renditions are ready.
+enum OutboundMedia {
+    enum Rendition { case opus, aac }
+
+    static func voice(_ message: MessageDTO, brandId: BrandID, rendition: Rendition, store: Store, blobs: LocalBlobStore) async throws -> Data {
+        guard let record = try await store.read({ repo in try await repo.voice(messageId: message.id, brandId: brandId) }) else {
+            throw JobFailure.permanent("the voice note is gone")
+        }
+        switch record.state {
+        case .processing: throw JobFailure.notYet(after: .seconds(1))
+        case .failed, .blocked:
+            throw DeliveryRefused(code: "voice_unavailable", message: "The voice note could not be converted, so it was not sent.", retryable: false)
+        case .ready: break
+        }
+        guard let key = rendition == .opus ? record.opusKey : record.aacKey, let data = try await blobs.get(key: key) else {
+            throw JobFailure.permanent("the voice note's \(rendition == .opus ? "Ogg/Opus" : "AAC") rendition is missing")
+        }
+        return data
+    }
+
+    static func attachment(_ message: MessageDTO, brandId: BrandID, store: Store, blobs: LocalBlobStore) async throws -> (AttachmentRecord, Data) {
+        guard let record = try await store.read({ repo in try await repo.attachment(messageId: message.id, brandId: brandId) }),
+            let data = try await blobs.get(key: record.originalKey)
+        else { throw JobFailure.permanent("the attachment is gone") }
+        return (record, data)
+    }
+
+    /// The customer's id at the provider (`<channel>:<id>` external id), or a refusal.
+    static func recipient(_ conversation: ConversationDTO, channel: Channel, store: Store) async throws -> String {
+        let consumer = try await store.read { repo in try await repo.consumer(brandId: conversation.brandId, id: conversation.consumerId) }
+        let prefix = "\(channel.rawValue):"
+        guard let externalId = consumer?.externalId, externalId.hasPrefix(prefix) else {
+            throw DeliveryRefused(
+                code: "no_recipient", message: "This customer has no \(ChannelInbox.providerName(channel)) id.", retryable: false)
+        }
+        return String(externalId.dropFirst(prefix.count))
+    }
+}

@@ -18,7 +18,7 @@ import ParleyStore
 /// `message_id`).
 public struct MessengerChannel: Sendable {
     let store: Store
-    let secrets: SecretBox
+    let connector: ChannelConnector
     let conversations: ConversationService
     let inbox: ChannelInbox
     let blobs: LocalBlobStore
@@ -46,34 +46,11 @@ public struct MessengerChannel: Sendable {
     // MARK: Connecting
 
     public func connect(_ admin: AgentPrincipal, appId: AppID, _ request: ConnectMessengerRequest) async throws -> ChannelConnectionDTO {
-        try admin.require(.admin)
-        guard !request.pageId.isEmpty, request.pageId.count <= 32, request.pageId.allSatisfy({ $0.isASCII && $0.isNumber }) else {
-            throw ParleyError.invalidField("pageId", "'pageId' is the digits of the Facebook Page's id.")
-        }
-        for (field, value) in [("verifyToken", request.verifyToken), ("appSecret", request.appSecret), ("pageAccessToken", request.pageAccessToken)] {
-            guard (8...1024).contains(value.utf8.count), !value.contains(where: { $0.isWhitespace }) else {
-                throw ParleyError.invalidField(field, "'\(field)' is 8-1024 characters without spaces.")
-            }
-        }
-        let sealed = try secrets.seal(String(decoding: try JSONEncoder().encode(
-            Secrets(verifyToken: request.verifyToken, appSecret: request.appSecret, pageAccessToken: request.pageAccessToken)), as: UTF8.self))
-        let now = clock.now()
-        do {
-            return try await store.write { repo in
-                guard let app = try await repo.app(id: appId), app.brandId == admin.brandId else { throw ParleyError.notFound("App") }
-                guard app.channel == .messenger else {
-                    throw ParleyError(.conflict, code: "app_not_messenger", message: "This app is on the \(app.channel.rawValue) channel; connect an app created for messenger.")
-                }
-                let existing = try await repo.channelConnection(appId: appId)
-                let record = ChannelConnectionRecord(
-                    appId: appId, brandId: admin.brandId, channel: .messenger, externalId: request.pageId, sealedSecrets: sealed,
-                    createdAt: existing?.createdAt ?? now, updatedAt: now, settings: existing?.settings)
-                try await repo.saveChannelConnection(record)
-                return Self.dto(record)
-            }
-        } catch where isUniqueViolation(error) {
-            throw ParleyError(.conflict, code: "page_taken", message: "Another app is connected to this Page.", field: "pageId")
-        }
+        Self.dto(try await connector.connect(
+            admin, appId: appId, channel: .messenger, externalId: ("pageId", request.pageId, "the Facebook Page's id"),
+            secrets: [("verifyToken", request.verifyToken), ("appSecret", request.appSecret), ("pageAccessToken", request.pageAccessToken)],
+            sealing: Secrets(verifyToken: request.verifyToken, appSecret: request.appSecret, pageAccessToken: request.pageAccessToken),
+            takenCode: "page_taken"))
     }
 
     public func connection(_ admin: AgentPrincipal, appId: AppID) async throws -> ChannelConnectionDTO {
@@ -91,10 +68,7 @@ public struct MessengerChannel: Sendable {
     }
 
     func secrets(of appId: AppID) async throws -> (ChannelConnectionRecord, Secrets)? {
-        guard let record = try await store.read({ repo in try await repo.channelConnection(appId: appId) }), record.channel == .messenger else {
-            return nil
-        }
-        return (record, try JSONDecoder().decode(Secrets.self, from: Data(try secrets.open(record.sealedSecrets).utf8)))
+        try await connector.opened(appId, channel: .messenger, as: Secrets.self)
     }
 
     /// "Test connection": asks the Graph API for the Page with the stored token.
@@ -278,11 +252,7 @@ struct MessengerOutbound: OutboundConnector {
                 code: "not_connected", message: "This Messenger app is not connected: an admin must connect it in Settings.", retryable: true)
         }
         let store = messenger.store
-        let consumer = try await store.read { repo in try await repo.consumer(brandId: conversation.brandId, id: conversation.consumerId) }
-        guard let externalId = consumer?.externalId, externalId.hasPrefix("messenger:") else {
-            throw DeliveryRefused(code: "no_recipient", message: "This customer has no Messenger id.", retryable: false)
-        }
-        let psid = String(externalId.dropFirst("messenger:".count))
+        let psid = try await OutboundMedia.recipient(conversation, channel: .messenger, store: store)
         let recipient = "{\"id\":\"\(psid)\"}"
         var request = HTTPClientRequest(url: "\(messenger.baseURL)/\(connection.externalId)/messages")
         request.method = .POST
@@ -295,23 +265,10 @@ struct MessengerOutbound: OutboundConnector {
             ]
             request.body = .bytes(ByteBuffer(data: try JSONEncoder().encode(body)))
         case .voice:
-            guard let record = try await store.read({ repo in try await repo.voice(messageId: message.id, brandId: conversation.brandId) }) else {
-                throw JobFailure.permanent("the voice note is gone")
-            }
-            switch record.state {
-            case .processing: throw JobFailure.notYet(after: .seconds(1))
-            case .failed, .blocked:
-                throw DeliveryRefused(code: "voice_unavailable", message: "The voice note could not be converted, so it was not sent.", retryable: false)
-            case .ready: break
-            }
-            guard let key = record.aacKey, let data = try await messenger.blobs.get(key: key) else {
-                throw JobFailure.permanent("the voice note's AAC rendition is missing")
-            }
+            let data = try await OutboundMedia.voice(message, brandId: conversation.brandId, rendition: .aac, store: store, blobs: messenger.blobs)
             try multipart(&request, recipient: recipient, type: "audio", file: data, fileName: "voice.m4a", contentType: "audio/mp4")
         case .attachment:
-            guard let record = try await store.read({ repo in try await repo.attachment(messageId: message.id, brandId: conversation.brandId) }),
-                let data = try await messenger.blobs.get(key: record.originalKey)
-            else { throw JobFailure.permanent("the attachment is gone") }
+            let (record, data) = try await OutboundMedia.attachment(message, brandId: conversation.brandId, store: store, blobs: messenger.blobs)
             let type = [.jpeg, .png, .gif].contains(record.type) ? "image" : "file"
             try multipart(&request, recipient: recipient, type: type, file: data, fileName: record.fileName, contentType: record.type.contentType)
         }

@@ -17,6 +17,7 @@ import ParleyStore
 public struct WhatsAppChannel: Sendable {
     let store: Store
     let secrets: SecretBox
+    let connector: ChannelConnector
     let conversations: ConversationService
     let inbox: ChannelInbox
     let blobs: LocalBlobStore
@@ -47,34 +48,12 @@ public struct WhatsAppChannel: Sendable {
     // MARK: Connecting
 
     public func connect(_ admin: AgentPrincipal, appId: AppID, _ request: ConnectWhatsAppRequest) async throws -> ChannelConnectionDTO {
-        try admin.require(.admin)
-        guard !request.phoneNumberId.isEmpty, request.phoneNumberId.count <= 32, request.phoneNumberId.allSatisfy(\.isASCII),
-            request.phoneNumberId.allSatisfy(\.isNumber)
-        else { throw ParleyError.invalidField("phoneNumberId", "'phoneNumberId' is the digits of the phone number's id in WhatsApp Manager.") }
-        for (field, value) in [("verifyToken", request.verifyToken), ("appSecret", request.appSecret), ("accessToken", request.accessToken)] {
-            guard (8...1024).contains(value.utf8.count), !value.contains(where: { $0.isWhitespace }) else {
-                throw ParleyError.invalidField(field, "'\(field)' is 8-1024 characters without spaces.")
-            }
-        }
-        let sealed = try secrets.seal(String(decoding: try JSONEncoder().encode(
-            Secrets(verifyToken: request.verifyToken, appSecret: request.appSecret, accessToken: request.accessToken)), as: UTF8.self))
-        let now = clock.now()
-        do {
-            return try await store.write { repo in
-                guard let app = try await repo.app(id: appId), app.brandId == admin.brandId else { throw ParleyError.notFound("App") }
-                guard app.channel == .whatsapp else {
-                    throw ParleyError(.conflict, code: "app_not_whatsapp", message: "This app is on the \(app.channel.rawValue) channel; connect an app created for whatsapp.")
-                }
-                let existing = try await repo.channelConnection(appId: appId)
-                let record = ChannelConnectionRecord(
-                    appId: appId, brandId: admin.brandId, channel: .whatsapp, externalId: request.phoneNumberId, sealedSecrets: sealed,
-                    createdAt: existing?.createdAt ?? now, updatedAt: now, settings: existing?.settings)
-                try await repo.saveChannelConnection(record)
-                return Self.dto(record)
-            }
-        } catch where isUniqueViolation(error) {
-            throw ParleyError(.conflict, code: "phone_number_taken", message: "Another app is connected to this phone number id.", field: "phoneNumberId")
-        }
+        Self.dto(try await connector.connect(
+            admin, appId: appId, channel: .whatsapp,
+            externalId: ("phoneNumberId", request.phoneNumberId, "the phone number's id in WhatsApp Manager"),
+            secrets: [("verifyToken", request.verifyToken), ("appSecret", request.appSecret), ("accessToken", request.accessToken)],
+            sealing: Secrets(verifyToken: request.verifyToken, appSecret: request.appSecret, accessToken: request.accessToken),
+            takenCode: "phone_number_taken"))
     }
 
     public func connection(_ admin: AgentPrincipal, appId: AppID) async throws -> ChannelConnectionDTO {
@@ -214,10 +193,7 @@ public struct WhatsAppChannel: Sendable {
     }
 
     func secrets(of appId: AppID) async throws -> (ChannelConnectionRecord, Secrets)? {
-        guard let record = try await store.read({ repo in try await repo.channelConnection(appId: appId) }), record.channel == .whatsapp else {
-            return nil
-        }
-        return (record, try JSONDecoder().decode(Secrets.self, from: Data(try secrets.open(record.sealedSecrets).utf8)))
+        try await connector.opened(appId, channel: .whatsapp, as: Secrets.self)
     }
 
     // MARK: Webhook

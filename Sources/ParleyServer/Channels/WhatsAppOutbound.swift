@@ -16,11 +16,7 @@ struct WhatsAppOutbound: OutboundConnector {
             throw DeliveryRefused(
                 code: "not_connected", message: "This WhatsApp app is not connected: an admin must connect it in Settings.", retryable: true)
         }
-        let consumer = try await whatsapp.store.read { repo in try await repo.consumer(brandId: conversation.brandId, id: conversation.consumerId) }
-        guard let externalId = consumer?.externalId, externalId.hasPrefix("whatsapp:") else {
-            throw DeliveryRefused(code: "no_recipient", message: "This customer has no WhatsApp number.", retryable: false)
-        }
-        let to = String(externalId.dropFirst("whatsapp:".count))
+        let to = try await OutboundMedia.recipient(conversation, channel: .whatsapp, store: whatsapp.store)
         let token = secrets.accessToken
         let phone = connection.externalId
         let api = whatsapp.api
@@ -42,18 +38,8 @@ struct WhatsAppOutbound: OutboundConnector {
                 body["type"] = "text"
                 body["text"] = ["preview_url": false, "body": .string(message.text)]
             case .voice:
-                guard let record = try await whatsapp.store.read({ repo in try await repo.voice(messageId: message.id, brandId: conversation.brandId) }) else {
-                    throw JobFailure.permanent("the voice note is gone")
-                }
-                switch record.state {
-                case .processing: throw JobFailure.notYet(after: .seconds(1))
-                case .failed, .blocked:
-                    throw DeliveryRefused(code: "voice_unavailable", message: "The voice note could not be converted, so it was not sent.", retryable: false)
-                case .ready: break
-                }
-                guard let key = record.opusKey, let data = try await whatsapp.blobs.get(key: key) else {
-                    throw JobFailure.permanent("the voice note's Ogg/Opus rendition is missing")
-                }
+                let data = try await OutboundMedia.voice(
+                    message, brandId: conversation.brandId, rendition: .opus, store: whatsapp.store, blobs: whatsapp.blobs)
                 let mediaId = try await api.uploadMedia(phoneNumberId: phone, token: token, file: data, mimeType: "audio/ogg", fileName: "voice.ogg")
                 let rules = ChannelRules.of(.whatsapp)
                 // Over 512 KB WhatsApp shows a download arrow instead of a play button: send it as
@@ -62,9 +48,8 @@ struct WhatsAppOutbound: OutboundConnector {
                 body["type"] = "audio"
                 body["audio"] = isVoice ? ["id": .string(mediaId), "voice": true] : ["id": .string(mediaId)]
             case .attachment:
-                guard let record = try await whatsapp.store.read({ repo in try await repo.attachment(messageId: message.id, brandId: conversation.brandId) }),
-                    let data = try await whatsapp.blobs.get(key: record.originalKey)
-                else { throw JobFailure.permanent("the attachment is gone") }
+                let (record, data) = try await OutboundMedia.attachment(
+                    message, brandId: conversation.brandId, store: whatsapp.store, blobs: whatsapp.blobs)
                 // WhatsApp shows JPEG and PNG as images; everything else goes as a document.
                 let asImage = record.type == .jpeg || record.type == .png
                 let mediaId = try await api.uploadMedia(

@@ -1,10 +1,8 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Logging
 import MultipartKit
 import NIOCore
-import ServiceLifecycle
 import Synchronization
 
 /// A local endpoint that follows the Messenger Platform's documented contract: the Send API
@@ -31,9 +29,8 @@ final class FakeMessenger: Sendable {
     let token: String
     let pageId: String
     let state = Mutex(State())
-    private(set) nonisolated(unsafe) var port = 0
-    private nonisolated(unsafe) var group: ServiceGroup?
-    private nonisolated(unsafe) var task: Task<Void, any Error>?
+    private nonisolated(unsafe) var endpoint: LocalEndpoint?
+    var port: Int { endpoint?.port ?? 0 }
 
     var baseURL: String { "http://127.0.0.1:\(port)/v24.0" }
     var origin: String { "http://127.0.0.1:\(port)" }
@@ -53,23 +50,12 @@ final class FakeMessenger: Sendable {
         router.get("/v24.0/{id}") { request, context in try fake.read(request, context) }
         router.get("/cdn/{name}") { _, context in fake.cdn(context) }
         router.post("/v24.0/{id}/messages") { request, context in try await fake.send(request, context) }
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        var logger = Logger(label: "fake-messenger")
-        logger.logLevel = .warning
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
-        fake.group = group
-        fake.task = Task { try await group.run() }
-        var iterator = ports.makeAsyncIterator()
-        fake.port = await iterator.next() ?? 0
+        fake.endpoint = await LocalEndpoint.start(router, label: "fake-messenger")
         return fake
     }
 
     func stop() async {
-        await group?.triggerGracefulShutdown()
-        _ = try? await task?.value
+        await endpoint?.stop()
     }
 
     /// A customer's attachment on the CDN; returns its URL.
