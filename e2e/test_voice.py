@@ -215,11 +215,16 @@ def test_history_plays_from_the_keyboard(server, browser, shoot, console_errors)
     expect(agent.locator(".d-state")).to_have_text("resolved")
     agent.click(".filters button[data-filter=resolved]")
     agent.locator(".conversations li button").first.click()
+    # The conversation has finished opening (its details say resolved, the reply box is off): focus
+    # moved now would not be taken back by the opening.
+    expect(agent.locator("#reply")).to_be_disabled()
+    expect(agent.locator(".d-state")).to_have_text("resolved")
     player = agent.locator(".row.in[data-kind=voice] parley-voice").last
     wave = player.locator(".wave[role=slider]")
     wave.focus()
+    expect(wave).to_be_focused()
     agent.keyboard.press("Space")
-    expect(player).to_have_attribute("data-state", "playing", timeout=10000)
+    expect(player).to_have_attribute("data-state", "playing", timeout=15000)
     agent.wait_for_timeout(400)
     before = player.evaluate("el => el.audio.currentTime")
     agent.keyboard.press("ArrowRight")  # 5 s on, or to the end of a short note
