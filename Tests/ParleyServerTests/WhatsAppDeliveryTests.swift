@@ -132,7 +132,7 @@ struct WhatsAppDeliveryTests {
     @Test("a media download that stalls is cut at the provider timeout, retried, and after the last attempt the agent gets a line")
     func stalledMedia() async throws {
         let clock = ManualClock()
-        try await Self.run(clock: clock, configure: { $0.providerTimeoutSeconds = 1; $0.jobMaxAttempts = 2 }) { server, acme, app, fake in
+        try await Self.run(clock: clock, configure: { $0.providerTimeoutSeconds = 2; $0.jobMaxAttempts = 2 }) { server, acme, app, fake in
             fake.addMedia(id: "1003383421387256", data: Data("OggS".utf8), mime: "audio/ogg")
             fake.state.withLock { _ = $0.stalled.insert("1003383421387256") }
             try await Self.deliver(server, app, try WhatsAppTests.fixture("audio-message.json"))

@@ -315,6 +315,8 @@ public struct WhatsAppChannel: Sendable {
         let info: WhatsAppAPI.MediaInfo
         do {
             info = try await api.mediaInfo(mediaId: job.mediaId, token: secrets.accessToken)
+        } catch let refused as DeliveryRefused where refused.code == "no_answer" {
+            throw JobFailure.retry(refused.message)  // a read: asking again is harmless
         } catch let refused as DeliveryRefused {
             try await appendText("[WhatsApp \(kind.noun) could not be fetched: \(refused.message)]", wamid: job.wamid, principal)
             return

@@ -114,7 +114,7 @@ final class FakeWhatsApp: Sendable {
             // A trickle: the first bytes, then nothing for longer than any deadline.
             return Response(status: .ok, headers: [.contentType: "audio/ogg"], body: .init { writer in
                 try await writer.write(ByteBuffer(string: "OggS"))
-                try await Task.sleep(for: .seconds(4))
+                try await Task.sleep(for: .seconds(6))
                 try await writer.finish(nil)
             })
         }
