@@ -32,12 +32,19 @@ public struct ChannelConnectionDTO: Codable, Sendable, Hashable {
     public var updatedAt: Date
     /// WhatsApp: the brand's approved message templates (what agents may send outside the window).
     public var templates: [WhatsAppTemplateDTO]
+    /// SMS: the full URL to paste at Twilio (its signatures cover the exact URL it calls).
+    public var webhookURL: String?
+    /// SMS: whether the number sends MMS (from the last connection test): voice notes then go as
+    /// MMS audio, otherwise as a text with a link to a player page.
+    public var mms: Bool?
 
     public init(
         appId: AppID, channel: Channel, externalId: String, webhookPath: String, createdAt: Date, updatedAt: Date,
-        templates: [WhatsAppTemplateDTO] = []
+        templates: [WhatsAppTemplateDTO] = [], webhookURL: String? = nil, mms: Bool? = nil
     ) {
         self.templates = templates
+        self.webhookURL = webhookURL
+        self.mms = mms
         self.appId = appId
         self.channel = channel
         self.externalId = externalId
@@ -224,5 +231,22 @@ public struct ConnectMessengerRequest: Codable, Sendable {
         self.verifyToken = verifyToken
         self.appSecret = appSecret
         self.pageAccessToken = pageAccessToken
+    }
+}
+
+/// An admin connects an app on the `sms` channel to a Twilio phone number (Programmable
+/// Messaging). The auth token is stored encrypted and never returned.
+public struct ConnectSMSRequest: Codable, Sendable {
+    /// The Twilio account's SID (`AC` and 32 hex digits).
+    public var accountSid: String
+    /// The account's auth token: Twilio signs its webhooks with it, and Parley sends with it.
+    public var authToken: String
+    /// The Twilio number customers text, in E.164 (`+15557122661`).
+    public var phoneNumber: String
+
+    public init(accountSid: String, authToken: String, phoneNumber: String) {
+        self.accountSid = accountSid
+        self.authToken = authToken
+        self.phoneNumber = phoneNumber
     }
 }

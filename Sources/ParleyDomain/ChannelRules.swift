@@ -31,7 +31,9 @@ public struct ChannelRules: Sendable, Hashable {
         case .inApp:
             ChannelRules(channel: channel, maxTextFromAgent: 2000, maxTextFromConsumer: 2000, supportsCalls: true)
         case .sms:
-            ChannelRules(channel: channel, maxTextFromAgent: 1600, maxTextFromConsumer: 1600, supportsCalls: false)
+            // Twilio Programmable Messaging: a body of up to 1,600 characters; MMS media other than
+            // images up to 500 KB (a larger voice note goes as a link to a player page).
+            ChannelRules(channel: channel, maxTextFromAgent: 1600, maxTextFromConsumer: 1600, supportsCalls: false, maxVoiceBytes: 500 * 1024)
         case .messenger:
             // Messenger Platform: 640 characters per text; the standard messaging window is 24 hours.
             ChannelRules(

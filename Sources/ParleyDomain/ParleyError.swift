@@ -10,6 +10,7 @@ public struct ParleyError: Error, Sendable, Hashable, CustomStringConvertible {
         case notFound            // 404
         case requestTimeout      // 408
         case conflict            // 409
+        case gone                // 410
         case payloadTooLarge     // 413
         case unsupportedMediaType // 415
         case unprocessable       // 422

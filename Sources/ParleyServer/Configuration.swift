@@ -22,6 +22,16 @@ public struct ParleyConfiguration: Sendable {
     public var messengerAPIURL: String = "https://graph.facebook.com/v24.0"
     /// Where Messenger attachments may be downloaded from (`*.fbcdn.net`: any HTTPS subdomain).
     public var messengerMediaHosts: [String] = ["*.fbcdn.net", "*.fbsbx.com"]
+    /// Twilio's REST API base URL (Programmable Messaging, SMS/MMS).
+    public var twilioAPIURL: String = "https://api.twilio.com"
+    /// Where Twilio MMS media may be downloaded from, redirects included (Twilio answers a media URL
+    /// with a redirect to a short-lived address on its CDN).
+    public var twilioMediaHosts: [String] = ["api.twilio.com", "*.twiliocdn.com", "s3-external-1.amazonaws.com"]
+    /// The address providers and customers reach this server at (`https://support.example.com`);
+    /// nil: the address an admin connected a channel from.
+    public var publicURL: String?
+    /// Hours a link to a voice note or file sent by SMS works.
+    public var sharedLinkHours: Int = 72
     /// Longest a call to a provider (API request or media download) may take.
     public var providerTimeoutSeconds: Int = 30
     /// Durable jobs (channel delivery, media fetches, webhook processing) run at once on this node.

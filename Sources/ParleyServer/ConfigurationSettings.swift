@@ -185,6 +185,24 @@ extension ParleyConfiguration {
         Setting(flag: "messenger-media-hosts", environment: "PARLEY_MESSENGER_MEDIA_HOSTS", help: "comma-separated hosts (HTTPS; *.domain for its subdomains) or origins Messenger attachments may be downloaded from (default *.fbcdn.net,*.fbsbx.com)") { c, v, _ in
             c.messengerMediaHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         },
+        Setting(flag: "twilio-api-url", environment: "PARLEY_TWILIO_API_URL", help: "Twilio REST API base URL (default https://api.twilio.com)") { c, v, name throws(ConfigurationError) in
+            guard let url = URLComponents(string: v), url.scheme == "https" || url.scheme == "http", url.host != nil else {
+                throw ConfigurationError(setting: name, message: "must be an http(s) URL")
+            }
+            c.twilioAPIURL = v.hasSuffix("/") ? String(v.dropLast()) : v
+        },
+        Setting(flag: "twilio-media-hosts", environment: "PARLEY_TWILIO_MEDIA_HOSTS", help: "comma-separated hosts (HTTPS; *.domain for its subdomains) or origins MMS media may be downloaded from, redirects included (default api.twilio.com,*.twiliocdn.com,s3-external-1.amazonaws.com)") { c, v, _ in
+            c.twilioMediaHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        },
+        Setting(flag: "public-url", environment: "PARLEY_PUBLIC_URL", help: "the https address providers and customers reach this server at (default: the address an admin connects a channel from)") { c, v, name throws(ConfigurationError) in
+            guard let url = URLComponents(string: v), url.scheme == "https" || url.scheme == "http", url.host != nil, url.query == nil else {
+                throw ConfigurationError(setting: name, message: "must be an http(s) URL without a query")
+            }
+            c.publicURL = v.hasSuffix("/") ? String(v.dropLast()) : v
+        },
+        Setting(flag: "shared-link-hours", environment: "PARLEY_SHARED_LINK_HOURS", help: "hours a link to a voice note or file sent by SMS works (default 72)") { c, v, name throws(ConfigurationError) in
+            c.sharedLinkHours = try parseInt(v, name, range: 1...720, what: "a number of hours")
+        },
         Setting(flag: "provider-timeout", environment: "PARLEY_PROVIDER_TIMEOUT", help: "seconds a call to a messaging provider or a media download may take (default 30)") { c, v, name throws(ConfigurationError) in
             c.providerTimeoutSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
         },

@@ -29,6 +29,8 @@ public struct ParleyServices: Sendable {
     public let workspace: WorkspaceService
     public let whatsapp: WhatsAppChannel
     public let messenger: MessengerChannel
+    public let sms: SMSChannel
+    let links: SharedLinks
     /// Runs durable jobs (channel delivery, media fetches, webhook processing).
     public let jobRunner: JobRunner
     /// Calls to providers; shut down by `close()`.
@@ -135,8 +137,13 @@ public struct ParleyServices: Sendable {
             store: store, connector: connector, conversations: conversations, inbox: inbox, blobs: blobs, jobs: jobs, http: providerHTTP,
             baseURL: configuration.messengerAPIURL, mediaHosts: MediaHostAllowList(configuration.messengerMediaHosts), metrics: metrics,
             clock: clock, logger: logger)
+        let links = SharedLinks(secrets: secrets, hours: configuration.sharedLinkHours, clock: clock)
+        let sms = SMSChannel(
+            store: store, connector: connector, conversations: conversations, inbox: inbox, jobs: jobs, http: providerHTTP, links: links,
+            baseURL: configuration.twilioAPIURL, mediaHosts: MediaHostAllowList(configuration.twilioMediaHosts), publicURL: configuration.publicURL,
+            metrics: metrics, clock: clock, logger: logger)
         let connectors: [ParleyAPI.Channel: any OutboundConnector] = [
-            .whatsapp: WhatsAppOutbound(whatsapp: whatsapp), .messenger: MessengerOutbound(messenger: messenger),
+            .whatsapp: WhatsAppOutbound(whatsapp: whatsapp), .messenger: MessengerOutbound(messenger: messenger), .sms: SMSOutbound(sms: sms),
         ]
         let handlers: [any JobHandler] = [
             ChannelSender(store: store, conversations: conversations, connectors: connectors, logger: logger),
@@ -144,6 +151,8 @@ public struct ParleyServices: Sendable {
             WhatsAppMediaHandler(whatsapp: whatsapp),
             MessengerWebhookHandler(messenger: messenger),
             MessengerMediaHandler(messenger: messenger),
+            SMSWebhookHandler(sms: sms),
+            SMSMediaHandler(sms: sms),
         ]
         let jobRunner = JobRunner(
             store: store, clock: clock, signal: jobSignal, handlers: Dictionary(uniqueKeysWithValues: handlers.map { ($0.kind, $0) }),
@@ -155,7 +164,7 @@ public struct ParleyServices: Sendable {
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
             calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
             workspace: WorkspaceService(store: store, hub: hub, bus: bus, clock: clock, logger: logger),
-            whatsapp: whatsapp, messenger: messenger, jobRunner: jobRunner, httpClient: httpClient,
+            whatsapp: whatsapp, messenger: messenger, sms: sms, links: links, jobRunner: jobRunner, httpClient: httpClient,
             attachments: attachments,
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
             searchIndexer: SearchIndexer(store: store, interval: .milliseconds(250), logger: logger),
@@ -197,8 +206,11 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     ).addRoutes(to: routes)
     CallController(calls: services.calls, configuration: services.configuration).addRoutes(to: routes)
     AttachmentController(attachments: services.attachments, blobs: services.blobs, configuration: services.configuration).addRoutes(to: routes)
-    ChannelController(whatsapp: services.whatsapp, messenger: services.messenger, conversations: services.conversations, store: services.store, configuration: services.configuration)
-        .addRoutes(to: routes)
+    ChannelController(
+        whatsapp: services.whatsapp, messenger: services.messenger, sms: services.sms, conversations: services.conversations, store: services.store,
+        configuration: services.configuration
+    ).addRoutes(to: routes)
+    SharedLinkController(links: services.links, store: services.store, blobs: services.blobs).addRoutes(to: routes)
     WorkspaceController(
         workspace: services.workspace, voice: services.voice, identity: services.identity, limits: services.limits,
         configuration: services.configuration

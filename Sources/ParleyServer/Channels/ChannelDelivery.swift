@@ -136,7 +136,7 @@ extension ConversationService {
                 lane: "send:\(conversation.id)", dedupeKey: "send:\(messageId):\(StoredTime.millis(clock.now()))")
         }
         try await updateDelivery(messageId: messageId, brandId: agent.brandId, state: .queued)
-        try await store.write { repo in try await repo.enqueueJob(job) }
+        _ = try await store.write { repo in try await repo.enqueueJob(job) }
         jobs.wake()
         guard let message = try await store.read({ repo in try await repo.message(brandId: agent.brandId, id: messageId) }) else {
             throw ParleyError.notFound("Message")

@@ -82,7 +82,7 @@ struct ChannelInbox: Sendable {
     /// agent; what may work later throws `JobFailure.retry`.
     func ingest(
         url: String, headers: HTTPHeaders, allowed: MediaHostAllowList, kind: MediaKind, fileName: String?, cap: Int,
-        channel: Channel, providerMessageId: String, _ principal: ConsumerPrincipal
+        channel: Channel, providerMessageId: String, _ principal: ConsumerPrincipal, redirects: Int = 0
     ) async throws {
         let provider = Self.providerName(channel)
         let line = { (text: String) in
@@ -92,7 +92,7 @@ struct ChannelInbox: Sendable {
         defer { try? FileManager.default.removeItem(at: partial) }
         let fetched: (status: Int, bytes: Int, contentType: String?)
         do {
-            fetched = try await http.download(url, headers: headers, allowed: allowed, maxBytes: cap, into: partial)
+            fetched = try await http.download(url, headers: headers, allowed: allowed, maxBytes: cap, into: partial, redirects: redirects)
         } catch let failure as ProviderHTTP.Failure {
             switch failure {
             case .hostNotAllowed(let host):

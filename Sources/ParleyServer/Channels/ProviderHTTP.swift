@@ -83,17 +83,33 @@ public struct ProviderHTTP: Sendable {
     /// Streams a media file from `url` into `file`, refusing a URL whose origin is not allowed and
     /// stopping as soon as the file passes `maxBytes`. Returns the status and the bytes written
     /// (non-2xx answers write nothing).
+    ///
+    /// Up to `redirects` redirects are followed (Twilio answers a media URL with one to its CDN),
+    /// each checked against `allowed` before it is requested; `headers` (the provider's credentials)
+    /// only go to the first URL's origin.
     func download(
-        _ url: String, headers: HTTPHeaders, allowed: MediaHostAllowList, maxBytes: Int, into file: URL
+        _ url: String, headers: HTTPHeaders, allowed: MediaHostAllowList, maxBytes: Int, into file: URL, redirects: Int = 0
     ) async throws -> (status: Int, bytes: Int, contentType: String?) {
-        guard allowed.allows(url) else { throw Failure.hostNotAllowed(URLComponents(string: url)?.host ?? url) }
-        var request = HTTPClientRequest(url: url)
-        request.headers = headers
-        let response: HTTPClientResponse
-        do {
-            response = try await client.execute(request, timeout: TimeAmount.nanoseconds(Int64(timeout.seconds * 1e9)))
-        } catch {
-            throw Failure.unreachable("\(error)")
+        var current = url
+        var sendHeaders = headers
+        var response: HTTPClientResponse
+        var left = redirects
+        while true {
+            guard allowed.allows(current) else { throw Failure.hostNotAllowed(URLComponents(string: current)?.host ?? current) }
+            var request = HTTPClientRequest(url: current)
+            request.headers = sendHeaders
+            do {
+                response = try await client.execute(request, timeout: TimeAmount.nanoseconds(Int64(timeout.seconds * 1e9)))
+            } catch {
+                throw Failure.unreachable("\(error)")
+            }
+            let code = Int(response.status.code)
+            guard [301, 302, 303, 307, 308].contains(code), left > 0, let location = response.headers.first(name: "Location"),
+                let next = URL(string: location, relativeTo: URL(string: current))?.absoluteString
+            else { break }
+            left -= 1
+            if Self.origin(next) != Self.origin(url) { sendHeaders = [:] }
+            current = next
         }
         guard (200..<300).contains(Int(response.status.code)) else {
             return (Int(response.status.code), 0, nil)
@@ -118,6 +134,16 @@ public struct ProviderHTTP: Sendable {
             throw Failure.noAnswer("\(error)")
         }
         return (Int(response.status.code), written, response.headers.first(name: "Content-Type"))
+    }
+}
+
+extension ProviderHTTP {
+    /// `scheme://host:port` of a URL, for comparing where two URLs lead.
+    static func origin(_ url: String) -> String? {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(), let host = components.host?.lowercased() else {
+            return nil
+        }
+        return "\(scheme)://\(host):\(components.port ?? (scheme == "http" ? 80 : 443))"
     }
 }
 
@@ -184,15 +210,22 @@ struct GraphError: Decodable {
     var error: Body
 }
 
+/// How a provider's error answer reads: its code, whether it means "slow down", whether sending
+/// again can never work, and the sentence the agent reads.
+struct ProviderRefusal {
+    var code: String?
+    var throttled: Bool
+    var final: Bool
+    var sentence: String
+}
+
 extension ProviderHTTP {
-    /// One Graph API call (Meta's WhatsApp and Messenger APIs): 2xx is the answer; 429, 5xx and the
-    /// `throttled` codes are retried (after `Retry-After` when given); an unreachable provider is
+    /// One call that sends something (a message, a file) to a provider: 2xx is the answer; 429, 5xx
+    /// and throttling codes are retried (after `Retry-After` when given); an unreachable provider is
     /// retried; no answer in time is not (the provider may have acted on it, and a second send would
-    /// reach the customer twice); any other error is the provider's refusal, retryable unless its
-    /// code is in `final`. `sentence(code, subcode, details)` is what the agent reads.
-    func graph(
-        _ request: HTTPClientRequest, throttled: Set<Int>, final: Set<Int>, sentence: (Int?, Int?, String?) -> String
-    ) async throws -> Answer {
+    /// reach the customer twice); any other error is the provider's refusal as `read` describes it,
+    /// retryable unless it is final.
+    func deliver(_ request: HTTPClientRequest, read: (Answer) -> ProviderRefusal) async throws -> Answer {
         let answer: Answer
         do {
             answer = try await send(request)
@@ -206,14 +239,24 @@ extension ProviderHTTP {
             }
         }
         if (200..<300).contains(answer.status) { return answer }
-        let graph = try? JSONDecoder().decode(GraphError.self, from: answer.body)
-        let code = graph?.error.code
-        if answer.status == 429 || answer.status >= 500 || code.map(throttled.contains) == true {
-            throw JobFailure.retry("the provider answered \(answer.status) (\(code.map(String.init) ?? "no code"))", after: answer.retryAfter)
+        let refusal = read(answer)
+        if answer.status == 429 || answer.status >= 500 || refusal.throttled {
+            throw JobFailure.retry("the provider answered \(answer.status) (\(refusal.code ?? "no code"))", after: answer.retryAfter)
         }
-        throw DeliveryRefused(
-            code: code.map(String.init) ?? "http_\(answer.status)",
-            message: sentence(code, graph?.error.errorSubcode, graph?.error.errorData?.details ?? graph?.error.message),
-            retryable: code.map(final.contains) != true)
+        throw DeliveryRefused(code: refusal.code ?? "http_\(answer.status)", message: refusal.sentence, retryable: !refusal.final)
+    }
+
+    /// One Graph API call (Meta's WhatsApp and Messenger APIs): `deliver` with Graph's error body,
+    /// the `throttled` codes retried, the `final` ones not offered again.
+    func graph(
+        _ request: HTTPClientRequest, throttled: Set<Int>, final: Set<Int>, sentence: (Int?, Int?, String?) -> String
+    ) async throws -> Answer {
+        try await deliver(request) { answer in
+            let graph = try? JSONDecoder().decode(GraphError.self, from: answer.body)
+            let code = graph?.error.code
+            return ProviderRefusal(
+                code: code.map(String.init), throttled: code.map(throttled.contains) == true, final: code.map(final.contains) == true,
+                sentence: sentence(code, graph?.error.errorSubcode, graph?.error.errorData?.details ?? graph?.error.message))
+        }
     }
 }

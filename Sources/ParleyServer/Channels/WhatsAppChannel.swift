@@ -68,7 +68,11 @@ public struct WhatsAppChannel: Sendable {
     public func connections(_ admin: AgentPrincipal) async throws -> [ChannelConnectionDTO] {
         try admin.require(.admin)
         return try await store.read { repo in try await repo.channelConnections(brandId: admin.brandId) }.map { record in
-            record.channel == .messenger ? MessengerChannel.dto(record) : Self.dto(record)
+            switch record.channel {
+            case .messenger: MessengerChannel.dto(record)
+            case .sms: SMSChannel.dto(record)
+            default: Self.dto(record)
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import NIOCore
 import ParleyAPI
@@ -9,6 +10,7 @@ import ParleyStore
 struct ChannelController {
     let whatsapp: WhatsAppChannel
     let messenger: MessengerChannel
+    let sms: SMSChannel
     let conversations: ConversationService
     let store: Store
     let configuration: ParleyConfiguration
@@ -32,6 +34,55 @@ struct ChannelController {
         routes.admins.post("/v1/apps/{appId}/messenger/test", use: testMessenger)
         routes.open.get("/v1/webhooks/messenger/{appId}", use: verifyMessenger)
         routes.open.post("/v1/webhooks/messenger/{appId}", use: receiveMessenger)
+        routes.admins.put("/v1/apps/{appId}/sms", use: connectSMS)
+        routes.admins.get("/v1/apps/{appId}/sms", use: smsConnection)
+        routes.admins.post("/v1/apps/{appId}/sms/test", use: testSMS)
+        routes.open.post("/v1/webhooks/sms/{appId}", use: receiveSMS)
+        routes.open.post("/v1/webhooks/sms/{appId}/status", use: receiveSMSStatus)
+    }
+
+    @Sendable func connectSMS(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ChannelConnectionDTO> {
+        let admin = try context.requireAgent()
+        let body = try await request.decodeJSON(ConnectSMSRequest.self, limit: configuration.maxJSONBodyBytes)
+        return JSONResponse(.ok, try await sms.connect(admin, appId: appId(context), body, origin: Self.origin(of: request)))
+    }
+
+    /// Where the admin reached this server: the page's origin (browsers send it with every PUT),
+    /// or the Host header.
+    static func origin(of request: Request) -> String {
+        if let origin = request.headers[.origin], let url = URLComponents(string: origin), url.scheme != nil, url.host != nil {
+            return origin
+        }
+        let scheme = request.headers[HTTPField.Name("X-Forwarded-Proto")!] == "https" ? "https" : "http"
+        return "\(scheme)://\(request.head.authority ?? "localhost")"
+    }
+
+    @Sendable func smsConnection(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ChannelConnectionDTO> {
+        JSONResponse(.ok, try await sms.connection(context.requireAgent(), appId: appId(context)))
+    }
+
+    @Sendable func testSMS(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ChannelTestDTO> {
+        JSONResponse(.ok, try await sms.test(context.requireAgent(), appId: appId(context)))
+    }
+
+    @Sendable func receiveSMS(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        try await receiveTwilio(request, context, isStatus: false)
+    }
+
+    @Sendable func receiveSMSStatus(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        try await receiveTwilio(request, context, isStatus: true)
+    }
+
+    /// Twilio waits for TwiML: an empty `<Response/>` (no automatic reply).
+    private func receiveTwilio(_ request: Request, _ context: ParleyRequestContext, isStatus: Bool) async throws -> Response {
+        let id = try appId(context)
+        let body = try await Self.webhookBody(request, limit: SMSChannel.maxWebhookBytes)
+        try await sms.receive(
+            appId: id, path: request.uri.path, query: request.uri.query, signature: request.headers[HTTPField.Name("X-Twilio-Signature")!], body: body,
+            isStatus: isStatus)
+        return Response(
+            status: .ok, headers: [.contentType: "text/xml; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response></Response>")))
     }
 
     private func appId(_ context: ParleyRequestContext) throws -> AppID {
@@ -135,7 +186,7 @@ struct ChannelController {
 
     /// A provider's webhook body, at most `limit` bytes.
     static func webhookBody(_ request: Request, limit: Int) async throws -> Data {
-        var body = request.body
+        let body = request.body
         do {
             return Data(buffer: try await body.collect(upTo: limit))
         } catch {

@@ -43,6 +43,7 @@ struct ErrorMiddleware: RouterMiddleware {
         case .notFound: .notFound
         case .requestTimeout: .requestTimeout
         case .conflict: .conflict
+        case .gone: .gone
         case .payloadTooLarge: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
         case .unprocessable: .unprocessableContent
@@ -59,6 +60,7 @@ struct ErrorMiddleware: RouterMiddleware {
         case 404: .notFound
         case 408: .requestTimeout
         case 409: .conflict
+        case 410: .gone
         case 413: .payloadTooLarge
         case 415: .unsupportedMediaType
         case 422: .unprocessable

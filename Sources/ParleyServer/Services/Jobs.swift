@@ -41,7 +41,7 @@ public struct JobQueue: Sendable {
         _ kind: String, _ payload: Payload, brandId: BrandID?, lane: String? = nil, dedupeKey: String? = nil
     ) async throws {
         let job = try make(kind, payload, brandId: brandId, lane: lane, dedupeKey: dedupeKey)
-        try await store.write { repo in try await repo.enqueueJob(job) }
+        _ = try await store.write { repo in try await repo.enqueueJob(job) }
         signal.wake()
     }
 
