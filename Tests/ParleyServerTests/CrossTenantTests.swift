@@ -62,6 +62,8 @@ struct CrossTenantTests {
                 "{replyId}": savedReply.id.rawValue,
                 // Logos are public by design (the brand shows them on its pages); Acme has none here.
                 "{brandId}": acme.brand.id.rawValue,
+                // Shared links carry their own signature, not a principal: an unsigned one is nothing.
+                "{token}": "\(acme.brand.id).\(voice.id).4102444800.forged",
             ]
             func body(for route: Route) throws -> (Data?, String?) {
                 let json: (any Encodable)?
@@ -78,6 +80,8 @@ struct CrossTenantTests {
                     json = ConnectWhatsAppRequest(phoneNumberId: "123", verifyToken: "stolen-token", appSecret: "stolen-secret", accessToken: "stolen-token")
                 case (.put, let path) where path.hasSuffix("/messenger"):
                     json = ConnectMessengerRequest(pageId: "123", verifyToken: "stolen-token", appSecret: "stolen-secret", pageAccessToken: "stolen-token")
+                case (.put, let path) where path.hasSuffix("/sms"):
+                    json = ConnectSMSRequest(accountSid: "AC" + String(repeating: "b", count: 32), authToken: "stolen-token", phoneNumber: "+15550001111")
                 case (.put, let path) where path.hasSuffix("/whatsapp/templates"):
                     json = WhatsAppTemplatesRequest(templates: [WhatsAppTemplateDTO(name: "stolen", language: "en_US", body: "x")])
                 case (.post, let path) where path.hasSuffix("/template"):

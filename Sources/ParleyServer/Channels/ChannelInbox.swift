@@ -97,7 +97,7 @@ struct ChannelInbox: Sendable {
             switch failure {
             case .hostNotAllowed(let host):
                 logger.warning("a media URL on a host that is not allowed was refused", metadata: ["host": "\(host)", "channel": "\(channel)"])
-                return try await line("not fetched: its address is not on \(provider)'s media host")
+                return try await line("not fetched: its address is not on \(channel == .sms ? "Twilio" : provider)'s media host")
             case .tooLarge:
                 return try await line("not accepted: it is larger than \(Self.size(cap))")
             case .unreachable, .noAnswer:
