@@ -1,6 +1,6 @@
-// Messaging channels in the workspace: admins connect WhatsApp and Messenger (ids and secrets, the
-// webhook URL to paste at Meta, a test of the connection, WhatsApp's approved templates); agents send
-// a template once a WhatsApp customer's 24-hour window has closed.
+// Messaging channels in the workspace: admins connect WhatsApp, Messenger and SMS (ids and secrets,
+// the webhook URL to paste at the provider, a test of the connection, WhatsApp's approved
+// templates); agents send a template once a WhatsApp customer's 24-hour window has closed.
 
 const element = (tag, properties = {}, ...children) => {
   const node = Object.assign(document.createElement(tag), properties);
@@ -18,6 +18,7 @@ const providers = {
       { label: "App secret", name: "appSecret", secret: true, hint: "Meta app → Settings → Basic" },
       { label: "Access token", name: "accessToken", secret: true, hint: "A system user's permanent token" },
     ],
+    urlLabel: "Callback URL for Meta",
     where: "Paste the callback URL and your verify token in Meta's App Dashboard → WhatsApp → Configuration, and subscribe to messages.",
     templates: true,
   },
@@ -29,10 +30,29 @@ const providers = {
       { label: "App secret", name: "appSecret", secret: true, hint: "Meta app → Settings → Basic" },
       { label: "Page access token", name: "pageAccessToken", secret: true, hint: "Meta app → Messenger → Settings (with pages_messaging)" },
     ],
+    urlLabel: "Callback URL for Meta",
     where: "Paste the callback URL and your verify token in Meta's App Dashboard → Messenger → Settings → Webhooks, and subscribe to messages, message_deliveries and message_reads.",
     templates: false,
   },
+  sms: {
+    name: "SMS", path: "sms", pitch: "Answer the text messages your Twilio number receives; your voice notes reach customers as audio or a link.",
+    fields: [
+      { label: "Twilio phone number", name: "phoneNumber", hint: "In international format, like +15557122661", external: true },
+      { label: "Account SID", name: "accountSid", hint: "Twilio Console → Account info (starts with AC)" },
+      { label: "Auth token", name: "authToken", secret: true, hint: "Twilio Console → Account info" },
+    ],
+    urlLabel: "Webhook URL for Twilio",
+    where: "In Twilio Console → Phone numbers → your number → Messaging, set “A message comes in” to Webhook, this URL, HTTP POST.",
+    templates: false,
+  },
 };
+
+/** How an SMS number carries agents' voice notes, as its last connection test found. */
+const mmsHint = (mms) => mms === true
+  ? "Voice notes go as MMS audio to US and Canadian numbers, as a link to a player page elsewhere."
+  : mms === false
+    ? "This number has no MMS: voice notes go as a text with a link to a player page."
+    : "Test the connection to find out whether voice notes can go as MMS audio.";
 
 /** Settings → Channels: one card per app on a messaging channel. */
 export class ChannelsAdmin {
@@ -60,6 +80,7 @@ export class ChannelsAdmin {
     const kinds = {
       "channel.send": "Sending a message", "whatsapp.webhook": "Reading a WhatsApp notification", "whatsapp.media": "Fetching a customer's media",
       "messenger.webhook": "Reading a Messenger notification", "messenger.media": "Fetching a customer's attachment",
+      "sms.webhook": "Reading a Twilio webhook", "sms.media": "Fetching a customer's MMS media",
     };
     const when = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
     box.querySelector("ul").replaceChildren(...failed.slice(0, 20).map((job) => element("li", {},
@@ -99,8 +120,9 @@ export class ChannelsAdmin {
     const named = app.name === provider.name ? [] : [element("span", { className: "tag", textContent: provider.name })];
     card.append(element("header", {}, element("h4", { textContent: app.name }), ...named, status));
 
-    // Where Meta sends the messages: this server's address and the app's webhook path.
-    const url = `${location.origin}/v1/webhooks/${provider.path}/${app.id}`;
+    // Where the provider sends the messages: this server's address and the app's webhook path
+    // (Twilio signs the exact URL it was given, so the server says which one that is).
+    const url = connection?.webhookURL ?? `${location.origin}/v1/webhooks/${provider.path}/${app.id}`;
     const copy = element("button", { className: "button small", type: "button", textContent: "Copy" });
     copy.setAttribute("aria-label", "Copy the webhook URL");
     copy.addEventListener("click", async () => {
@@ -109,7 +131,7 @@ export class ChannelsAdmin {
       setTimeout(() => { copy.textContent = "Copy"; }, 2000);
     });
     card.append(element("div", { className: "webhook" },
-      element("span", { className: "label", textContent: "Callback URL for Meta" }), element("code", { textContent: url }), copy,
+      element("span", { className: "label", textContent: provider.urlLabel }), element("code", { textContent: url }), copy,
       element("span", { className: "field-hint", textContent: provider.where })));
 
     const form = element("form", { className: "channel-form" });
@@ -122,8 +144,11 @@ export class ChannelsAdmin {
     const note = element("p", { className: "form-note", role: "status" });
     const save = element("button", { className: "button primary", type: "submit", textContent: connection ? "Save new secrets" : "Connect" });
     const test = element("button", { className: "button test-connection", type: "button", textContent: "Test connection", disabled: !connection });
+    if (connection && app.channel === "sms") {
+      form.append(element("p", { className: "hint mms", textContent: mmsHint(connection.mms) }));
+    }
     form.append(element("p", { className: "hint", textContent: connection
-      ? "Secrets are stored encrypted and never shown again: enter all three to change any of them."
+      ? "Secrets are stored encrypted and never shown again: enter them all to change any of them."
       : "Secrets are stored encrypted and never shown again." }), element("div", { className: "row-buttons" }, save, test), note);
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
@@ -142,6 +167,10 @@ export class ChannelsAdmin {
         const result = await this.api.post(`/v1/apps/${app.id}/${provider.path}/test`);
         note.textContent = result.message;
         note.dataset.result = result.ok ? "ok" : "failed";
+        if (result.ok && app.channel === "sms") {
+          const fresh = await this.api.get(`/v1/apps/${app.id}/sms`);
+          card.querySelector(".hint.mms").textContent = mmsHint(fresh.mms);
+        }
       } catch (failure) {
         note.textContent = failure.message;
         note.dataset.result = "failed";

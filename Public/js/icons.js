@@ -68,8 +68,10 @@ export function linkedText(value) {
   return span;
 }
 
-/** One or two letters for an avatar: the first and last words' initials (`one`: the first only). */
+/** One or two letters for an avatar: the first and last words' initials (`one`: the first only); a
+ * customer known only by their phone number (SMS, WhatsApp) gets the number's last two digits. */
 export function initials(name, { one = false } = {}) {
+  if (/^\+?[\d\s().-]{6,}$/.test(name ?? "")) return name.replace(/\D/g, "").slice(one ? -1 : -2);
   const words = (name ?? "").trim().split(/\s+/).filter(Boolean);
   return ((words[0]?.[0] ?? "?") + (words.length > 1 && !one ? words.at(-1)[0] : "")).toUpperCase();
 }
