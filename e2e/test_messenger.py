@@ -130,6 +130,9 @@ def test_messenger_voice_notes_both_ways(messenger, browser, shoot, console_erro
     expect(card.locator(".tag.state")).to_have_text("Connected")
     card.get_by_role("button", name="Test connection").click()
     expect(card.locator(".channel-form .form-note")).to_have_text("Connected to Acme Store.")
+    # The brand has Meta's Human Agent permission: a 7-day window.
+    card.get_by_label("Human Agent window").check()
+    expect(card.locator(".human-agent .form-note")).to_contain_text("7 days")
     card.scroll_into_view_if_needed()
     shoot(agent, "settings-messenger-connected-1280")
     agent.set_viewport_size(PHONE)
@@ -149,7 +152,7 @@ def test_messenger_voice_notes_both_ways(messenger, browser, shoot, console_erro
     incoming = agent.locator(".row.in[data-kind=voice] parley-voice")
     expect(incoming.locator(".time")).to_have_text(re.compile(r"0:00 / 0:0[4-5]"), timeout=20000)
     expect(agent.locator(".d-channel")).to_have_text("Messenger")
-    expect(agent.locator(".window-banner")).to_contain_text("Messenger reply window")
+    expect(agent.locator(".window-banner")).to_contain_text(re.compile(r"Messenger reply window: [67] d"))
     incoming.locator("button.play").click()
     expect(incoming).to_have_attribute("data-state", "playing", timeout=10000)
     shoot(agent, "voice-note-from-messenger-1280")

@@ -178,7 +178,35 @@ export class ChannelsAdmin {
     });
     card.append(form);
     if (connection && provider.templates) card.append(this.templates(app, connection));
+    if (connection && app.channel === "messenger") card.append(this.humanAgent(app, connection));
     return card;
+  }
+
+  /** Messenger's Human Agent window: 7 days instead of 24 hours, where Meta granted the permission. */
+  humanAgent(app, connection) {
+    const toggle = element("input", { type: "checkbox", name: "humanAgent", checked: connection.humanAgent === true });
+    const note = element("p", { className: "form-note", role: "status" });
+    toggle.addEventListener("change", async () => {
+      toggle.disabled = true;
+      try {
+        const saved = await this.api.json("PUT", `/v1/apps/${app.id}/messenger/settings`, { humanAgent: toggle.checked });
+        toggle.checked = saved.humanAgent === true;
+        note.textContent = saved.humanAgent
+          ? "Agents can answer for 7 days after the customer's last message."
+          : "Agents can answer for 24 hours after the customer's last message.";
+      } catch (failure) {
+        toggle.checked = !toggle.checked;
+        note.textContent = failure.message;
+      } finally {
+        toggle.disabled = false;
+      }
+    });
+    return element("section", { className: "human-agent" },
+      element("label", { className: "switch-row" }, toggle, element("span", {},
+        element("strong", { textContent: "Human Agent window" }),
+        element("span", { className: "field-hint", textContent:
+          "Turn on only if Meta approved your app for the Human Agent permission: agents may then answer up to 7 days after the customer's last message." }))),
+      note);
   }
 
   /** The approved templates (as in WhatsApp Manager): what agents may send after the window. */

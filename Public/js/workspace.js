@@ -624,12 +624,17 @@ function renderWindow(conversation) {
   banner.dataset.state = closed ? "closed" : left < 3600_000 ? "closing" : "open";
   const name = channelNames[conversation.channel] ?? conversation.channel;
   if (closed) {
-    $(".window-text").textContent = `${rules.replyWindowHours} hours have passed since the customer last wrote: ${name} only takes a template until they write again.`;
+    $(".window-text").textContent = rules.templates
+      ? `The reply window has closed: ${name} only takes a template until the customer writes again.`
+      : `The reply window has closed: ${name} takes no reply until the customer writes again.`;
   } else {
     const total = Math.ceil(left / 60_000);
-    const hours = Math.floor(total / 60);
+    const days = Math.floor(total / 1440);
     const minutes = total % 60;
-    const parts = [hours ? `${hours} h` : "", minutes || !hours ? `${minutes} min` : ""].filter(Boolean);
+    // "5 d 3 h" for more than two days (Messenger's Human Agent window), "23 h 20 min" below.
+    const parts = days >= 2
+      ? [`${days} d`, Math.floor((total % 1440) / 60) ? `${Math.floor((total % 1440) / 60)} h` : ""].filter(Boolean)
+      : [Math.floor(total / 60) ? `${Math.floor(total / 60)} h` : "", minutes || total < 60 ? `${minutes} min` : ""].filter(Boolean);
     $(".window-text").textContent = `${name} reply window: ${parts.join(" ")} left`;
     renderWindow.timer = setTimeout(() => state.current?.id === conversation.id && renderDetails(state.current, state.currentPerson), 60_000);
   }

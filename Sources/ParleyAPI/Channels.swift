@@ -32,6 +32,9 @@ public struct ChannelConnectionDTO: Codable, Sendable, Hashable {
     public var updatedAt: Date
     /// WhatsApp: the brand's approved message templates (what agents may send outside the window).
     public var templates: [WhatsAppTemplateDTO]
+    /// Messenger: whether the Human Agent window is on (agents may answer up to 7 days after the
+    /// customer's last message, with the `HUMAN_AGENT` tag).
+    public var humanAgent: Bool?
     /// SMS: the full URL to paste at Twilio (its signatures cover the exact URL it calls).
     public var webhookURL: String?
     /// SMS: whether the number sends MMS (from the last connection test): voice notes then go as
@@ -249,4 +252,13 @@ public struct ConnectSMSRequest: Codable, Sendable {
         self.authToken = authToken
         self.phoneNumber = phoneNumber
     }
+}
+
+/// `PUT /v1/apps/{appId}/messenger/settings`: what the brand was granted for its Page.
+public struct MessengerSettingsRequest: Codable, Sendable {
+    /// Meta granted the brand's app the Human Agent permission: agents may answer up to 7 days
+    /// after the customer's last message (sent with the `HUMAN_AGENT` tag after the first 24 hours).
+    public var humanAgent: Bool
+
+    public init(humanAgent: Bool) { self.humanAgent = humanAgent }
 }

@@ -18,6 +18,9 @@ public struct ChannelRules: Sendable, Hashable {
     public var attachmentsFromAgent: Bool = true
     /// Hours after the customer's last message during which agents may write freely (nil: always).
     public var replyWindowHours: Int? = nil
+    /// The longer window a brand may be granted (Messenger's Human Agent permission: 7 days, sent
+    /// with the `HUMAN_AGENT` message tag after the first 24 hours).
+    public var extendedReplyWindowHours: Int? = nil
     /// Whether approved templates can be sent (WhatsApp: the only messages outside the window).
     public var templates: Bool = false
     /// The largest voice note the channel still shows as a voice message with a play button
@@ -36,8 +39,10 @@ public struct ChannelRules: Sendable, Hashable {
             ChannelRules(channel: channel, maxTextFromAgent: 1600, maxTextFromConsumer: 1600, supportsCalls: false, maxVoiceBytes: 500 * 1024)
         case .messenger:
             // Messenger Platform: 640 characters per text; the standard messaging window is 24 hours.
+            // With Meta's Human Agent permission, 7 days (the HUMAN_AGENT tag).
             ChannelRules(
-                channel: channel, maxTextFromAgent: 640, maxTextFromConsumer: 5000, supportsCalls: false, replyWindowHours: 24)
+                channel: channel, maxTextFromAgent: 640, maxTextFromConsumer: 5000, supportsCalls: false, replyWindowHours: 24,
+                extendedReplyWindowHours: 7 * 24)
         case .whatsapp:
             // WhatsApp Cloud API: text body up to 4096 characters; free-form messages only within
             // 24 hours of the customer's last message ("customer service window"), templates after;
@@ -55,22 +60,24 @@ public struct ChannelRules: Sendable, Hashable {
         sender == .agent ? maxTextFromAgent : maxTextFromConsumer
     }
 
-    /// Until when an agent may write freely, given when the customer last wrote (nil: no window on
-    /// this channel, or the customer never wrote).
-    public func replyWindowEnd(lastConsumerMessageAt: Date?) -> Date? {
-        guard let hours = replyWindowHours, let last = lastConsumerMessageAt else { return nil }
+    /// Until when an agent may write freely, given when the customer last wrote and the window's
+    /// length for this conversation's connection (nil: no window on this channel, or the customer
+    /// never wrote).
+    public func replyWindowEnd(lastConsumerMessageAt: Date?, hours: Int? = nil) -> Date? {
+        guard let hours = hours ?? replyWindowHours, replyWindowHours != nil, let last = lastConsumerMessageAt else { return nil }
         return last.addingTimeInterval(TimeInterval(hours * 3600))
     }
 
-    /// Throws `reply_window_closed` when an agent's free-form message is outside the window.
-    public func authorizeFreeForm(lastConsumerMessageAt: Date?, now: Date) throws(ParleyError) {
+    /// Throws `reply_window_closed` when an agent's free-form message is outside the window (which
+    /// ends at `windowEndsAt`, as stored when the customer last wrote).
+    public func authorizeFreeForm(windowEndsAt: Date?, now: Date) throws(ParleyError) {
         guard replyWindowHours != nil else { return }
-        guard let end = replyWindowEnd(lastConsumerMessageAt: lastConsumerMessageAt), now < end else {
+        guard let end = windowEndsAt, now < end else {
             throw ParleyError(
                 .conflict, code: "reply_window_closed",
                 message: templates
-                    ? "More than \(replyWindowHours ?? 24) hours have passed since the customer last wrote: only an approved template can be sent."
-                    : "More than \(replyWindowHours ?? 24) hours have passed since the customer last wrote: the channel accepts no reply until they write again.")
+                    ? "The reply window has closed (the customer has not written for \(replyWindowHours ?? 24) hours): only an approved template can be sent."
+                    : "The reply window has closed: the channel accepts no reply until the customer writes again.")
         }
     }
 

@@ -19,10 +19,15 @@ struct ChannelRulesTests {
         let last = Date(timeIntervalSince1970: 1_000_000)
         let whatsapp = ChannelRules.of(.whatsapp)
         #expect(whatsapp.replyWindowEnd(lastConsumerMessageAt: last) == last.addingTimeInterval(24 * 3600))
-        #expect(throws: Never.self) { try whatsapp.authorizeFreeForm(lastConsumerMessageAt: last, now: last.addingTimeInterval(23 * 3600)) }
-        #expect(throws: ParleyError.self) { try whatsapp.authorizeFreeForm(lastConsumerMessageAt: last, now: last.addingTimeInterval(24 * 3600)) }
-        #expect(throws: ParleyError.self) { try ChannelRules.of(.messenger).authorizeFreeForm(lastConsumerMessageAt: nil, now: last) }
-        #expect(throws: Never.self) { try ChannelRules.of(.web).authorizeFreeForm(lastConsumerMessageAt: nil, now: last) }
+        let end = whatsapp.replyWindowEnd(lastConsumerMessageAt: last)
+        #expect(throws: Never.self) { try whatsapp.authorizeFreeForm(windowEndsAt: end, now: last.addingTimeInterval(23 * 3600)) }
+        #expect(throws: ParleyError.self) { try whatsapp.authorizeFreeForm(windowEndsAt: end, now: last.addingTimeInterval(24 * 3600)) }
+        #expect(throws: ParleyError.self) { try ChannelRules.of(.messenger).authorizeFreeForm(windowEndsAt: nil, now: last) }
+        #expect(throws: Never.self) { try ChannelRules.of(.web).authorizeFreeForm(windowEndsAt: nil, now: last) }
+        // Messenger's Human Agent window: 7 days where the connection has it, never on the web.
+        #expect(ChannelRules.of(.messenger).replyWindowEnd(lastConsumerMessageAt: last, hours: 168) == last.addingTimeInterval(7 * 24 * 3600))
+        #expect(ChannelRules.of(.messenger).extendedReplyWindowHours == 168)
+        #expect(ChannelRules.of(.web).replyWindowEnd(lastConsumerMessageAt: last, hours: 168) == nil)
         #expect(ChannelRules.of(.web).replyWindowEnd(lastConsumerMessageAt: last) == nil)
         #expect(Channel.allCases.filter(\.isMessagingApp) == [.whatsapp, .messenger, .apple, .sms])
     }

@@ -80,6 +80,7 @@ struct CrossTenantTests {
                     json = ConnectWhatsAppRequest(phoneNumberId: "123", verifyToken: "stolen-token", appSecret: "stolen-secret", accessToken: "stolen-token")
                 case (.put, let path) where path.hasSuffix("/messenger"):
                     json = ConnectMessengerRequest(pageId: "123", verifyToken: "stolen-token", appSecret: "stolen-secret", pageAccessToken: "stolen-token")
+                case (.put, let path) where path.hasSuffix("/messenger/settings"): json = MessengerSettingsRequest(humanAgent: true)
                 case (.put, let path) where path.hasSuffix("/sms"):
                     json = ConnectSMSRequest(accountSid: "AC" + String(repeating: "b", count: 32), authToken: "stolen-token", phoneNumber: "+15550001111")
                 case (.put, let path) where path.hasSuffix("/whatsapp/templates"):

@@ -176,4 +176,47 @@ struct MessengerTests {
             #expect(try await server.request(.post, "/v1/conversations/\(conversation.id)/messages", token: acme.adminToken, json: after).error.code == "reply_window_closed")
         }
     }
+
+    @Test("with the Human Agent window on, agents answer up to 7 days later (MESSAGE_TAG, HUMAN_AGENT); off again, the 24-hour window is back for open conversations")
+    func humanAgent() async throws {
+        let clock = ManualClock()
+        try await Self.run(clock: clock) { server, acme, app, fake in
+            let (agentToken, _) = try await acme.agent()
+            #expect(try await server.request(.put, "/v1/apps/\(app.id)/messenger/settings", token: agentToken, json: MessengerSettingsRequest(humanAgent: true)).status == .forbidden)
+            let on = try await server.request(.put, "/v1/apps/\(app.id)/messenger/settings", token: acme.adminToken, json: MessengerSettingsRequest(humanAgent: true))
+            #expect(try on.decode(ChannelConnectionDTO.self).humanAgent == true)
+
+            try await Self.deliver(server, app, try Self.fixture("text-message.json"))
+            try await WhatsAppDeliveryTests.messages(server, acme.adminToken, channel: .messenger) { $0.count == 1 }
+            let conversation = try #require(try await server.get("/v1/conversations?channel=messenger", token: acme.adminToken)
+                .decode(Page<ConversationDTO>.self).items.first)
+            let last = try #require(conversation.lastConsumerMessageAt)
+            #expect(conversation.replyWindowEndsAt == last.addingTimeInterval(7 * 24 * 3600))
+
+            // Within 24 hours: RESPONSE. After them: the HUMAN_AGENT tag.
+            let early = SendMessageRequest(clientMessageId: "h-1", text: "Looking into it.", conversationId: conversation.id)
+            #expect(try await server.request(.post, "/v1/conversations/\(conversation.id)/messages", token: acme.adminToken, json: early).status == .created)
+            try await WhatsAppDeliveryTests.messages(server, acme.adminToken, in: conversation.id) { $0.last?.channelDelivery?.state == .sent }
+            #expect(fake.sent.last?.fields["messaging_type"] == "RESPONSE" && fake.sent.last?.fields["tag"] == nil)
+            clock.advance(by: .seconds(3 * 24 * 3600))
+            let late = SendMessageRequest(clientMessageId: "h-2", text: "Your replacement ships tomorrow.", conversationId: conversation.id)
+            #expect(try await server.request(.post, "/v1/conversations/\(conversation.id)/messages", token: acme.adminToken, json: late).status == .created)
+            try await WhatsAppDeliveryTests.messages(server, acme.adminToken, in: conversation.id) { $0.last?.channelDelivery?.state == .sent }
+            #expect(fake.sent.last?.fields["messaging_type"] == "MESSAGE_TAG" && fake.sent.last?.fields["tag"] == "HUMAN_AGENT")
+
+            // Turned off: the open conversation's window is 24 hours again, so it has closed.
+            let off = try await server.request(.put, "/v1/apps/\(app.id)/messenger/settings", token: acme.adminToken, json: MessengerSettingsRequest(humanAgent: false))
+            #expect(try off.decode(ChannelConnectionDTO.self).humanAgent == false)
+            let closed = try await server.get("/v1/conversations/\(conversation.id)", token: acme.adminToken).decode(ConversationDTO.self)
+            #expect(closed.replyWindowEndsAt == last.addingTimeInterval(24 * 3600))
+            let refused = SendMessageRequest(clientMessageId: "h-3", text: "Hello?", conversationId: conversation.id)
+            #expect(try await server.request(.post, "/v1/conversations/\(conversation.id)/messages", token: acme.adminToken, json: refused).error.code == "reply_window_closed")
+
+            // On again, and 8 days after the customer wrote: closed even so.
+            _ = try await server.request(.put, "/v1/apps/\(app.id)/messenger/settings", token: acme.adminToken, json: MessengerSettingsRequest(humanAgent: true))
+            clock.advance(by: .seconds(5 * 24 * 3600))
+            let tooLate = SendMessageRequest(clientMessageId: "h-4", text: "Hello?", conversationId: conversation.id)
+            #expect(try await server.request(.post, "/v1/conversations/\(conversation.id)/messages", token: acme.adminToken, json: tooLate).error.code == "reply_window_closed")
+        }
+    }
 }

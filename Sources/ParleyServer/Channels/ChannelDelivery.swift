@@ -129,7 +129,7 @@ extension ConversationService {
             // while the window is open.
             let template = try delivery.template.map { try JSONDecoder().decode(ChannelSendJob.Template.self, from: Data($0.utf8)) }
             if template == nil {
-                try ChannelRules.of(conversation.channel).authorizeFreeForm(lastConsumerMessageAt: conversation.lastConsumerMessageAt, now: clock.now())
+                try ChannelRules.of(conversation.channel).authorizeFreeForm(windowEndsAt: conversation.replyWindowEndsAt, now: clock.now())
             }
             return try jobs.make(
                 ChannelSendJob.kind, ChannelSendJob(messageId: messageId, brandId: agent.brandId, template: template), brandId: agent.brandId,

@@ -43,6 +43,37 @@ public struct MessengerChannel: Sendable {
 
     static func webhookPath(_ appId: AppID) -> String { "/v1/webhooks/messenger/\(appId)" }
 
+    /// What the brand set for the Page: whether Meta granted it the Human Agent permission.
+    struct Settings: Codable {
+        var humanAgent: Bool = false
+    }
+
+    static func settings(_ record: ChannelConnectionRecord) -> Settings {
+        guard record.channel == .messenger, let text = record.settings,
+            let settings = try? JSONDecoder().decode(Settings.self, from: Data(text.utf8))
+        else { return Settings() }
+        return settings
+    }
+
+    /// `PUT /v1/apps/{appId}/messenger/settings`: turns the Human Agent window (7 days, the
+    /// `HUMAN_AGENT` tag) on or off; the app's open conversations get their new window at once.
+    public func configure(_ admin: AgentPrincipal, appId: AppID, _ request: MessengerSettingsRequest) async throws -> ChannelConnectionDTO {
+        try admin.require(.admin)
+        let settings = String(decoding: try JSONEncoder().encode(Settings(humanAgent: request.humanAgent)), as: UTF8.self)
+        let rules = ChannelRules.of(.messenger)
+        return Self.dto(try await store.write { repo in
+            guard var record = try await repo.channelConnection(appId: appId), record.brandId == admin.brandId, record.channel == .messenger else {
+                throw ParleyError.notFound("Channel connection")
+            }
+            record.settings = settings
+            record.updatedAt = clock.now()
+            try await repo.saveChannelConnection(record)
+            try await repo.setReplyWindows(
+                appId: appId, hours: (request.humanAgent ? rules.extendedReplyWindowHours : rules.replyWindowHours) ?? 24)
+            return record
+        })
+    }
+
     // MARK: Connecting
 
     public func connect(_ admin: AgentPrincipal, appId: AppID, _ request: ConnectMessengerRequest) async throws -> ChannelConnectionDTO {
@@ -62,9 +93,11 @@ public struct MessengerChannel: Sendable {
     }
 
     static func dto(_ record: ChannelConnectionRecord) -> ChannelConnectionDTO {
-        ChannelConnectionDTO(
+        var dto = ChannelConnectionDTO(
             appId: record.appId, channel: record.channel, externalId: record.externalId, webhookPath: webhookPath(record.appId),
             createdAt: record.createdAt, updatedAt: record.updatedAt)
+        dto.humanAgent = settings(record).humanAgent
+        return dto
     }
 
     func secrets(of appId: AppID) async throws -> (ChannelConnectionRecord, Secrets)? {
@@ -241,7 +274,9 @@ public struct MessengerChannel: Sendable {
 }
 
 /// The agent's side: text as JSON, voice notes (the AAC rendition, which Messenger plays) and
-/// files as multipart `filedata`, always `messaging_type: RESPONSE` (within the 24-hour window).
+/// files as multipart `filedata`; `messaging_type: RESPONSE` within the standard 24-hour window,
+/// `MESSAGE_TAG` with `tag: HUMAN_AGENT` after it (only where the brand turned the Human Agent
+/// window on: Parley refuses a reply outside the conversation's window before it is stored).
 struct MessengerOutbound: OutboundConnector {
     let channel = Channel.messenger
     let messenger: MessengerChannel
@@ -254,23 +289,27 @@ struct MessengerOutbound: OutboundConnector {
         let store = messenger.store
         let psid = try await OutboundMedia.recipient(conversation, channel: .messenger, store: store)
         let recipient = "{\"id\":\"\(psid)\"}"
+        let standard = ChannelRules.of(.messenger).replyWindowEnd(lastConsumerMessageAt: conversation.lastConsumerMessageAt)
+        let tagged = standard.map { messenger.clock.now() >= $0 } ?? false
         var request = HTTPClientRequest(url: "\(messenger.baseURL)/\(connection.externalId)/messages")
         request.method = .POST
         request.headers = HTTPHeaders([("Authorization", "Bearer \(secrets.pageAccessToken)")])
         switch message.kind {
         case .text:
             request.headers.add(name: "Content-Type", value: "application/json")
-            let body: JSONValue = [
-                "recipient": ["id": .string(psid)], "messaging_type": "RESPONSE", "message": ["text": .string(message.text)],
+            var fields: [String: JSONValue] = [
+                "recipient": ["id": .string(psid)], "messaging_type": tagged ? "MESSAGE_TAG" : "RESPONSE", "message": ["text": .string(message.text)],
             ]
+            if tagged { fields["tag"] = "HUMAN_AGENT" }
+            let body = JSONValue.object(fields)
             request.body = .bytes(ByteBuffer(data: try JSONEncoder().encode(body)))
         case .voice:
             let data = try await OutboundMedia.voice(message, brandId: conversation.brandId, rendition: .aac, store: store, blobs: messenger.blobs)
-            try multipart(&request, recipient: recipient, type: "audio", file: data, fileName: "voice.m4a", contentType: "audio/mp4")
+            try multipart(&request, recipient: recipient, tagged: tagged, type: "audio", file: data, fileName: "voice.m4a", contentType: "audio/mp4")
         case .attachment:
             let (record, data) = try await OutboundMedia.attachment(message, brandId: conversation.brandId, store: store, blobs: messenger.blobs)
             let type = [.jpeg, .png, .gif].contains(record.type) ? "image" : "file"
-            try multipart(&request, recipient: recipient, type: type, file: data, fileName: record.fileName, contentType: record.type.contentType)
+            try multipart(&request, recipient: recipient, tagged: tagged, type: type, file: data, fileName: record.fileName, contentType: record.type.contentType)
         }
         let answer = try await messenger.call(request)
         struct Sent: Decodable {
@@ -284,12 +323,15 @@ struct MessengerOutbound: OutboundConnector {
     }
 
     /// The Send API's form: `recipient`, `messaging_type`, `message` (the attachment's type) and `filedata`.
-    private func multipart(_ request: inout HTTPClientRequest, recipient: String, type: String, file: Data, fileName: String, contentType: String) throws {
+    private func multipart(
+        _ request: inout HTTPClientRequest, recipient: String, tagged: Bool, type: String, file: Data, fileName: String, contentType: String
+    ) throws {
         let boundary = "parley-\(UUID().uuidString)"
         let safeName = fileName.filter { $0 != "\"" && $0 != "\r" && $0 != "\n" }
-        let parts = [
+        var parts = [
             MultipartPart(headers: ["Content-Disposition": "form-data; name=\"recipient\""], body: ByteBuffer(string: recipient)),
-            MultipartPart(headers: ["Content-Disposition": "form-data; name=\"messaging_type\""], body: ByteBuffer(string: "RESPONSE")),
+            MultipartPart(
+                headers: ["Content-Disposition": "form-data; name=\"messaging_type\""], body: ByteBuffer(string: tagged ? "MESSAGE_TAG" : "RESPONSE")),
             MultipartPart(
                 headers: ["Content-Disposition": "form-data; name=\"message\""],
                 body: ByteBuffer(string: "{\"attachment\":{\"type\":\"\(type)\",\"payload\":{\"is_reusable\":false}}}")),
@@ -297,6 +339,9 @@ struct MessengerOutbound: OutboundConnector {
                 headers: ["Content-Disposition": "form-data; name=\"filedata\"; filename=\"\(safeName)\"", "Content-Type": contentType],
                 body: ByteBuffer(data: file)),
         ]
+        if tagged {
+            parts.insert(MultipartPart(headers: ["Content-Disposition": "form-data; name=\"tag\""], body: ByteBuffer(string: "HUMAN_AGENT")), at: 2)
+        }
         var buffer = ByteBuffer()
         try MultipartSerializer().serialize(parts: parts, boundary: boundary, into: &buffer)
         request.headers.add(name: "Content-Type", value: "multipart/form-data; boundary=\(boundary)")

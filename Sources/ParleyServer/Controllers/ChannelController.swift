@@ -32,6 +32,7 @@ struct ChannelController {
         routes.admins.put("/v1/apps/{appId}/messenger", use: connectMessenger)
         routes.admins.get("/v1/apps/{appId}/messenger", use: messengerConnection)
         routes.admins.post("/v1/apps/{appId}/messenger/test", use: testMessenger)
+        routes.admins.put("/v1/apps/{appId}/messenger/settings", use: configureMessenger)
         routes.open.get("/v1/webhooks/messenger/{appId}", use: verifyMessenger)
         routes.open.post("/v1/webhooks/messenger/{appId}", use: receiveMessenger)
         routes.admins.put("/v1/apps/{appId}/sms", use: connectSMS)
@@ -163,6 +164,12 @@ struct ChannelController {
 
     @Sendable func messengerConnection(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ChannelConnectionDTO> {
         JSONResponse(.ok, try await messenger.connection(context.requireAgent(), appId: appId(context)))
+    }
+
+    @Sendable func configureMessenger(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ChannelConnectionDTO> {
+        let admin = try context.requireAgent()
+        let body = try await request.decodeJSON(MessengerSettingsRequest.self, limit: configuration.maxJSONBodyBytes)
+        return JSONResponse(.ok, try await messenger.configure(admin, appId: appId(context), body))
     }
 
     @Sendable func testMessenger(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ChannelTestDTO> {

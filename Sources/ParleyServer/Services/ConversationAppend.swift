@@ -25,6 +25,8 @@ struct ConversationAppend: Sendable {
     private var attachment: AttachmentRecord?
     /// The logged message's delivery through a messaging channel, and the job that sends it.
     private var delivery: (ChannelDeliveryRecord, JobRecord)?
+    /// The customer wrote on a channel with a reply window: `write` sets when it now ends.
+    private var windowOpened = false
 
     init(_ conversation: ConversationDTO, isNew: Bool = false, now: Date) {
         self.conversation = conversation
@@ -67,7 +69,7 @@ struct ConversationAppend: Sendable {
         conversation.updatedAt = now
         if message.senderKind == .consumer, ChannelRules.of(conversation.channel).replyWindowHours != nil {
             conversation.lastConsumerMessageAt = now
-            conversation.replyWindowEndsAt = ChannelRules.of(conversation.channel).replyWindowEnd(lastConsumerMessageAt: now)
+            windowOpened = true
         }
         self.message = message
         self.voice = voice
@@ -136,7 +138,11 @@ struct ConversationAppend: Sendable {
     // MARK: Writing
 
     /// Writes the conversation row and everything logged, in the caller's transaction.
-    func write(in repo: any Repository) async throws {
+    mutating func write(in repo: any Repository) async throws {
+        if windowOpened {
+            conversation.replyWindowEndsAt = ChannelRules.of(conversation.channel).replyWindowEnd(
+                lastConsumerMessageAt: conversation.lastConsumerMessageAt, hours: try await Self.replyWindowHours(conversation, in: repo))
+        }
         if isNew {
             try await repo.insertConversation(conversation)
         } else {
@@ -158,6 +164,16 @@ struct ConversationAppend: Sendable {
             try await repo.saveChannelDelivery(record)
             try await repo.enqueueJob(job)
         }
+    }
+
+    /// How long the customer's conversation stays open for agents' free-form replies: the channel's
+    /// window, or its extended one where the app's connection has it (Messenger's Human Agent).
+    static func replyWindowHours(_ conversation: ConversationDTO, in repo: any Repository) async throws -> Int? {
+        let rules = ChannelRules.of(conversation.channel)
+        guard let extended = rules.extendedReplyWindowHours,
+            let connection = try await repo.channelConnection(appId: conversation.appId), MessengerChannel.settings(connection).humanAgent
+        else { return rules.replyWindowHours }
+        return extended
     }
 
     /// True when something was logged (an append that logged nothing need not be written).

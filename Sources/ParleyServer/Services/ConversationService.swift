@@ -129,7 +129,7 @@ public struct ConversationService: Sendable {
                     throw ParleyError(.unprocessable, code: "templates_not_supported", message: "Templates are sent on WhatsApp only.")
                 }
             } else {
-                try rules.authorizeFreeForm(lastConsumerMessageAt: conversation.lastConsumerMessageAt, now: now)
+                try rules.authorizeFreeForm(windowEndsAt: conversation.replyWindowEndsAt, now: now)
             }
         }
         let body = try await Self.messageBody(content, sender: sender, in: conversation, repo: repo)

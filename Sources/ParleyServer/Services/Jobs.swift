@@ -133,15 +133,20 @@ public struct JobRunner: Service {
                 var claimed: [JobRecord] = []
                 if free > 0 {
                     do {
-                        claimed = try await store.write { repo in try await repo.claimJobs(now: clock.now(), lease: lease, limit: free) }
+                        let mine = running.seqs.withLock { $0 }
+                        claimed = try await store.write { repo in
+                            try await repo.claimJobs(now: clock.now(), lease: lease, limit: free, excluding: mine)
+                        }
                     } catch {
                         logger.warning("could not claim jobs", metadata: ["error": "\(error)"])
                     }
                 }
                 for job in claimed {
                     running.count.add(1, ordering: .relaxed)
+                    running.seqs.withLock { _ = $0.insert(job.seq) }
                     group.addTask {
                         await self.execute(job)
+                        running.seqs.withLock { _ = $0.remove(job.seq) }
                         running.count.subtract(1, ordering: .releasing)
                         signal.wake()  // a slot is free, and the job's lane may have a next job
                     }
@@ -212,6 +217,9 @@ public struct JobRunner: Service {
 /// How many jobs this runner has started and not finished.
 final class RunningJobs: Sendable {
     let count = Atomic<Int>(0)
+    /// The jobs this node is running: never claimed again here, even once their lease has run out
+    /// (a slow job is still running; only another node may take it over).
+    let seqs = Mutex<Set<Int64>>([])
 }
 
 extension Duration {

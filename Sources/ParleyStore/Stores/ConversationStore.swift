@@ -13,6 +13,9 @@ public protocol ConversationStore: Sendable {
     /// How many of a consumer's conversations in an app are not resolved.
     func openConversationCount(consumerId: ConsumerID, appId: AppID) async throws -> Int
     func updateConversation(_ conversation: ConversationDTO) async throws
+    /// Sets every conversation's reply window in an app to `hours` after the customer's last
+    /// message (a connection's window changed); returns how many changed.
+    func setReplyWindows(appId: AppID, hours: Int) async throws
     func conversations(brandId: BrandID, filter: ConversationFilter) async throws -> [ConversationDTO]
     func conversations(consumerId: ConsumerID, brandId: BrandID, limit: Int) async throws -> [ConversationDTO]
 
@@ -66,6 +69,15 @@ extension SQLRepository: ConversationStore {
     public func updateConversation(_ conversation: ConversationDTO) async throws {
         try await db.update(ConversationRow(conversation), where: "id = \(bind: conversation.id) AND brand_id = \(bind: conversation.brandId)")
             .run()
+    }
+
+    public func setReplyWindows(appId: AppID, hours: Int) async throws {
+        try await db.raw(
+            """
+            UPDATE conversations SET reply_window_ends_at = last_consumer_message_at + \(bind: Int64(hours) * 3_600_000)
+            WHERE app_id = \(bind: appId) AND last_consumer_message_at IS NOT NULL
+            """
+        ).run()
     }
 
     public func conversations(brandId: BrandID, filter: ConversationFilter) async throws -> [ConversationDTO] {
@@ -222,9 +234,11 @@ struct ConversationRow: TableRow {
     var createdAt: Int64
     var updatedAt: Int64
     var lastConsumerMessageAt: Int64?
+    var replyWindowEndsAt: Int64?
 
     init(_ c: ConversationDTO) {
         lastConsumerMessageAt = c.lastConsumerMessageAt.map(StoredTime.millis)
+        replyWindowEndsAt = c.replyWindowEndsAt.map(StoredTime.millis)
         (id, brandId, appId, consumerId, channel, state) = (c.id, c.brandId, c.appId, c.consumerId, c.channel, c.state)
         (assigneeId, lastSeq, lastMessagePreview, lastMessageKind) = (c.assigneeId, c.lastSeq, c.lastMessagePreview, c.lastMessageKind)
         lastMessageAt = c.lastMessageAt.map(StoredTime.millis)
@@ -237,10 +251,8 @@ struct ConversationRow: TableRow {
             id: id, brandId: brandId, appId: appId, consumerId: consumerId, channel: channel, state: state, assigneeId: assigneeId,
             lastSeq: lastSeq, lastMessagePreview: lastMessagePreview, lastMessageKind: lastMessageKind, lastMessageAt: lastMessageAt.map(StoredTime.date),
             createdAt: StoredTime.date(createdAt), updatedAt: StoredTime.date(updatedAt))
-        if let lastConsumerMessageAt {
-            conversation.lastConsumerMessageAt = StoredTime.date(lastConsumerMessageAt)
-            conversation.replyWindowEndsAt = ChannelRules.of(channel).replyWindowEnd(lastConsumerMessageAt: conversation.lastConsumerMessageAt)
-        }
+        conversation.lastConsumerMessageAt = lastConsumerMessageAt.map(StoredTime.date)
+        conversation.replyWindowEndsAt = replyWindowEndsAt.map(StoredTime.date)
         return conversation
     }
 }

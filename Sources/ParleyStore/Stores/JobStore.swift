@@ -55,7 +55,8 @@ public protocol JobStore: Sendable {
     /// time has come and running jobs whose lease ran out (their runner died), never a job whose lane
     /// has an earlier job kept. `FOR UPDATE SKIP LOCKED` on PostgreSQL, so nodes never claim the same
     /// job.
-    func claimJobs(now: Date, lease: TimeInterval, limit: Int) async throws -> [JobRecord]
+    /// `excluding`: jobs the caller is running itself (not taken over even when their lease ran out).
+    func claimJobs(now: Date, lease: TimeInterval, limit: Int, excluding: Set<Int64>) async throws -> [JobRecord]
     /// The job is done: it is removed.
     func completeJob(seq: Int64) async throws
     /// Back to the queue until `runAt`; `countAttempt: false` gives back the attempt its claim took
@@ -85,8 +86,13 @@ extension SQLRepository: JobStore {
         return !rows.isEmpty
     }
 
-    public func claimJobs(now: Date, lease: TimeInterval, limit: Int) async throws -> [JobRecord] {
+    public func claimJobs(now: Date, lease: TimeInterval, limit: Int, excluding: Set<Int64>) async throws -> [JobRecord] {
         let at = StoredTime.millis(now)
+        var mine = SQLQueryString("")
+        if !excluding.isEmpty {
+            // Sequence numbers this node made itself: integers, written as literals.
+            mine = SQLQueryString(" AND j.seq NOT IN (\(unsafeRaw: excluding.sorted().map(String.init).joined(separator: ",")))")
+        }
         let until = StoredTime.millis(now.addingTimeInterval(lease))
         let skipLocked: SQLQueryString = flavor == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
         return try await db.raw(
@@ -96,7 +102,7 @@ extension SQLRepository: JobStore {
             WHERE seq IN (
                 SELECT seq FROM jobs j
                 WHERE ((j.state = \(bind: JobState.queued.rawValue) AND j.run_at <= \(bind: at))
-                    OR (j.state = \(bind: JobState.running.rawValue) AND j.locked_until < \(bind: at)))
+                    OR (j.state = \(bind: JobState.running.rawValue) AND j.locked_until < \(bind: at)))\(mine)
                   AND (j.lane IS NULL OR NOT EXISTS (
                     SELECT 1 FROM jobs e WHERE e.lane = j.lane AND e.seq < j.seq AND e.state <> \(bind: JobState.failed.rawValue)))
                 ORDER BY j.run_at, j.seq LIMIT \(bind: limit)\(skipLocked)

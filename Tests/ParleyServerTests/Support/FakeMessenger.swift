@@ -129,7 +129,10 @@ final class FakeMessenger: Sendable {
             return refused(.badRequest, code: 100, "Unsupported body.")
         }
         // The documented required fields: recipient (with an id), messaging_type, message.
-        guard let recipient = sent.fields["recipient"], recipient.contains("\"id\""), sent.fields["messaging_type"] == "RESPONSE",
+        // RESPONSE within 24 hours; MESSAGE_TAG needs a tag (HUMAN_AGENT: the brand's permission).
+        let messagingType = sent.fields["messaging_type"]
+        guard let recipient = sent.fields["recipient"], recipient.contains("\"id\""),
+            messagingType == "RESPONSE" || (messagingType == "MESSAGE_TAG" && sent.fields["tag"] == "HUMAN_AGENT"),
             let message = sent.fields["message"], message.contains("\"text\"") || (message.contains("\"attachment\"") && sent.file != nil)
         else { return refused(.badRequest, code: 100, "recipient, messaging_type and message are required.") }
         let scripted = state.withLock { state -> (Int, Data)? in
