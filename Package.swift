@@ -33,6 +33,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         // multipart/form-data for providers' media uploads (WhatsApp's /media endpoint).
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
+        // gzip for Apple Messages for Business (its gateway's bodies); already built for WebSocket compression.
+        .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
     ],
     targets: [
         .target(name: "ParleyAPI", swiftSettings: swiftSettings),
@@ -66,6 +68,9 @@ let package = Package(
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // AES-CTR for Apple Messages for Business attachments.
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -120,6 +125,8 @@ let package = Package(
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
+                .product(name: "CompressNIO", package: "compress-nio"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             // Providers' documented payloads, read from the source tree (see Fixtures/*/SOURCES.md).
             exclude: ["Fixtures"],

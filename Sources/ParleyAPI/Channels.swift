@@ -262,3 +262,20 @@ public struct MessengerSettingsRequest: Codable, Sendable {
 
     public init(humanAgent: Bool) { self.humanAgent = humanAgent }
 }
+
+/// An admin connects an app on the `apple` channel to an Apple Messages for Business account, as
+/// its messaging service provider. The secret is stored encrypted and never returned.
+public struct ConnectAppleRequest: Codable, Sendable {
+    /// The business id from Apple Business Register (the `destination-id` of customers' messages).
+    public var businessId: String
+    /// The messaging service provider id (CSP/MSP id): the JWTs' issuer and audience.
+    public var mspId: String
+    /// The Messaging API secret, base64 as Apple Business Register shows it.
+    public var secret: String
+
+    public init(businessId: String, mspId: String, secret: String) {
+        self.businessId = businessId
+        self.mspId = mspId
+        self.secret = secret
+    }
+}

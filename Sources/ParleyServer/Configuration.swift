@@ -22,6 +22,10 @@ public struct ParleyConfiguration: Sendable {
     public var messengerAPIURL: String = "https://graph.facebook.com/v24.0"
     /// Where Messenger attachments may be downloaded from (`*.fbcdn.net`: any HTTPS subdomain).
     public var messengerMediaHosts: [String] = ["*.fbcdn.net", "*.fbsbx.com"]
+    /// Apple Messages for Business: the messaging service provider gateway's base URL.
+    public var appleAPIURL: String = "https://mspgw.push.apple.com/v1"
+    /// Where Apple's encrypted attachments are downloaded from and uploaded to (MMCS, on iCloud).
+    public var appleMediaHosts: [String] = ["*.icloud.com", "*.icloud-content.com"]
     /// Twilio's REST API base URL (Programmable Messaging, SMS/MMS).
     public var twilioAPIURL: String = "https://api.twilio.com"
     /// Where Twilio MMS media may be downloaded from, redirects included (Twilio answers a media URL

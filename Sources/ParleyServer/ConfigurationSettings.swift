@@ -185,6 +185,15 @@ extension ParleyConfiguration {
         Setting(flag: "messenger-media-hosts", environment: "PARLEY_MESSENGER_MEDIA_HOSTS", help: "comma-separated hosts (HTTPS; *.domain for its subdomains) or origins Messenger attachments may be downloaded from (default *.fbcdn.net,*.fbsbx.com)") { c, v, _ in
             c.messengerMediaHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         },
+        Setting(flag: "apple-api-url", environment: "PARLEY_APPLE_API_URL", help: "Apple Messages for Business gateway base URL (default https://mspgw.push.apple.com/v1)") { c, v, name throws(ConfigurationError) in
+            guard let url = URLComponents(string: v), url.scheme == "https" || url.scheme == "http", url.host != nil else {
+                throw ConfigurationError(setting: name, message: "must be an http(s) URL")
+            }
+            c.appleAPIURL = v.hasSuffix("/") ? String(v.dropLast()) : v
+        },
+        Setting(flag: "apple-media-hosts", environment: "PARLEY_APPLE_MEDIA_HOSTS", help: "comma-separated hosts (HTTPS; *.domain for its subdomains) or origins Apple attachments may be downloaded from and uploaded to (default *.icloud.com,*.icloud-content.com)") { c, v, _ in
+            c.appleMediaHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        },
         Setting(flag: "twilio-api-url", environment: "PARLEY_TWILIO_API_URL", help: "Twilio REST API base URL (default https://api.twilio.com)") { c, v, name throws(ConfigurationError) in
             guard let url = URLComponents(string: v), url.scheme == "https" || url.scheme == "http", url.host != nil else {
                 throw ConfigurationError(setting: name, message: "must be an http(s) URL")

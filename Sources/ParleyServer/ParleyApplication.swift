@@ -30,6 +30,7 @@ public struct ParleyServices: Sendable {
     public let whatsapp: WhatsAppChannel
     public let messenger: MessengerChannel
     public let sms: SMSChannel
+    public let apple: AppleChannel
     let links: SharedLinks
     /// Runs durable jobs (channel delivery, media fetches, webhook processing).
     public let jobRunner: JobRunner
@@ -142,8 +143,13 @@ public struct ParleyServices: Sendable {
             store: store, connector: connector, conversations: conversations, inbox: inbox, jobs: jobs, http: providerHTTP, links: links,
             baseURL: configuration.twilioAPIURL, mediaHosts: MediaHostAllowList(configuration.twilioMediaHosts), publicURL: configuration.publicURL,
             metrics: metrics, clock: clock, logger: logger)
+        let apple = AppleChannel(
+            store: store, connector: connector, conversations: conversations, inbox: inbox, blobs: blobs, jobs: jobs, http: providerHTTP,
+            baseURL: configuration.appleAPIURL, mediaHosts: MediaHostAllowList(configuration.appleMediaHosts), metrics: metrics, clock: clock,
+            logger: logger)
         let connectors: [ParleyAPI.Channel: any OutboundConnector] = [
             .whatsapp: WhatsAppOutbound(whatsapp: whatsapp), .messenger: MessengerOutbound(messenger: messenger), .sms: SMSOutbound(sms: sms),
+            .apple: AppleOutbound(apple: apple),
         ]
         let handlers: [any JobHandler] = [
             ChannelSender(store: store, conversations: conversations, connectors: connectors, logger: logger),
@@ -153,6 +159,8 @@ public struct ParleyServices: Sendable {
             MessengerMediaHandler(messenger: messenger),
             SMSWebhookHandler(sms: sms),
             SMSMediaHandler(sms: sms),
+            AppleWebhookHandler(apple: apple),
+            AppleMediaHandler(apple: apple),
         ]
         let jobRunner = JobRunner(
             store: store, clock: clock, signal: jobSignal, handlers: Dictionary(uniqueKeysWithValues: handlers.map { ($0.kind, $0) }),
@@ -164,7 +172,7 @@ public struct ParleyServices: Sendable {
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
             calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
             workspace: WorkspaceService(store: store, hub: hub, bus: bus, clock: clock, logger: logger),
-            whatsapp: whatsapp, messenger: messenger, sms: sms, links: links, jobRunner: jobRunner, httpClient: httpClient,
+            whatsapp: whatsapp, messenger: messenger, sms: sms, apple: apple, links: links, jobRunner: jobRunner, httpClient: httpClient,
             attachments: attachments,
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
             searchIndexer: SearchIndexer(store: store, interval: .milliseconds(250), logger: logger),
@@ -207,7 +215,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     CallController(calls: services.calls, configuration: services.configuration).addRoutes(to: routes)
     AttachmentController(attachments: services.attachments, blobs: services.blobs, configuration: services.configuration).addRoutes(to: routes)
     ChannelController(
-        whatsapp: services.whatsapp, messenger: services.messenger, sms: services.sms, conversations: services.conversations, store: services.store,
+        whatsapp: services.whatsapp, messenger: services.messenger, sms: services.sms, apple: services.apple, conversations: services.conversations, store: services.store,
         configuration: services.configuration
     ).addRoutes(to: routes)
     SharedLinkController(links: services.links, store: services.store, blobs: services.blobs).addRoutes(to: routes)

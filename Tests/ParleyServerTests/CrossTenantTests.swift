@@ -81,6 +81,8 @@ struct CrossTenantTests {
                 case (.put, let path) where path.hasSuffix("/messenger"):
                     json = ConnectMessengerRequest(pageId: "123", verifyToken: "stolen-token", appSecret: "stolen-secret", pageAccessToken: "stolen-token")
                 case (.put, let path) where path.hasSuffix("/messenger/settings"): json = MessengerSettingsRequest(humanAgent: true)
+                case (.put, let path) where path.hasSuffix("/apple"):
+                    json = ConnectAppleRequest(businessId: "stolen-business", mspId: "stolen-msp", secret: Data(repeating: 7, count: 32).base64EncodedString())
                 case (.put, let path) where path.hasSuffix("/sms"):
                     json = ConnectSMSRequest(accountSid: "AC" + String(repeating: "b", count: 32), authToken: "stolen-token", phoneNumber: "+15550001111")
                 case (.put, let path) where path.hasSuffix("/whatsapp/templates"):

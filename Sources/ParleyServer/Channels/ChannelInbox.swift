@@ -82,7 +82,8 @@ struct ChannelInbox: Sendable {
     /// agent; what may work later throws `JobFailure.retry`.
     func ingest(
         url: String, headers: HTTPHeaders, allowed: MediaHostAllowList, kind: MediaKind, fileName: String?, cap: Int,
-        channel: Channel, providerMessageId: String, _ principal: ConsumerPrincipal, redirects: Int = 0
+        channel: Channel, providerMessageId: String, _ principal: ConsumerPrincipal, redirects: Int = 0,
+        decrypt: (@Sendable (URL) throws -> Int)? = nil
     ) async throws {
         let provider = Self.providerName(channel)
         let line = { (text: String) in
@@ -112,12 +113,20 @@ struct ChannelInbox: Sendable {
             return try await line("could not be fetched (HTTP \(fetched.status))")
         }
         guard fetched.bytes > 0 else { return try await line("arrived empty") }
+        var size = fetched.bytes
+        if let decrypt {
+            do {
+                size = try decrypt(partial)
+            } catch {
+                return try await line("could not be decrypted")
+            }
+        }
         do {
             if kind == .audio {
-                _ = try await voice.receiveFromChannel(principal, clientMessageId: providerMessageId, file: partial, size: fetched.bytes)
+                _ = try await voice.receiveFromChannel(principal, clientMessageId: providerMessageId, file: partial, size: size)
             } else {
                 _ = try await attachments.receiveFromChannel(
-                    principal, clientMessageId: providerMessageId, file: partial, size: fetched.bytes, fileName: fileName)
+                    principal, clientMessageId: providerMessageId, file: partial, size: size, fileName: fileName)
             }
         } catch let error as ParleyError where error.kind == .unavailable || error.kind == .rateLimited {
             throw JobFailure.retry(error.message)  // busy, or the scanner is away: later
@@ -184,11 +193,20 @@ struct ChannelConnector: Sendable {
     /// Stores the connection (keeping the settings of an earlier one) and returns the stored record.
     func connect<Secrets: Encodable>(
         _ admin: AgentPrincipal, appId: AppID, channel: Channel, externalId: (field: String, value: String, what: String),
-        secrets values: [(field: String, value: String)], sealing: Secrets, takenCode: String
+        digits: Bool = true, secrets values: [(field: String, value: String)], sealing: Secrets, takenCode: String
     ) async throws -> ChannelConnectionRecord {
         try admin.require(.admin)
-        guard !externalId.value.isEmpty, externalId.value.count <= 32, externalId.value.allSatisfy({ $0.isASCII && $0.isNumber }) else {
-            throw ParleyError.invalidField(externalId.field, "'\(externalId.field)' is the digits of \(externalId.what).")
+        if digits {
+            guard !externalId.value.isEmpty, externalId.value.count <= 32, externalId.value.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+                throw ParleyError.invalidField(externalId.field, "'\(externalId.field)' is the digits of \(externalId.what).")
+            }
+        } else {
+            // An identifier such as Apple's business id (a UUID): letters, digits, '-', ':', '.', '_'.
+            guard (1...128).contains(externalId.value.count),
+                externalId.value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-:._".contains($0)) })
+            else {
+                throw ParleyError.invalidField(externalId.field, "'\(externalId.field)' is \(externalId.what) (letters, digits, - : . _).")
+            }
         }
         for (field, value) in values {
             guard (8...1024).contains(value.utf8.count), !value.contains(where: { $0.isWhitespace }) else {

@@ -71,6 +71,7 @@ public struct WhatsAppChannel: Sendable {
             switch record.channel {
             case .messenger: MessengerChannel.dto(record)
             case .sms: SMSChannel.dto(record)
+            case .apple: AppleChannel.dto(record)
             default: Self.dto(record)
             }
         }

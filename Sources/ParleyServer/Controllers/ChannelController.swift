@@ -11,6 +11,7 @@ struct ChannelController {
     let whatsapp: WhatsAppChannel
     let messenger: MessengerChannel
     let sms: SMSChannel
+    let apple: AppleChannel
     let conversations: ConversationService
     let store: Store
     let configuration: ParleyConfiguration
@@ -40,6 +41,36 @@ struct ChannelController {
         routes.admins.post("/v1/apps/{appId}/sms/test", use: testSMS)
         routes.open.post("/v1/webhooks/sms/{appId}", use: receiveSMS)
         routes.open.post("/v1/webhooks/sms/{appId}/status", use: receiveSMSStatus)
+        routes.admins.put("/v1/apps/{appId}/apple", use: connectApple)
+        routes.admins.get("/v1/apps/{appId}/apple", use: appleConnection)
+        routes.admins.post("/v1/apps/{appId}/apple/test", use: testApple)
+        routes.open.post("/v1/webhooks/apple/{appId}", use: receiveApple)
+        // Apple posts to the registered MSP address followed by /message.
+        routes.open.post("/v1/webhooks/apple/{appId}/message", use: receiveApple)
+    }
+
+    @Sendable func connectApple(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ChannelConnectionDTO> {
+        let admin = try context.requireAgent()
+        let body = try await request.decodeJSON(ConnectAppleRequest.self, limit: configuration.maxJSONBodyBytes)
+        return JSONResponse(.ok, try await apple.connect(admin, appId: appId(context), body))
+    }
+
+    @Sendable func appleConnection(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ChannelConnectionDTO> {
+        JSONResponse(.ok, try await apple.connection(context.requireAgent(), appId: appId(context)))
+    }
+
+    @Sendable func testApple(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ChannelTestDTO> {
+        JSONResponse(.ok, try await apple.test(context.requireAgent(), appId: appId(context)))
+    }
+
+    /// Apple's gateway: a JWT in Authorization, the business in destination-id, a gzipped JSON body.
+    @Sendable func receiveApple(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let id = try appId(context)
+        let body = try await Self.webhookBody(request, limit: AppleChannel.maxWebhookBytes)
+        try await apple.receive(
+            appId: id, authorization: request.headers[.authorization], destinationId: request.headers[HTTPField.Name("destination-id")!],
+            gzip: request.headers[.contentEncoding]?.lowercased().contains("gzip") == true || body.starts(with: [0x1f, 0x8b]), body: body)
+        return Response(status: .ok)
     }
 
     @Sendable func connectSMS(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ChannelConnectionDTO> {
