@@ -1,4 +1,4 @@
-// Messaging channels in the workspace: admins connect WhatsApp, Messenger and SMS (ids and secrets,
+// Messaging channels in the workspace: admins connect WhatsApp, Messenger, Apple Messages and SMS (ids and secrets,
 // the webhook URL to paste at the provider, a test of the connection, WhatsApp's approved
 // templates); agents send a template once a WhatsApp customer's 24-hour window has closed.
 
@@ -32,6 +32,17 @@ const providers = {
     ],
     urlLabel: "Callback URL for Meta",
     where: "Paste the callback URL and your verify token in Meta's App Dashboard → Messenger → Settings → Webhooks, and subscribe to messages, message_deliveries and message_reads.",
+    templates: false,
+  },
+  apple: {
+    name: "Apple Messages", path: "apple", pitch: "Answer your customers in Apple's Messages app, voice notes included, with Parley as your messaging service provider.",
+    fields: [
+      { label: "Business ID", name: "businessId", hint: "Apple Business Register → your Messages for Business account", external: true },
+      { label: "MSP ID", name: "mspId", hint: "Apple Business Register → Messaging Service Provider → MSP ID" },
+      { label: "Messaging API secret", name: "secret", secret: true, hint: "Apple Business Register → Messaging Service Provider → API secret (base64)" },
+    ],
+    urlLabel: "MSP endpoint URL for Apple",
+    where: "In Apple Business Register, enter this URL as your messaging service provider's endpoint (Apple adds /message) and connect the business account to it.",
     templates: false,
   },
   sms: {
@@ -81,6 +92,7 @@ export class ChannelsAdmin {
       "channel.send": "Sending a message", "whatsapp.webhook": "Reading a WhatsApp notification", "whatsapp.media": "Fetching a customer's media",
       "messenger.webhook": "Reading a Messenger notification", "messenger.media": "Fetching a customer's attachment",
       "sms.webhook": "Reading a Twilio webhook", "sms.media": "Fetching a customer's MMS media",
+      "apple.webhook": "Reading an Apple Messages message", "apple.media": "Fetching a customer's Apple Messages attachment",
     };
     const when = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
     box.querySelector("ul").replaceChildren(...failed.slice(0, 20).map((job) => element("li", {},
