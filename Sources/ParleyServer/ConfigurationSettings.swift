@@ -168,37 +168,25 @@ extension ParleyConfiguration {
             c.previousSecretKeys = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         },
         Setting(flag: "whatsapp-api-url", environment: "PARLEY_WHATSAPP_API_URL", help: "WhatsApp Cloud API base URL with version (default https://graph.facebook.com/v24.0)") { c, v, name throws(ConfigurationError) in
-            guard let url = URLComponents(string: v), url.scheme == "https" || url.scheme == "http", url.host != nil else {
-                throw ConfigurationError(setting: name, message: "must be an http(s) URL")
-            }
-            c.whatsappAPIURL = v.hasSuffix("/") ? String(v.dropLast()) : v
+            c.whatsappAPIURL = try parseBaseURL(v, name)
         },
         Setting(flag: "whatsapp-media-hosts", environment: "PARLEY_WHATSAPP_MEDIA_HOSTS", help: "comma-separated hosts (HTTPS) or origins WhatsApp media may be downloaded from (default lookaside.fbsbx.com)") { c, v, _ in
             c.whatsappMediaHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         },
         Setting(flag: "messenger-api-url", environment: "PARLEY_MESSENGER_API_URL", help: "Messenger Platform (Graph API) base URL with version (default https://graph.facebook.com/v24.0)") { c, v, name throws(ConfigurationError) in
-            guard let url = URLComponents(string: v), url.scheme == "https" || url.scheme == "http", url.host != nil else {
-                throw ConfigurationError(setting: name, message: "must be an http(s) URL")
-            }
-            c.messengerAPIURL = v.hasSuffix("/") ? String(v.dropLast()) : v
+            c.messengerAPIURL = try parseBaseURL(v, name)
         },
         Setting(flag: "messenger-media-hosts", environment: "PARLEY_MESSENGER_MEDIA_HOSTS", help: "comma-separated hosts (HTTPS; *.domain for its subdomains) or origins Messenger attachments may be downloaded from (default *.fbcdn.net,*.fbsbx.com)") { c, v, _ in
             c.messengerMediaHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         },
         Setting(flag: "apple-api-url", environment: "PARLEY_APPLE_API_URL", help: "Apple Messages for Business gateway base URL (default https://mspgw.push.apple.com/v1)") { c, v, name throws(ConfigurationError) in
-            guard let url = URLComponents(string: v), url.scheme == "https" || url.scheme == "http", url.host != nil else {
-                throw ConfigurationError(setting: name, message: "must be an http(s) URL")
-            }
-            c.appleAPIURL = v.hasSuffix("/") ? String(v.dropLast()) : v
+            c.appleAPIURL = try parseBaseURL(v, name)
         },
         Setting(flag: "apple-media-hosts", environment: "PARLEY_APPLE_MEDIA_HOSTS", help: "comma-separated hosts (HTTPS; *.domain for its subdomains) or origins Apple attachments may be downloaded from and uploaded to (default *.icloud.com,*.icloud-content.com)") { c, v, _ in
             c.appleMediaHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         },
         Setting(flag: "twilio-api-url", environment: "PARLEY_TWILIO_API_URL", help: "Twilio REST API base URL (default https://api.twilio.com)") { c, v, name throws(ConfigurationError) in
-            guard let url = URLComponents(string: v), url.scheme == "https" || url.scheme == "http", url.host != nil else {
-                throw ConfigurationError(setting: name, message: "must be an http(s) URL")
-            }
-            c.twilioAPIURL = v.hasSuffix("/") ? String(v.dropLast()) : v
+            c.twilioAPIURL = try parseBaseURL(v, name)
         },
         Setting(flag: "twilio-media-hosts", environment: "PARLEY_TWILIO_MEDIA_HOSTS", help: "comma-separated hosts (HTTPS; *.domain for its subdomains) or origins MMS media may be downloaded from, redirects included (default api.twilio.com,*.twiliocdn.com,s3-external-1.amazonaws.com)") { c, v, _ in
             c.twilioMediaHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
@@ -252,6 +240,14 @@ extension ParleyConfiguration {
             }
         }
         return origins.map { $0.lowercased() }
+    }
+
+    /// An http(s) URL without its trailing slash (a provider's base URL).
+    fileprivate static func parseBaseURL(_ value: String, _ name: String) throws(ConfigurationError) -> String {
+        guard let url = URLComponents(string: value), url.scheme == "https" || url.scheme == "http", url.host != nil else {
+            throw ConfigurationError(setting: name, message: "must be an http(s) URL")
+        }
+        return value.hasSuffix("/") ? String(value.dropLast()) : value
     }
 
     fileprivate static func parseInt(_ value: String, _ name: String, range: ClosedRange<Int>, what: String) throws(ConfigurationError) -> Int {

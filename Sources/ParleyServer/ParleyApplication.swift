@@ -153,14 +153,16 @@ public struct ParleyServices: Sendable {
         ]
         let handlers: [any JobHandler] = [
             ChannelSender(store: store, conversations: conversations, connectors: connectors, logger: logger),
-            WhatsAppWebhookHandler(whatsapp: whatsapp),
-            WhatsAppMediaHandler(whatsapp: whatsapp),
-            MessengerWebhookHandler(messenger: messenger),
-            MessengerMediaHandler(messenger: messenger),
-            SMSWebhookHandler(sms: sms),
-            SMSMediaHandler(sms: sms),
-            AppleWebhookHandler(apple: apple),
-            AppleMediaHandler(apple: apple),
+            // Webhooks are processed after they were acknowledged; media is fetched on its own. A
+            // media job given up on still tells the agent that the customer sent something.
+            PayloadJobHandler(kind: WhatsAppChannel.webhookJob, run: whatsapp.process),
+            PayloadJobHandler(kind: WhatsAppChannel.mediaJob, run: whatsapp.fetchMedia, lost: whatsapp.mediaLost),
+            PayloadJobHandler(kind: MessengerChannel.webhookJob, run: messenger.process),
+            PayloadJobHandler(kind: MessengerChannel.mediaJob, run: messenger.fetchMedia, lost: messenger.mediaLost),
+            PayloadJobHandler(kind: SMSChannel.webhookJob, run: sms.process),
+            PayloadJobHandler(kind: SMSChannel.mediaJob, run: sms.fetchMedia, lost: sms.mediaLost),
+            PayloadJobHandler(kind: AppleChannel.webhookJob, run: apple.process),
+            PayloadJobHandler(kind: AppleChannel.mediaJob, run: apple.fetchMedia, lost: apple.mediaLost),
         ]
         let jobRunner = JobRunner(
             store: store, clock: clock, signal: jobSignal, handlers: Dictionary(uniqueKeysWithValues: handlers.map { ($0.kind, $0) }),

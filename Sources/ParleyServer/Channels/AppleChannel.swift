@@ -67,11 +67,7 @@ public struct AppleChannel: Sendable {
     }
 
     public func connection(_ admin: AgentPrincipal, appId: AppID) async throws -> ChannelConnectionDTO {
-        try admin.require(.admin)
-        guard let record = try await store.read({ repo in try await repo.channelConnection(appId: appId) }), record.brandId == admin.brandId,
-            record.channel == .apple
-        else { throw ParleyError.notFound("Channel connection") }
-        return Self.dto(record)
+        Self.dto(try await connector.record(admin, appId: appId, channel: .apple))
     }
 
     static func dto(_ record: ChannelConnectionRecord) -> ChannelConnectionDTO {
@@ -435,28 +431,5 @@ struct AppleOutbound: OutboundConnector {
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11],
             bytes[12], bytes[13], bytes[14], bytes[15])).uuidString.lowercased()
-    }
-}
-
-struct AppleWebhookHandler: JobHandler {
-    let kind = AppleChannel.webhookJob
-    let apple: AppleChannel
-
-    func run(_ job: JobRecord) async throws {
-        try await apple.process(try JSONDecoder().decode(AppleChannel.WebhookJob.self, from: Data(job.payload.utf8)))
-    }
-}
-
-struct AppleMediaHandler: JobHandler {
-    let kind = AppleChannel.mediaJob
-    let apple: AppleChannel
-
-    func run(_ job: JobRecord) async throws {
-        try await apple.fetchMedia(try JSONDecoder().decode(AppleChannel.MediaJob.self, from: Data(job.payload.utf8)))
-    }
-
-    func gaveUp(_ job: JobRecord, reason: String) async {
-        guard let payload = try? JSONDecoder().decode(AppleChannel.MediaJob.self, from: Data(job.payload.utf8)) else { return }
-        try? await apple.mediaLost(payload, reason: reason)
     }
 }

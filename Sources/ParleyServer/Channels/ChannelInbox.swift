@@ -236,6 +236,15 @@ struct ChannelConnector: Sendable {
         }
     }
 
+    /// The app's connection on `channel`, for an admin of its brand (`404` otherwise).
+    func record(_ admin: AgentPrincipal, appId: AppID, channel: Channel) async throws -> ChannelConnectionRecord {
+        try admin.require(.admin)
+        guard let record = try await store.read({ repo in try await repo.channelConnection(appId: appId) }), record.brandId == admin.brandId,
+            record.channel == channel
+        else { throw ParleyError.notFound("Channel connection") }
+        return record
+    }
+
     /// The app's connection on `channel` and its opened secrets, or nil.
     func opened<Secrets: Decodable>(_ appId: AppID, channel: Channel, as type: Secrets.Type) async throws -> (ChannelConnectionRecord, Secrets)? {
         guard let record = try await store.read({ repo in try await repo.channelConnection(appId: appId) }), record.channel == channel else {

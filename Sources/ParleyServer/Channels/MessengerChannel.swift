@@ -85,11 +85,7 @@ public struct MessengerChannel: Sendable {
     }
 
     public func connection(_ admin: AgentPrincipal, appId: AppID) async throws -> ChannelConnectionDTO {
-        try admin.require(.admin)
-        guard let record = try await store.read({ repo in try await repo.channelConnection(appId: appId) }), record.brandId == admin.brandId,
-            record.channel == .messenger
-        else { throw ParleyError.notFound("Channel connection") }
-        return Self.dto(record)
+        Self.dto(try await connector.record(admin, appId: appId, channel: .messenger))
     }
 
     static func dto(_ record: ChannelConnectionRecord) -> ChannelConnectionDTO {
@@ -349,28 +345,7 @@ struct MessengerOutbound: OutboundConnector {
     }
 }
 
-struct MessengerWebhookHandler: JobHandler {
-    let kind = MessengerChannel.webhookJob
-    let messenger: MessengerChannel
 
-    func run(_ job: JobRecord) async throws {
-        try await messenger.process(try JSONDecoder().decode(MessengerChannel.WebhookJob.self, from: Data(job.payload.utf8)))
-    }
-}
-
-struct MessengerMediaHandler: JobHandler {
-    let kind = MessengerChannel.mediaJob
-    let messenger: MessengerChannel
-
-    func run(_ job: JobRecord) async throws {
-        try await messenger.fetchMedia(try JSONDecoder().decode(MessengerChannel.MediaJob.self, from: Data(job.payload.utf8)))
-    }
-
-    func gaveUp(_ job: JobRecord, reason: String) async {
-        guard let media = try? JSONDecoder().decode(MessengerChannel.MediaJob.self, from: Data(job.payload.utf8)) else { return }
-        try? await messenger.mediaLost(media, reason: reason)
-    }
-}
 
 /// The parts of a Messenger Platform notification Parley reads.
 struct MessengerNotification: Decodable {

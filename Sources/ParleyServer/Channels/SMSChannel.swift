@@ -103,11 +103,7 @@ public struct SMSChannel: Sendable {
     }
 
     public func connection(_ admin: AgentPrincipal, appId: AppID) async throws -> ChannelConnectionDTO {
-        try admin.require(.admin)
-        guard let record = try await store.read({ repo in try await repo.channelConnection(appId: appId) }), record.brandId == admin.brandId,
-            record.channel == .sms
-        else { throw ParleyError.notFound("Channel connection") }
-        return Self.dto(record)
+        Self.dto(try await connector.record(admin, appId: appId, channel: .sms))
     }
 
     static func dto(_ record: ChannelConnectionRecord) -> ChannelConnectionDTO {
@@ -464,28 +460,5 @@ struct SMSOutbound: OutboundConnector {
             throw JobFailure.permanent("Twilio's answer has no message sid")
         }
         return created.sid
-    }
-}
-
-struct SMSWebhookHandler: JobHandler {
-    let kind = SMSChannel.webhookJob
-    let sms: SMSChannel
-
-    func run(_ job: JobRecord) async throws {
-        try await sms.process(try JSONDecoder().decode(SMSChannel.WebhookJob.self, from: Data(job.payload.utf8)))
-    }
-}
-
-struct SMSMediaHandler: JobHandler {
-    let kind = SMSChannel.mediaJob
-    let sms: SMSChannel
-
-    func run(_ job: JobRecord) async throws {
-        try await sms.fetchMedia(try JSONDecoder().decode(SMSChannel.MediaJob.self, from: Data(job.payload.utf8)))
-    }
-
-    func gaveUp(_ job: JobRecord, reason: String) async {
-        guard let payload = try? JSONDecoder().decode(SMSChannel.MediaJob.self, from: Data(job.payload.utf8)) else { return }
-        try? await sms.mediaLost(payload, reason: reason)
     }
 }

@@ -91,28 +91,5 @@ enum JSONValue: Encodable, Sendable, ExpressibleByStringLiteral, ExpressibleByBo
 }
 
 /// Runs `whatsapp.webhook` jobs.
-struct WhatsAppWebhookHandler: JobHandler {
-    let kind = WhatsAppChannel.webhookJob
-    let whatsapp: WhatsAppChannel
-
-    func run(_ job: JobRecord) async throws {
-        try await whatsapp.process(try JSONDecoder().decode(WhatsAppChannel.WebhookJob.self, from: Data(job.payload.utf8)))
-    }
-}
 
 /// Runs `whatsapp.media` jobs.
-struct WhatsAppMediaHandler: JobHandler {
-    let kind = WhatsAppChannel.mediaJob
-    let whatsapp: WhatsAppChannel
-
-    func run(_ job: JobRecord) async throws {
-        try await whatsapp.fetchMedia(try JSONDecoder().decode(WhatsAppChannel.MediaJob.self, from: Data(job.payload.utf8)))
-    }
-
-    /// The media could not be fetched after every attempt: the agent still learns that the customer
-    /// sent something (Meta acknowledged it to the customer; it must not vanish).
-    func gaveUp(_ job: JobRecord, reason: String) async {
-        guard let media = try? JSONDecoder().decode(WhatsAppChannel.MediaJob.self, from: Data(job.payload.utf8)) else { return }
-        try? await whatsapp.mediaLost(media, reason: reason)
-    }
-}

@@ -29,6 +29,24 @@ extension JobHandler {
     public func gaveUp(_ job: JobRecord, reason: String) async {}
 }
 
+/// A handler whose job payload is one Codable value: it decodes the payload and hands it to `run`,
+/// and to `lost` (when given) once the job is given up on. The channels' webhook and media jobs are
+/// all of this shape.
+struct PayloadJobHandler<Payload: Decodable & Sendable>: JobHandler {
+    let kind: String
+    let run: @Sendable (Payload) async throws -> Void
+    var lost: (@Sendable (Payload, String) async throws -> Void)? = nil
+
+    func run(_ job: JobRecord) async throws {
+        try await run(try JSONDecoder().decode(Payload.self, from: Data(job.payload.utf8)))
+    }
+
+    func gaveUp(_ job: JobRecord, reason: String) async {
+        guard let lost, let payload = try? JSONDecoder().decode(Payload.self, from: Data(job.payload.utf8)) else { return }
+        try? await lost(payload, reason)
+    }
+}
+
 /// Enqueues durable jobs and wakes the runner. Enqueue inside a transaction (with `repo`) when
 /// the job must exist exactly when something else is committed, like an outbound message.
 public struct JobQueue: Sendable {
