@@ -1,6 +1,7 @@
 """End-to-end fixtures: a real `parley serve` on 127.0.0.1 and headless Chromium with a fake microphone
 that speaks real speech (espeak-ng). Everything started here is stopped here, by process id."""
 import http.server
+import json
 import os
 import re
 import shutil
@@ -36,6 +37,84 @@ def speech_wav(tmp_path_factory):
                    check=True, capture_output=True)
     subprocess.run(["sox", str(raw), "-r", "48000", "-c", "1", str(wav)], check=True, capture_output=True)
     return wav
+
+
+class ProviderHandler(http.server.BaseHTTPRequestHandler):
+    """A messaging provider's local stand-in answers with `answer` (JSON unless bytes are given) and
+    logs nothing."""
+
+    def answer(self, status, body=b"", content_type="application/json", headers=()):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+class ProviderEndpoint:
+    """A provider's local endpoint on 127.0.0.1: `serve(handler)` starts it; `stop()` stops it."""
+
+    def serve(self, handler):
+        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.origin = f"http://127.0.0.1:{self.http.server_address[1]}"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.http.shutdown()
+        self.http.server_close()
+
+
+def connect_channel(agent, shoot, add, channel, fields, tested):
+    """An admin adds a messaging channel in Settings, fills its card, connects and tests it, with a
+    screenshot at desktop and phone sizes. Returns the app's id."""
+    agent.click(".account-open")
+    channels = agent.locator(".channel-settings")
+    channels.get_by_role("button", name=add).click()
+    card = channels.locator(f".channel-card[data-channel={channel}]")
+    app_id = card.get_attribute("data-app")
+    for label, value in fields.items():
+        card.get_by_label(label).fill(value)
+    card.get_by_role("button", name="Connect", exact=True).click()
+    card = channels.locator(f".channel-card[data-channel={channel}]")
+    expect(card.locator(".tag.state")).to_have_text("Connected")
+    card.get_by_role("button", name="Test connection").click()
+    expect(card.locator(".channel-form .form-note")).to_contain_text(tested)
+    return app_id, card
+
+
+def shoot_settings(agent, shoot, card, name):
+    """The connected card at desktop, then phone size; back to desktop with Settings closed."""
+    card.scroll_into_view_if_needed()
+    shoot(agent, f"settings-{name}-connected-1280")
+    agent.set_viewport_size({"width": 360, "height": 740})
+    card.locator(".webhook").scroll_into_view_if_needed()
+    shoot(agent, f"settings-{name}-connected-360")
+    agent.set_viewport_size({"width": 1280, "height": 800})
+    agent.click(".account-close")
+
+
+def record_voice_reply(agent, seconds=2.5):
+    """The agent records a voice note with the fake microphone and sends it; returns its row once sent."""
+    agent.click("button[aria-label='Record a voice message']")
+    agent.wait_for_timeout(int(seconds * 1000))
+    agent.click("button[aria-label='Stop and preview']")
+    agent.click("button[aria-label='Send voice message']")
+    outgoing = agent.locator(".row.out[data-kind=voice]").last
+    expect(outgoing.locator(".delivery")).to_have_attribute("data-state", "sent", timeout=30000)
+    return outgoing
+
+
+def probe_audio(path):
+    """`codec,channels` of a file's first audio stream, as ffprobe reads it (e.g. `aac,1`)."""
+    probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=codec_name,channels", "-of", "csv=p=0",
+                            str(path)], check=True, capture_output=True, text=True)
+    return probe.stdout.strip()
 
 
 class Server:

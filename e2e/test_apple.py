@@ -9,12 +9,10 @@ import base64
 import gzip
 import hashlib
 import hmac
-import http.server
 import json
 import os
 import re
 import subprocess
-import threading
 import time
 import urllib.request
 import uuid
@@ -22,7 +20,7 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from conftest import ROOT, login, running_parley
+from conftest import ROOT, ProviderEndpoint, ProviderHandler, connect_channel, login, probe_audio, record_voice_reply, running_parley, shoot_settings
 
 FIXTURES = ROOT / "Tests" / "ParleyServerTests" / "Fixtures" / "apple"
 BUSINESS = "3c5e1f52-7a0b-4f7e-9b8d-1e2f3a4b5c6d"
@@ -56,22 +54,14 @@ def aes_ctr(data, key_hex, tmp):
     return target.read_bytes()
 
 
-class Gateway:
+class Gateway(ProviderEndpoint):
     """POST /v1/message, GET /v1/preUpload and /v1/preDownload, and MMCS storage."""
 
     def __init__(self, tmp):
         self.files, self.sent = {}, []
         outer = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def answer(self, status, body=b"", content_type="application/json"):
-                data = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(ProviderHandler):
             def authorized(self):
                 header = self.headers.get("Authorization", "")
                 return header.startswith("Bearer ") and jwt_claims(header[7:]).get("iss") == MSP
@@ -108,12 +98,7 @@ class Gateway:
                 outer.sent.append(message)
                 self.answer(200)
 
-            def log_message(self, *args):
-                pass
-
-        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.origin = f"http://127.0.0.1:{self.http.server_address[1]}"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        self.serve(Handler)
 
     def add_attachment(self, data, tmp):
         key = os.urandom(32).hex()
@@ -121,10 +106,6 @@ class Gateway:
         self.files[name] = aes_ctr(data, key, tmp)
         return {"MIME_TYPE": "audio/x-m4a", "FILE_SIZE": str(len(self.files[name])), "MMCS_URL": f"https://p42-content.icloud.com/{name}",
                 "SIGNATURE_HEX": hashlib.sha1(self.files[name]).hexdigest().upper(), "MMCS_OWNER": f"owner-{name}", "DECRYPTION_KEY": "00" + key}
-
-    def stop(self):
-        self.http.shutdown()
-        self.http.server_close()
 
 
 def apple_post(server, app_id, body):
@@ -153,26 +134,10 @@ def test_apple_messages_voice_notes_both_ways(apple, browser, shoot, console_err
     agent = console_errors(browser.new_context(viewport=DESKTOP, permissions=["microphone"]).new_page())
     login(agent, server)
 
-    agent.click(".account-open")
-    channels = agent.locator(".channel-settings")
-    channels.get_by_role("button", name="Add Apple Messages").click()
-    card = channels.locator(".channel-card[data-channel=apple]")
-    app_id = card.get_attribute("data-app")
-    card.get_by_label("Business ID").fill(BUSINESS)
-    card.get_by_label("MSP ID").fill(MSP)
-    card.get_by_label("Messaging API secret").fill(base64.b64encode(SECRET).decode())
-    card.get_by_role("button", name="Connect", exact=True).click()
-    card = channels.locator(".channel-card[data-channel=apple]")
-    expect(card.locator(".tag.state")).to_have_text("Connected")
-    card.get_by_role("button", name="Test connection").click()
-    expect(card.locator(".channel-form .form-note")).to_contain_text("accepted the credentials")
-    card.scroll_into_view_if_needed()
-    shoot(agent, "settings-apple-connected-1280")
-    agent.set_viewport_size(PHONE)
-    card.locator(".webhook").scroll_into_view_if_needed()
-    shoot(agent, "settings-apple-connected-360")
-    agent.set_viewport_size(DESKTOP)
-    agent.click(".account-close")
+    app_id, card = connect_channel(
+        agent, shoot, "Add Apple Messages", "apple",
+        {"Business ID": BUSINESS, "MSP ID": MSP, "Messaging API secret": base64.b64encode(SECRET).decode()}, "accepted the credentials")
+    shoot_settings(agent, shoot, card, "apple")
 
     # The customer writes from Messages, then sends a voice note (encrypted, on MMCS storage).
     apple_post(server, app_id, (FIXTURES / "text-message.json").read_text().replace("BUSINESS_ID", BUSINESS))
@@ -199,18 +164,10 @@ def test_apple_messages_voice_notes_both_ways(apple, browser, shoot, console_err
     assert gateway.sent[0]["body"] == "Yes! It arrives tomorrow before noon."
 
     # A voice reply: the AAC rendition, encrypted and uploaded first.
-    agent.click("button[aria-label='Record a voice message']")
-    agent.wait_for_timeout(2500)
-    agent.click("button[aria-label='Stop and preview']")
-    agent.click("button[aria-label='Send voice message']")
-    outgoing = agent.locator(".row.out[data-kind=voice]")
-    expect(outgoing.locator(".delivery")).to_have_attribute("data-state", "sent", timeout=30000)
-    attachment = gateway.sent[-1]["attachments"][0]
+    record_voice_reply(agent)
     clip = tmp_path / "sent.m4a"
-    clip.write_bytes(attachment["plain"])
-    probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=codec_name,channels", "-of", "csv=p=0",
-                            str(clip)], check=True, capture_output=True, text=True)
-    assert probe.stdout.strip() == "aac,1", probe.stdout
+    clip.write_bytes(gateway.sent[-1]["attachments"][0]["plain"])
+    assert probe_audio(clip) == "aac,1"
     shoot(agent, "apple-messages-replies-1280")
     agent.set_viewport_size(PHONE)
     shoot(agent, "apple-messages-conversation-360")

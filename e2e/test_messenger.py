@@ -6,18 +6,16 @@ ffprobe reads as AAC mono; Meta's delivery and read events turn the ticks."""
 import email.parser
 import hashlib
 import hmac
-import http.server
 import json
 import re
 import subprocess
-import threading
 import time
 import urllib.request
 
 import pytest
 from playwright.sync_api import expect
 
-from conftest import ROOT, login, running_parley
+from conftest import ROOT, ProviderEndpoint, ProviderHandler, connect_channel, login, probe_audio, record_voice_reply, running_parley, shoot_settings
 
 FIXTURES = ROOT / "Tests" / "ParleyServerTests" / "Fixtures" / "messenger"
 PAGE_ID = "682498302938465"
@@ -27,7 +25,7 @@ DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 360, "height": 740}
 
 
-class SendAPI:
+class SendAPI(ProviderEndpoint):
     """GET /{page-id} and /{psid} (test connection, the customer's name), the CDN, and
     POST /{page-id}/messages (JSON or multipart with filedata), recording what came."""
 
@@ -35,15 +33,7 @@ class SendAPI:
         self.cdn, self.sent = {}, []
         outer = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def answer(self, status, body, content_type="application/json"):
-                data = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(ProviderHandler):
             def do_GET(self):
                 path = self.path.split("?")[0]
                 if path.startswith("/cdn/"):
@@ -76,16 +66,7 @@ class SendAPI:
                 answer["message_id"] = f"m_e2e{len(outer.sent)}"
                 self.answer(200, answer)
 
-            def log_message(self, *args):
-                pass
-
-        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.origin = f"http://127.0.0.1:{self.http.server_address[1]}"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.http.shutdown()
-        self.http.server_close()
+        self.serve(Handler)
 
 
 def signed_post(server, app_id, body):
@@ -116,30 +97,13 @@ def test_messenger_voice_notes_both_ways(messenger, browser, shoot, console_erro
     agent = console_errors(browser.new_context(viewport=DESKTOP, permissions=["microphone"]).new_page())
     login(agent, server)
 
-    agent.click(".account-open")
-    channels = agent.locator(".channel-settings")
-    channels.get_by_role("button", name="Add Messenger").click()
-    card = channels.locator(".channel-card[data-channel=messenger]")
-    app_id = card.get_attribute("data-app")
-    card.get_by_label("Page ID").fill(PAGE_ID)
-    card.get_by_label("Verify token").fill("e2e-messenger-verify")
-    card.get_by_label("App secret").fill(APP_SECRET)
-    card.get_by_label("Page access token").fill(TOKEN)
-    card.get_by_role("button", name="Connect", exact=True).click()
-    card = channels.locator(".channel-card[data-channel=messenger]")
-    expect(card.locator(".tag.state")).to_have_text("Connected")
-    card.get_by_role("button", name="Test connection").click()
-    expect(card.locator(".channel-form .form-note")).to_have_text("Connected to Acme Store.")
+    app_id, card = connect_channel(
+        agent, shoot, "Add Messenger", "messenger",
+        {"Page ID": PAGE_ID, "Verify token": "e2e-messenger-verify", "App secret": APP_SECRET, "Page access token": TOKEN}, "Connected to Acme Store.")
     # The brand has Meta's Human Agent permission: a 7-day window.
     card.get_by_label("Human Agent window").check()
     expect(card.locator(".human-agent .form-note")).to_contain_text("7 days")
-    card.scroll_into_view_if_needed()
-    shoot(agent, "settings-messenger-connected-1280")
-    agent.set_viewport_size(PHONE)
-    card.locator(".webhook").scroll_into_view_if_needed()
-    shoot(agent, "settings-messenger-connected-360")
-    agent.set_viewport_size(DESKTOP)
-    agent.click(".account-close")
+    shoot_settings(agent, shoot, card, "messenger")
 
     # The customer writes, then sends a voice note (its URL on Meta's CDN).
     signed_post(server, app_id, (FIXTURES / "text-message.json").read_bytes())
@@ -167,19 +131,12 @@ def test_messenger_voice_notes_both_ways(messenger, browser, shoot, console_erro
     expect(reply.locator(".delivery")).to_have_attribute("data-state", "delivered", timeout=10000)
 
     # A voice reply: the AAC rendition as multipart filedata.
-    agent.click("button[aria-label='Record a voice message']")
-    agent.wait_for_timeout(2500)
-    agent.click("button[aria-label='Stop and preview']")
-    agent.click("button[aria-label='Send voice message']")
-    outgoing = agent.locator(".row.out[data-kind=voice]")
-    expect(outgoing.locator(".delivery")).to_have_attribute("data-state", "sent", timeout=30000)
+    outgoing = record_voice_reply(agent)
     sent = api.sent[-1]
     assert sent["message"]["attachment"]["type"] == "audio" and sent["filetype"] == "audio/mp4"
     clip = tmp_path / "sent.m4a"
     clip.write_bytes(sent["filedata"])
-    probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=codec_name,channels", "-of", "csv=p=0",
-                            str(clip)], check=True, capture_output=True, text=True)
-    assert probe.stdout.strip() == "aac,1", probe.stdout
+    assert probe_audio(clip) == "aac,1"
 
     # Peter reads everything: one read event with a watermark.
     read = json.loads((FIXTURES / "read.json").read_text())

@@ -7,11 +7,9 @@ link on a phone and plays the note; Twilio's status callback turns the ticks."""
 import base64
 import hashlib
 import hmac
-import http.server
 import json
 import re
 import subprocess
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -20,7 +18,7 @@ import urllib.request
 import pytest
 from playwright.sync_api import expect
 
-from conftest import ROOT, login, running_parley
+from conftest import ROOT, ProviderEndpoint, ProviderHandler, connect_channel, login, record_voice_reply, running_parley, shoot_settings
 
 FIXTURES = ROOT / "Tests" / "ParleyServerTests" / "Fixtures" / "twilio"
 ACCOUNT = "AC" + "a" * 32
@@ -30,7 +28,7 @@ DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 360, "height": 740}
 
 
-class Twilio:
+class Twilio(ProviderEndpoint):
     """IncomingPhoneNumbers (the connection test), MMS media (Basic auth, then a redirect to its CDN),
     and POST Messages.json (form-encoded), recording what came and answering as documented."""
 
@@ -39,17 +37,7 @@ class Twilio:
         outer = self
         basic = "Basic " + base64.b64encode(f"{ACCOUNT}:{TOKEN}".encode()).decode()
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def answer(self, status, body, content_type="application/json", headers=()):
-                data = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in headers:
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(ProviderHandler):
             def refuse(self):
                 self.answer(401, {"code": 20003, "message": "Authenticate", "more_info": "https://www.twilio.com/docs/errors/20003", "status": 401})
 
@@ -78,16 +66,7 @@ class Twilio:
                 answer["sid"] = f"SM{len(outer.sent):032d}"
                 self.answer(201, answer)
 
-            def log_message(self, *args):
-                pass
-
-        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.origin = f"http://127.0.0.1:{self.http.server_address[1]}"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.http.shutdown()
-        self.http.server_close()
+        self.serve(Handler)
 
 
 def poll(check, seconds=10):
@@ -128,28 +107,12 @@ def test_sms_voice_notes_both_ways(twilio, browser, shoot, console_errors):
     agent = console_errors(browser.new_context(viewport=DESKTOP, permissions=["microphone"]).new_page())
     login(agent, server)
 
-    agent.click(".account-open")
-    channels = agent.locator(".channel-settings")
-    channels.get_by_role("button", name="Add SMS").click()
-    card = channels.locator(".channel-card[data-channel=sms]")
-    app_id = card.get_attribute("data-app")
-    card.get_by_label("Twilio phone number").fill("+1 555 712 2661")
-    card.get_by_label("Account SID").fill(ACCOUNT)
-    card.get_by_label("Auth token").fill(TOKEN)
-    card.get_by_role("button", name="Connect", exact=True).click()
-    card = channels.locator(".channel-card[data-channel=sms]")
-    expect(card.locator(".tag.state")).to_have_text("Connected")
+    app_id, card = connect_channel(
+        agent, shoot, "Add SMS", "sms", {"Twilio phone number": "+1 555 712 2661", "Account SID": ACCOUNT, "Auth token": TOKEN},
+        "Connected to +15557122661 (SMS only")
     expect(card.locator(".webhook code")).to_have_text(f"{server.url}/v1/webhooks/sms/{app_id}")
-    card.get_by_role("button", name="Test connection").click()
-    expect(card.locator(".channel-form .form-note")).to_contain_text("Connected to +15557122661 (SMS only")
     expect(card.locator(".hint.mms")).to_contain_text("no MMS")
-    card.scroll_into_view_if_needed()
-    shoot(agent, "settings-sms-connected-1280")
-    agent.set_viewport_size(PHONE)
-    card.locator(".webhook").scroll_into_view_if_needed()
-    shoot(agent, "settings-sms-connected-360")
-    agent.set_viewport_size(DESKTOP)
-    agent.click(".account-close")
+    shoot_settings(agent, shoot, card, "sms")
 
     # The customer texts, then sends a voice note by MMS (its media URL on Twilio).
     signed_post(server, f"/v1/webhooks/sms/{app_id}", (FIXTURES / "incoming-sms.form").read_text())
@@ -181,12 +144,7 @@ def test_sms_voice_notes_both_ways(twilio, browser, shoot, console_errors):
     expect(reply.locator(".delivery")).to_have_attribute("data-state", "delivered", timeout=10000)
 
     # A voice reply: this number has no MMS, so the customer gets a text with a link.
-    agent.click("button[aria-label='Record a voice message']")
-    agent.wait_for_timeout(2500)
-    agent.click("button[aria-label='Stop and preview']")
-    agent.click("button[aria-label='Send voice message']")
-    outgoing = agent.locator(".row.out[data-kind=voice]")
-    expect(outgoing.locator(".delivery")).to_have_attribute("data-state", "sent", timeout=30000)
+    outgoing = record_voice_reply(agent)
     body = api.sent[-1]["Body"]
     assert body.startswith("Voice message from ") and "MediaUrl" not in api.sent[-1], api.sent[-1]
     link = body.rsplit(" ", 1)[-1]

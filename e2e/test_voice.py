@@ -1,6 +1,5 @@
 """Voice messages in real browsers: a consumer records and sends, the agent sees the length before
 playing, plays and seeks, records back; the consumer plays it; a download matches the original."""
-import json
 import re
 import time
 from pathlib import Path

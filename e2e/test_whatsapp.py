@@ -8,19 +8,16 @@ microphone and text box give way to a template; a failed delivery shows WhatsApp
 import email.parser
 import hashlib
 import hmac
-import http.server
 import json
 import re
 import subprocess
-import threading
 from datetime import datetime, timedelta
 import urllib.request
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from conftest import ROOT, login, running_parley
+from conftest import ROOT, ProviderEndpoint, ProviderHandler, login, probe_audio, record_voice_reply, running_parley
 
 FIXTURES = ROOT / "Tests" / "ParleyServerTests" / "Fixtures" / "whatsapp"
 PHONE_ID = "106540352242922"
@@ -30,7 +27,7 @@ DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 360, "height": 740}
 
 
-class CloudAPI:
+class CloudAPI(ProviderEndpoint):
     """The documented calls Parley makes: GET /{media-id} and the media file, POST /{phone}/media
     (multipart), POST /{phone}/messages (JSON), GET /{phone} (test connection). Records what came."""
 
@@ -38,15 +35,7 @@ class CloudAPI:
         self.media, self.uploads, self.sent, self.scripted = {}, [], [], []
         outer = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def answer(self, status, body, content_type="application/json"):
-                data = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(ProviderHandler):
             def authorized(self):
                 if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                     self.answer(401, {"error": {"message": "Invalid OAuth access token.", "type": "OAuthException", "code": 190}})
@@ -93,16 +82,7 @@ class CloudAPI:
                     return self.answer(200, answer)
                 self.answer(404, {"error": {"message": "Unknown path", "code": 100}})
 
-            def log_message(self, *args):
-                pass
-
-        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.origin = f"http://127.0.0.1:{self.http.server_address[1]}"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.http.shutdown()
-        self.http.server_close()
+        self.serve(Handler)
 
 
 def signed_post(server, app_id, body):
@@ -189,18 +169,11 @@ def test_whatsapp_voice_notes_both_ways(whatsapp, browser, shoot, console_errors
     shoot(agent, "voice-note-from-whatsapp-1280")
 
     # The agent records a reply: WhatsApp gets Ogg/Opus mono, then a voice message referencing it.
-    agent.click("button[aria-label='Record a voice message']")
-    agent.wait_for_timeout(2500)
-    agent.click("button[aria-label='Stop and preview']")
-    agent.click("button[aria-label='Send voice message']")
-    outgoing = agent.locator(".row.out[data-kind=voice]")
-    expect(outgoing.locator(".delivery")).to_have_attribute("data-state", "sent", timeout=30000)
+    outgoing = record_voice_reply(agent)
     assert len(api.uploads) == 1 and api.uploads[0]["type"] == "audio/ogg"
     uploaded = tmp_path / "uploaded.ogg"
     uploaded.write_bytes(api.uploads[0]["data"])
-    probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=codec_name,channels", "-of", "csv=p=0",
-                            str(uploaded)], check=True, capture_output=True, text=True)
-    assert probe.stdout.strip() == "opus,1", probe.stdout
+    assert probe_audio(uploaded) == "opus,1"
     assert len(api.uploads[0]["data"]) <= 512 * 1024
     assert api.sent[-1]["type"] == "audio" and api.sent[-1]["audio"] == {"id": "103754329151", "voice": True}
     assert api.sent[-1]["to"] == "16505551234"
