@@ -82,7 +82,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .target(name: "ParleyKit", dependencies: ["ParleyAPI"], swiftSettings: swiftSettings),
+        // The SDK for brands' apps: swift-crypto seals what it stores on the device.
+        .target(name: "ParleyKit", dependencies: ["ParleyAPI", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: swiftSettings),
         .executableTarget(
             name: "parley",
             dependencies: [

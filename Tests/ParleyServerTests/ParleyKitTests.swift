@@ -1,6 +1,8 @@
 import Foundation
+import JWTKit
 import ParleyAPI
 import ParleyKit
+import Synchronization
 import Testing
 
 @Suite("ParleyKit SDK")
@@ -32,6 +34,128 @@ struct ParleyKitTests {
                 message: "The text has 2001 characters; web allows at most 2000 from a consumer.", field: "text"))) {
                 try await client.send(String(repeating: "x", count: 2001))
             }
+        }
+    }
+
+    /// A port nothing listens on (taken from the system, then given back).
+    static func freePort() async -> Int {
+        let endpoint = await LocalEndpoint.start(.init(), label: "port-finder")
+        let port = endpoint.port
+        await endpoint.stop()
+        return port
+    }
+
+    static func storage(_ directory: URL) -> ParleyStorage {
+        ParleyStorage(directory: directory.appendingPathComponent("parley"), key: .file(directory.appendingPathComponent("parley.key")))
+    }
+
+    @Test("offline: five messages wait in the sealed outbox across a restart, then reach the agents once each, in order; nothing is stored in plaintext")
+    func offlineOutbox() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("parleykit-\(UUID().uuidString)")
+        let serverData = root.appendingPathComponent("server")
+        defer { try? FileManager.default.removeItem(at: root) }
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let database = try await TestDatabase.make()
+        defer { Task { await database.drop() } }
+        let port = await Self.freePort()
+        let ids = Mutex<(BrandID, AppID, String)?>(nil)
+        // The brand and its app exist; then the server goes away.
+        try await TestServer.run(database: database, configure: { $0.port = port; $0.dataDirectory = serverData.path }) { server in
+            let acme = try await BrandScenario.make(server)
+            ids.withLock { $0 = (acme.brand.id, acme.app.id, acme.adminToken) }
+        }
+        let (brandID, appID, adminToken) = try #require(ids.withLock { $0 })
+        let server = URL(string: "http://127.0.0.1:\(port)/")!
+        let texts = (1...5).map { "Offline message \($0) about order 7731" }
+
+        let offline = try await Parley.configure(
+            brandID: brandID, appID: appID, server: server, identity: .anonymous(displayName: "Ana on the train"), storage: Self.storage(root),
+            retryDelay: .milliseconds(50))
+        for text in texts { try await offline.send(text) }
+        #expect(await offline.flush())  // still pending: nothing listens
+        #expect(await offline.outgoing.map(\.state) == Array(repeating: .pending, count: 5))
+        #expect(await offline.outgoing.first?.attempts == 1)
+        // What the SDK stored is sealed: no text, no name, in any file.
+        for name in try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("parley").path) {
+            let bytes = try Data(contentsOf: root.appendingPathComponent("parley").appendingPathComponent(name))
+            #expect(bytes.range(of: Data("Offline message".utf8)) == nil && bytes.range(of: Data("order 7731".utf8)) == nil, "\(name)")
+        }
+
+        // The app restarts; the server is back.
+        let restarted = try await Parley.configure(
+            brandID: brandID, appID: appID, server: server, identity: .anonymous(displayName: "Ana on the train"), storage: Self.storage(root),
+            retryDelay: .milliseconds(50))
+        #expect(await restarted.outgoing.map(\.text) == texts)
+        try await TestServer.run(database: database, configure: { $0.port = port; $0.dataDirectory = serverData.path }) { live in
+            await restarted.start()
+            let deadline = Date().addingTimeInterval(30)
+            while await restarted.outgoing.contains(where: { $0.state == .pending }), Date() < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            await restarted.stop()
+            let sent = await restarted.outgoing
+            guard case .sent(_, let conversationId, _) = try #require(sent.last).state else {
+                Issue.record("not sent: \(sent.map(\.state))")
+                return
+            }
+            // Once more from a third start: nothing is sent twice.
+            let again = try await Parley.configure(
+                brandID: brandID, appID: appID, server: server, identity: .anonymous(displayName: "Ana on the train"), storage: Self.storage(root))
+            #expect(await again.flush() == false)
+            let messages = try await live.get("/v1/conversations/\(conversationId)/messages", token: adminToken).decode(ListResponse<MessageDTO>.self).items
+            #expect(messages.map(\.text) == texts)
+            #expect(Set(sent.compactMap { if case .sent(_, let id, _) = $0.state { id } else { nil } }) == [conversationId])
+            #expect(await again.consumer?.displayName == "Ana on the train")
+
+            // A refusal is final for that message and does not hold back the next one.
+            try await again.send(String(repeating: "x", count: 2001), clientMessageId: "too-long")
+            try await again.send("After the long one", clientMessageId: "after")
+            #expect(await again.flush() == false)
+            let states = await again.outgoing.suffix(2).map(\.state)
+            #expect(states.first == .failed(code: "message_too_long", message: "The text has 2001 characters; web allows at most 2000 from a consumer."))
+            if case .sent = states.last {} else { Issue.record("the next message was held back: \(states)") }
+
+            // Signing out wipes the device.
+            try await again.signOut()
+            #expect(try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("parley").path).isEmpty)
+        }
+    }
+
+    @Test("an authenticated consumer: the brand's JWT closure is called for a session and again when it expires; the message still goes once")
+    func authenticatedIdentity() async throws {
+        let clock = ManualClock()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("parleykit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        try await TestServer.run(clock: clock, configure: { $0.consumerSessionTTL = 3600 }) { server in
+            let acme = try await BrandScenario.make(server)
+            let secret = String(repeating: "kit-secret-", count: 4)
+            #expect(try await server.post(
+                "/v1/apps/\(acme.app.id)/keys", token: acme.adminToken, json: AddAppKeyRequest(kid: "kit", algorithm: "HS256", key: secret)).status == .created)
+            let signer = JWTKeyCollection()
+            await signer.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256, kid: "kit")
+            let calls = Mutex(0)
+            let parley = try await Parley.configure(
+                brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(server.port)/")!,
+                identity: .authenticated {
+                    calls.withLock { $0 += 1 }
+                    return try await signer.sign(
+                        BrandClaims(sub: .init(value: "user-77"), exp: .init(value: Date().addingTimeInterval(300)), aud: nil, name: "Bea Kit"), kid: "kit")
+                },
+                storage: Self.storage(root))
+            try await parley.send("First, signed in")
+            #expect(await parley.flush() == false)
+            #expect(calls.withLock { $0 } == 1)
+            #expect(await parley.consumer?.externalId == "user-77")
+
+            // The session expires: the closure gives a fresh JWT and the message goes.
+            clock.advance(by: .seconds(7200))
+            try await parley.send("Second, after expiry")
+            #expect(await parley.flush() == false)
+            #expect(calls.withLock { $0 } == 2)
+            let conversation = try #require(try await server.get("/v1/conversations", token: acme.adminToken).decode(Page<ConversationDTO>.self).items.first)
+            let texts = try await server.get("/v1/conversations/\(conversation.id)/messages", token: acme.adminToken).decode(ListResponse<MessageDTO>.self)
+                .items.map(\.text)
+            #expect(texts == ["First, signed in", "Second, after expiry"])
         }
     }
 }

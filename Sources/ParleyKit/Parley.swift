@@ -1,0 +1,247 @@
+import Foundation
+import ParleyAPI
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// ParleyKit's entry point: one per app. It keeps the consumer's session, and an outbox of what the
+/// consumer wrote that survives bad networks and restarts: each message is stored (encrypted) before
+/// `send` returns, then sent in order, with the same client message id on every attempt, so the
+/// agents get it exactly once.
+///
+/// ```swift
+/// let parley = try await Parley.configure(
+///     brandID: "brd_...", appID: "app_...", server: URL(string: "https://chat.example.com")!,
+///     identity: .authenticated { try await backend.freshParleyJWT() },
+///     storage: ParleyStorage(directory: cacheDirectory, key: .bytes(keyFromKeychain)))
+/// let message = try await parley.send("Where is my order?")   // .pending until the server has it
+/// await parley.start()                                        // sends now and after network failures
+/// ```
+public actor Parley {
+    /// Who the consumer is.
+    public enum Identity: Sendable {
+        /// An anonymous consumer; the same one across restarts (the session is kept, sealed).
+        case anonymous(displayName: String? = nil)
+        /// A user of the brand's app, vouched for by a JWT from the brand's backend. The closure is
+        /// called whenever a session is needed (first use, expiry); ParleyKit never stores the
+        /// brand's credentials, only the session Parley gives in exchange.
+        case authenticated(@Sendable () async throws -> String)
+    }
+
+    /// A message the consumer wrote, and where it is.
+    public struct OutgoingMessage: Codable, Sendable, Hashable, Identifiable {
+        public enum State: Codable, Sendable, Hashable {
+            /// Stored on the device, not yet taken by the server.
+            case pending
+            /// The server has it.
+            case sent(messageId: MessageID, conversationId: ConversationID, seq: Int64)
+            /// The server refused it (a stable code and a sentence); it will not be sent again.
+            case failed(code: String, message: String)
+        }
+
+        public var id: String { clientMessageId }
+        public let clientMessageId: String
+        public let text: String
+        public let createdAt: Date
+        public internal(set) var state: State
+        /// Attempts that did not reach the server or got no answer.
+        public internal(set) var attempts: Int
+        public internal(set) var lastError: String?
+    }
+
+    struct Session: Codable {
+        var token: String
+        var consumer: ConsumerDTO
+    }
+
+    public let brandID: BrandID
+    public let appID: AppID
+    private let identity: Identity
+    private let store: SecureStore
+    private let client: ParleyClient
+    private var session: Session?
+    private var outbox: [OutgoingMessage]
+    private var draining = false
+    private var loop: Task<Void, Never>?
+    /// The first retry's delay after a network failure; each next one doubles, up to a minute.
+    private let retryDelay: Duration
+
+    static let sessionFile = "session.sealed"
+    static let outboxFile = "outbox.sealed"
+    /// Sent messages kept for the app to show their state; the oldest go first.
+    static let keptSent = 100
+
+    /// Opens (or creates) the app's sealed storage and what it kept: the session and the outbox.
+    public static func configure(
+        brandID: BrandID, appID: AppID, server: URL, identity: Identity, storage: ParleyStorage, session urlSession: URLSession = .shared,
+        retryDelay: Duration = .seconds(1)
+    ) async throws -> Parley {
+        let store = try SecureStore(storage)
+        let kept = try store.read(sessionFile, as: Session.self)
+        let outbox = try store.read(outboxFile, as: [OutgoingMessage].self) ?? []
+        return Parley(
+            brandID: brandID, appID: appID, identity: identity, store: store,
+            client: ParleyClient(baseURL: server, session: urlSession, token: kept?.token), session: kept, outbox: outbox, retryDelay: retryDelay)
+    }
+
+    private init(
+        brandID: BrandID, appID: AppID, identity: Identity, store: SecureStore, client: ParleyClient, session: Session?, outbox: [OutgoingMessage],
+        retryDelay: Duration
+    ) {
+        (self.brandID, self.appID, self.identity, self.store, self.client) = (brandID, appID, identity, store, client)
+        (self.session, self.outbox, self.retryDelay) = (session, outbox, retryDelay)
+    }
+
+    /// The signed-in consumer, once a session exists.
+    public var consumer: ConsumerDTO? { session?.consumer }
+
+    /// Every message still pending, failed, or recently sent, oldest first.
+    public var outgoing: [OutgoingMessage] { outbox }
+
+    /// Stores the message (sealed) and returns it `.pending`; it is sent by `flush()`, or by the
+    /// background loop after `start()`.
+    @discardableResult
+    public func send(_ text: String, clientMessageId: String = UUID().uuidString) throws -> OutgoingMessage {
+        if let existing = outbox.first(where: { $0.clientMessageId == clientMessageId }) { return existing }
+        let message = OutgoingMessage(clientMessageId: clientMessageId, text: text, createdAt: Date(), state: .pending, attempts: 0)
+        outbox.append(message)
+        try persistOutbox()
+        loop.map { _ in wakeLoop() }
+        return message
+    }
+
+    /// Sends what is pending, in order, until the outbox is empty or the network fails (the next
+    /// message waits for the one before it). Returns whether anything is still pending.
+    @discardableResult
+    public func flush() async -> Bool {
+        guard !draining else { return outbox.contains { $0.state == .pending } }
+        draining = true
+        defer { draining = false }
+        var index = 0
+        while index < outbox.count {
+            guard outbox[index].state == .pending else {
+                index += 1
+                continue
+            }
+            switch await deliver(outbox[index]) {
+            case .sent(let response):
+                outbox[index].state = .sent(messageId: response.message.id, conversationId: response.conversation.id, seq: response.message.seq)
+                outbox[index].lastError = nil
+            case .refused(let code, let message):
+                outbox[index].state = .failed(code: code, message: message)
+            case .later(let reason):
+                outbox[index].attempts += 1
+                outbox[index].lastError = reason
+                try? persistOutbox()
+                return true
+            }
+            try? persistOutbox()
+            index += 1
+        }
+        pruneSent()
+        try? persistOutbox()
+        return false
+    }
+
+    /// Sends in the background: now, and again after a failure with back-off (1 s doubling to a
+    /// minute), and whenever `send` adds a message. `stop()` ends it (the app went to the background).
+    public func start() {
+        guard loop == nil else { return }
+        loop = Task { [retryDelay] in
+            var delay = retryDelay
+            while !Task.isCancelled {
+                if await self.flush() {
+                    try? await Task.sleep(for: delay)
+                    delay = min(delay * 2, .seconds(60))
+                } else {
+                    delay = retryDelay
+                    await self.waitForWork()
+                }
+            }
+        }
+    }
+
+    public func stop() {
+        loop?.cancel()
+        loop = nil
+        wakeup?.resume()
+        wakeup = nil
+    }
+
+    /// Signing out: the session and everything stored on the device are gone.
+    public func signOut() throws {
+        stop()
+        session = nil
+        outbox = []
+        try store.wipe()
+    }
+
+    // MARK: Delivery
+
+    private enum Outcome {
+        case sent(SendMessageResponse)
+        case refused(code: String, message: String)
+        case later(String)
+    }
+
+    private func deliver(_ message: OutgoingMessage) async -> Outcome {
+        for _ in 0..<2 {
+            do {
+                try await ensureSession()
+                return .sent(try await client.send(message.text, clientMessageId: message.clientMessageId, attempts: 1))
+            } catch ParleyClientError.api(let status, let detail) where status == 401 {
+                // The session expired or was revoked: a new one, then once more.
+                session = nil
+                _ = detail
+                continue
+            } catch ParleyClientError.api(let status, let detail) where status == 429 || status >= 500 {
+                return .later("\(status) \(detail.code)")
+            } catch ParleyClientError.api(_, let detail) {
+                return .refused(code: detail.code, message: detail.message)
+            } catch {
+                return .later("\(error)")
+            }
+        }
+        return .later("the server refused the session")
+    }
+
+    private func ensureSession() async throws {
+        if session != nil { return }
+        let consumer: ConsumerDTO
+        switch identity {
+        case .anonymous(let name):
+            consumer = try await client.startSession(appId: appID, displayName: name)
+        case .authenticated(let freshToken):
+            consumer = try await client.startSession(appId: appID, identityToken: try await freshToken())
+        }
+        guard let token = await client.token else { throw ParleyClientError.transport("no session token") }
+        session = Session(token: token, consumer: consumer)
+        try store.write(Self.sessionFile, session)
+    }
+
+    private func persistOutbox() throws {
+        try store.write(Self.outboxFile, outbox)
+    }
+
+    private func pruneSent() {
+        let sent = outbox.indices.filter { if case .sent = outbox[$0].state { true } else { false } }
+        guard sent.count > Self.keptSent else { return }
+        let drop = Set(sent.prefix(sent.count - Self.keptSent))
+        outbox = outbox.enumerated().filter { !drop.contains($0.offset) }.map(\.element)
+    }
+
+    // MARK: Waiting for work
+
+    private var wakeup: CheckedContinuation<Void, Never>?
+
+    private func waitForWork() async {
+        if outbox.contains(where: { $0.state == .pending }) { return }
+        await withCheckedContinuation { wakeup = $0 }
+    }
+
+    private func wakeLoop() {
+        wakeup?.resume()
+        wakeup = nil
+    }
+}
