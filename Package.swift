@@ -83,7 +83,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The SDK for brands' apps: swift-crypto seals what it stores on the device.
-        .target(name: "ParleyKit", dependencies: ["ParleyAPI", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: swiftSettings),
+        .target(
+            name: "ParleyKit",
+            dependencies: [
+                "ParleyAPI", .product(name: "Crypto", package: "swift-crypto"),
+                // Linux's URLSession (libcurl) has no WebSockets; Apple platforms use URLSession's.
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
+            ],
+            swiftSettings: swiftSettings),
         .executableTarget(
             name: "parley",
             dependencies: [

@@ -58,17 +58,34 @@ public actor Parley {
     public let brandID: BrandID
     public let appID: AppID
     private let identity: Identity
-    private let store: SecureStore
+    let store: SecureStore
     private let client: ParleyClient
-    private var session: Session?
+    var session: Session?
     private var outbox: [OutgoingMessage]
     private var draining = false
     private var loop: Task<Void, Never>?
     /// The first retry's delay after a network failure; each next one doubles, up to a minute.
-    private let retryDelay: Duration
+    let retryDelay: Duration
+
+    // Real time (Parley+Realtime.swift).
+    let serverURL: URL
+    let urlSession: URLSession
+    var realtime: Task<Void, Never>?
+    var wantsConnection = false
+    /// Frames to send on the open connection.
+    var frames: AsyncStream<String>.Continuation?
+    var greeted = false
+    /// Per conversation, the last sequence number this device has seen (sealed, kept across restarts).
+    var cursors: [String: Int64]
+    let encoder = ParleyJSON.makeEncoder()
+    let decoder = ParleyJSON.makeDecoder()
+    let continuation: AsyncStream<ParleyEvent>.Continuation
+    /// What happens while connected: messages, receipts, typing, the connection's state.
+    public nonisolated let events: AsyncStream<ParleyEvent>
 
     static let sessionFile = "session.sealed"
     static let outboxFile = "outbox.sealed"
+    static let cursorsFile = "cursors.sealed"
     /// Sent messages kept for the app to show their state; the oldest go first.
     static let keptSent = 100
 
@@ -80,17 +97,21 @@ public actor Parley {
         let store = try SecureStore(storage)
         let kept = try store.read(sessionFile, as: Session.self)
         let outbox = try store.read(outboxFile, as: [OutgoingMessage].self) ?? []
+        let cursors = try store.read(cursorsFile, as: [String: Int64].self) ?? [:]
         return Parley(
-            brandID: brandID, appID: appID, identity: identity, store: store,
-            client: ParleyClient(baseURL: server, session: urlSession, token: kept?.token), session: kept, outbox: outbox, retryDelay: retryDelay)
+            brandID: brandID, appID: appID, identity: identity, store: store, server: server, urlSession: urlSession,
+            client: ParleyClient(baseURL: server, session: urlSession, token: kept?.token), session: kept, outbox: outbox, cursors: cursors,
+            retryDelay: retryDelay)
     }
 
     private init(
-        brandID: BrandID, appID: AppID, identity: Identity, store: SecureStore, client: ParleyClient, session: Session?, outbox: [OutgoingMessage],
-        retryDelay: Duration
+        brandID: BrandID, appID: AppID, identity: Identity, store: SecureStore, server: URL, urlSession: URLSession, client: ParleyClient,
+        session: Session?, outbox: [OutgoingMessage], cursors: [String: Int64], retryDelay: Duration
     ) {
         (self.brandID, self.appID, self.identity, self.store, self.client) = (brandID, appID, identity, store, client)
-        (self.session, self.outbox, self.retryDelay) = (session, outbox, retryDelay)
+        (self.session, self.outbox, self.retryDelay, self.cursors) = (session, outbox, retryDelay, cursors)
+        (self.serverURL, self.urlSession) = (server, urlSession)
+        (events, continuation) = AsyncStream.makeStream(of: ParleyEvent.self, bufferingPolicy: .bufferingNewest(1000))
     }
 
     /// The signed-in consumer, once a session exists.
@@ -172,8 +193,10 @@ public actor Parley {
     /// Signing out: the session and everything stored on the device are gone.
     public func signOut() throws {
         stop()
+        disconnect()
         session = nil
         outbox = []
+        cursors = [:]
         try store.wipe()
     }
 
@@ -206,7 +229,7 @@ public actor Parley {
         return .later("the server refused the session")
     }
 
-    private func ensureSession() async throws {
+    func ensureSession() async throws {
         if session != nil { return }
         let consumer: ConsumerDTO
         switch identity {

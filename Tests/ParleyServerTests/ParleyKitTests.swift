@@ -158,4 +158,80 @@ struct ParleyKitTests {
             #expect(texts == ["First, signed in", "Second, after expiry"])
         }
     }
+
+    /// Everything a Parley instance emits, collected by one task for the test to look at.
+    final class EventLog: Sendable {
+        final class List: Sendable { let items = Mutex<[ParleyEvent]>([]) }
+        let list = List()
+        let task: Task<Void, Never>
+
+        init(_ parley: Parley) {
+            let list = self.list
+            task = Task { for await event in parley.events { list.items.withLock { $0.append(event) } } }
+        }
+
+        var messages: [MessageDTO] { list.items.withLock { Self.messages($0) } }
+
+        static func messages(_ events: [ParleyEvent]) -> [MessageDTO] {
+            events.compactMap { if case .message(let message) = $0 { message } else { nil } }
+        }
+
+        func wait(within seconds: Double = 15, until check: @escaping @Sendable ([ParleyEvent]) -> Bool) async throws {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                if list.items.withLock({ check($0) }) { return }
+                try await Task.sleep(for: .milliseconds(30))
+            }
+            throw TestFailure("no such events within \(seconds) s: \(list.items.withLock { $0 })")
+        }
+    }
+
+    @Test("real time: an agent's answer arrives as an event, marked delivered on arrival and read when the app says so; after a disconnect and a restart the device catches up exactly once")
+    func realtime() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("parleykit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let url = URL(string: "http://127.0.0.1:\(server.port)/")!
+            let parley = try await Parley.configure(
+                brandID: acme.brand.id, appID: acme.app.id, server: url, identity: .anonymous(displayName: "Cam"), storage: Self.storage(root))
+            try await parley.send("Hello from the app")
+            #expect(await parley.flush() == false)
+            guard case .sent(_, let conversationId, _) = try #require(await parley.outgoing.first).state else { return }
+            let log = EventLog(parley)
+            await parley.connect()
+            try await log.wait { $0.contains { if case .connection(.connected) = $0 { true } else { false } } }
+
+            let answer = try await acme.reply("Answer one", in: conversationId, as: acme.adminToken)
+            try await log.wait { EventLog.messages($0).contains { $0.text == "Answer one" } }
+            let delivered = { (state: DeliveryState) in
+                let deadline = Date().addingTimeInterval(10)
+                while Date() < deadline {
+                    let items = try await server.get("/v1/conversations/\(conversationId)/messages", token: acme.adminToken)
+                        .decode(ListResponse<MessageDTO>.self).items
+                    if items.first(where: { $0.id == answer.message.id })?.deliveryState == state { return true }
+                    try await Task.sleep(for: .milliseconds(30))
+                }
+                return false
+            }
+            #expect(try await delivered(.delivered))
+            await parley.markRead(conversationId)
+            #expect(try await delivered(.read))
+            await parley.disconnect()
+            log.task.cancel()
+
+            // Away: two answers. The app restarts and connects: exactly those two arrive.
+            _ = try await acme.reply("Answer two", in: conversationId, as: acme.adminToken)
+            _ = try await acme.reply("Answer three", in: conversationId, as: acme.adminToken)
+            let restarted = try await Parley.configure(
+                brandID: acme.brand.id, appID: acme.app.id, server: url, identity: .anonymous(displayName: "Cam"), storage: Self.storage(root))
+            let again = EventLog(restarted)
+            await restarted.connect()
+            try await again.wait { EventLog.messages($0).contains { $0.text == "Answer three" } }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(again.messages.map(\.text) == ["Answer two", "Answer three"])
+            await restarted.disconnect()
+            again.task.cancel()
+        }
+    }
 }

@@ -1,0 +1,214 @@
+import Foundation
+import ParleyAPI
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(HummingbirdWSClient)
+import HummingbirdWSClient
+import Logging
+#endif
+
+/// What the app hears from Parley while connected.
+public enum ParleyEvent: Sendable {
+    /// A message in one of the consumer's conversations (the agents', and the consumer's own from
+    /// another device). Each is delivered once, also across reconnects and restarts.
+    case message(MessageDTO)
+    /// Something that happened in a conversation: receipts (the agents read the consumer's
+    /// messages), assignment, resolution, calls.
+    case event(ConversationEventDTO)
+    case conversation(ConversationDTO)
+    case typing(conversationId: ConversationID, participant: ParticipantRef, isTyping: Bool)
+    case connection(ConnectionState)
+
+    public enum ConnectionState: Sendable, Equatable {
+        case connecting
+        case connected
+        /// Not connected; `retrying` when the SDK will try again by itself.
+        case disconnected(retrying: Bool)
+    }
+}
+
+extension Parley {
+    /// Opens the real-time connection (the app is in the foreground and shows the conversation):
+    /// catches up on everything since the last message this device saw, then follows along.
+    /// Dropped connections are reopened with back-off until `disconnect()`.
+    public func connect() {
+        guard realtime == nil else { return }
+        wantsConnection = true
+        realtime = Task { [retryDelay] in
+            var delay = retryDelay
+            while self.wantsConnection, !Task.isCancelled {
+                let reachedServer = await self.runConnection()
+                guard self.wantsConnection, !Task.isCancelled else { break }
+                self.emit(.connection(.disconnected(retrying: true)))
+                delay = reachedServer ? retryDelay : min(delay * 2, .seconds(60))
+                try? await Task.sleep(for: delay)
+            }
+            self.emit(.connection(.disconnected(retrying: false)))
+        }
+    }
+
+    /// Closes the real-time connection (the app went to the background). The outbox keeps working
+    /// over HTTP while `start()` runs.
+    public func disconnect() {
+        wantsConnection = false
+        frames?.finish()
+        frames = nil
+        realtime?.cancel()
+        realtime = nil
+    }
+
+    /// The app shows the conversation up to its newest message: the agents see "read".
+    public func markRead(_ conversationId: ConversationID) async {
+        guard let seq = cursors[conversationId.rawValue], seq > 0 else { return }
+        await sendFrame(.receipt(id: UUID().uuidString, conversationId: conversationId, ReceiptRequest(upToSeq: seq, state: .read)))
+    }
+
+    /// The consumer is (or stopped) typing.
+    public func typing(_ isTyping: Bool, in conversationId: ConversationID) async {
+        await sendFrame(.typing(conversationId: conversationId, isTyping: isTyping))
+    }
+
+    /// One connection, until it drops. Returns whether the server answered (hello).
+    private func runConnection() async -> Bool {
+        emit(.connection(.connecting))
+        do {
+            try await ensureSession()
+        } catch {
+            return false
+        }
+        guard let token = session?.token, var components = URLComponents(url: serverURL, resolvingAgainstBaseURL: false) else { return false }
+        components.scheme = components.scheme == "https" ? "wss" : "ws"
+        components.path = (components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path) + "/v1/realtime"
+        guard let url = components.url else { return false }
+        let (stream, outgoing) = AsyncStream.makeStream(of: String.self)
+        self.frames = outgoing
+        greeted = false
+        defer {
+            outgoing.finish()
+            if self.frames != nil { self.frames = nil }
+        }
+        do {
+            try await RealtimeSocket.run(url: url, token: token, session: urlSession, outgoing: stream) { text in
+                await self.receive(text)
+            }
+        } catch RealtimeSocket.Failure.unauthorized {
+            session = nil  // expired or revoked: a new session on the next attempt
+        } catch {}
+        return greeted
+    }
+
+    private func receive(_ text: String) async {
+        guard let frame = try? decoder.decode(ServerFrame.self, from: Data(text.utf8)) else { return }
+        if case .hello = frame {
+            greeted = true
+            emit(.connection(.connected))
+            // Catch up from what this device saw last.
+            await sendFrame(.resume(id: "resume", cursors: cursors))
+            return
+        }
+        await handle(frame)
+    }
+
+    private func handle(_ frame: ServerFrame) async {
+        switch frame {
+        case .message(let message):
+            guard advance(message.conversationId, to: message.seq) else { return }  // seen already
+            emit(.message(message))
+            if message.senderKind == .agent {
+                // Received on the device: the agents see "delivered".
+                await sendFrame(.receipt(
+                    id: UUID().uuidString, conversationId: message.conversationId, ReceiptRequest(upToSeq: message.seq, state: .delivered)))
+            }
+        case .event(let event):
+            guard advance(event.conversationId, to: event.seq) else { return }
+            emit(.event(event))
+        case .conversation(let conversation):
+            emit(.conversation(conversation))
+        case .typing(let conversationId, let participant, let isTyping):
+            emit(.typing(conversationId: conversationId, participant: participant, isTyping: isTyping))
+        case .resumed(_, let replayed, let complete):
+            if !complete { await sendFrame(.resume(id: "resume", cursors: replayed)) }
+        default:
+            break
+        }
+    }
+
+    /// Moves the conversation's cursor; false when `seq` was seen already (a replay overlap).
+    private func advance(_ conversationId: ConversationID, to seq: Int64) -> Bool {
+        let key = conversationId.rawValue
+        if let seen = cursors[key], seq <= seen { return false }
+        cursors[key] = seq
+        try? store.write(Self.cursorsFile, cursors)
+        return true
+    }
+
+    private func sendFrame(_ frame: ClientFrame) async {
+        guard let frames, let data = try? encoder.encode(frame) else { return }
+        frames.yield(String(decoding: data, as: UTF8.self))
+    }
+
+    nonisolated func emit(_ event: ParleyEvent) {
+        continuation.yield(event)
+    }
+}
+
+/// The WebSocket under the real-time connection: SwiftNIO's (hummingbird-websocket's client) on
+/// Linux, where URLSession has none; URLSession's on Apple platforms. It sends what `outgoing`
+/// yields, hands each text frame to `receive`, and returns when the connection closes.
+enum RealtimeSocket {
+    enum Failure: Error { case unauthorized }
+
+    static func run(
+        url: URL, token: String, session: URLSession, outgoing: AsyncStream<String>, receive: @escaping @Sendable (String) async -> Void
+    ) async throws {
+        #if canImport(HummingbirdWSClient)
+        var logger = Logger(label: "parleykit.realtime")
+        logger.logLevel = .critical
+        let close = try await WebSocketClient.connect(
+            url: url.absoluteString, configuration: .init(maxFrameSize: 1 << 20, additionalHeaders: [.authorization: "Bearer \(token)"]),
+            logger: logger
+        ) { inbound, outbound, _ in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await text in outgoing { try await outbound.write(.text(text)) }
+                    try await outbound.close(.normalClosure, reason: nil)
+                }
+                group.addTask {
+                    for try await message in inbound.messages(maxSize: 1 << 20) {
+                        if case .text(let text) = message { await receive(text) }
+                    }
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        }
+        if case .unknown(let code) = close?.closeCode, code == RealtimeCloseCode.unauthorized { throw Failure.unauthorized }
+        #else
+        var request = URLRequest(url: url)
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        let task = session.webSocketTask(with: request)
+        task.resume()
+        defer { task.cancel(with: .goingAway, reason: nil) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await text in outgoing { try await task.send(.string(text)) }
+            }
+            group.addTask {
+                while true {
+                    let message = try await task.receive()
+                    if case .string(let text) = message { await receive(text) }
+                }
+            }
+            do {
+                try await group.next()
+            } catch {
+                if task.closeCode.rawValue == Int(RealtimeCloseCode.unauthorized) { throw Failure.unauthorized }
+                throw error
+            }
+            group.cancelAll()
+        }
+        #endif
+    }
+}
