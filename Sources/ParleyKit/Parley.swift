@@ -42,6 +42,8 @@ public actor Parley {
 
         public var id: String { clientMessageId }
         public let clientMessageId: String
+        /// `.text`, or `.voice` (the recording is kept sealed on the device until it is sent).
+        public let kind: MessageKind
         public let text: String
         public let createdAt: Date
         public internal(set) var state: State
@@ -55,7 +57,8 @@ public actor Parley {
         var consumer: ConsumerDTO
     }
 
-    public let brandID: BrandID
+    /// The brand the app belongs to: checked against the session (nil: learned from it).
+    public let brandID: BrandID?
     public let appID: AppID
     private let identity: Identity
     let store: SecureStore
@@ -91,7 +94,7 @@ public actor Parley {
 
     /// Opens (or creates) the app's sealed storage and what it kept: the session and the outbox.
     public static func configure(
-        brandID: BrandID, appID: AppID, server: URL, identity: Identity, storage: ParleyStorage, session urlSession: URLSession = .shared,
+        brandID: BrandID?, appID: AppID, server: URL, identity: Identity, storage: ParleyStorage, session urlSession: URLSession = .shared,
         retryDelay: Duration = .seconds(1)
     ) async throws -> Parley {
         let store = try SecureStore(storage)
@@ -105,7 +108,7 @@ public actor Parley {
     }
 
     private init(
-        brandID: BrandID, appID: AppID, identity: Identity, store: SecureStore, server: URL, urlSession: URLSession, client: ParleyClient,
+        brandID: BrandID?, appID: AppID, identity: Identity, store: SecureStore, server: URL, urlSession: URLSession, client: ParleyClient,
         session: Session?, outbox: [OutgoingMessage], cursors: [String: Int64], retryDelay: Duration
     ) {
         (self.brandID, self.appID, self.identity, self.store, self.client) = (brandID, appID, identity, store, client)
@@ -125,11 +128,50 @@ public actor Parley {
     @discardableResult
     public func send(_ text: String, clientMessageId: String = UUID().uuidString) throws -> OutgoingMessage {
         if let existing = outbox.first(where: { $0.clientMessageId == clientMessageId }) { return existing }
-        let message = OutgoingMessage(clientMessageId: clientMessageId, text: text, createdAt: Date(), state: .pending, attempts: 0)
+        let message = OutgoingMessage(clientMessageId: clientMessageId, kind: .text, text: text, createdAt: Date(), state: .pending, attempts: 0)
         outbox.append(message)
         try persistOutbox()
         loop.map { _ in wakeLoop() }
         return message
+    }
+
+    /// Stores a recorded voice note (sealed, so a failed upload is sent again without recording it
+    /// again, also after a restart) and returns it `.pending`.
+    @discardableResult
+    public func sendVoice(file: URL, contentType: String = "application/octet-stream", clientMessageId: String = UUID().uuidString) throws
+        -> OutgoingMessage
+    {
+        if let existing = outbox.first(where: { $0.clientMessageId == clientMessageId }) { return existing }
+        let audio = try Data(contentsOf: file)
+        try store.write(Self.voiceFile(clientMessageId), VoiceDraft(audio: audio, contentType: contentType))
+        let message = OutgoingMessage(
+            clientMessageId: clientMessageId, kind: .voice, text: file.lastPathComponent, createdAt: Date(), state: .pending, attempts: 0)
+        outbox.append(message)
+        try persistOutbox()
+        loop.map { _ in wakeLoop() }
+        return message
+    }
+
+    struct VoiceDraft: Codable {
+        var audio: Data
+        var contentType: String
+    }
+
+    static func voiceFile(_ clientMessageId: String) -> String {
+        "voice-" + String(clientMessageId.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == "-" }.prefix(64).map(Character.init))
+            + ".sealed"
+    }
+
+    /// The consumer's conversations, newest first.
+    public func conversations() async throws -> [ConversationDTO] {
+        try await ensureSession()
+        return try await client.conversations()
+    }
+
+    /// A conversation's messages after `afterSeq`.
+    public func messages(in conversationId: ConversationID, afterSeq: Int64 = 0, limit: Int = 100) async throws -> [MessageDTO] {
+        try await ensureSession()
+        return try await client.messages(conversationId: conversationId, afterSeq: afterSeq, limit: limit)
     }
 
     /// Sends what is pending, in order, until the outbox is empty or the network fails (the next
@@ -212,6 +254,14 @@ public actor Parley {
         for _ in 0..<2 {
             do {
                 try await ensureSession()
+                if message.kind == .voice {
+                    guard let draft = try store.read(Self.voiceFile(message.clientMessageId), as: VoiceDraft.self) else {
+                        return .refused(code: "recording_lost", message: "The recording is no longer on the device.")
+                    }
+                    let response = try await client.sendVoice(draft.audio, contentType: draft.contentType, clientMessageId: message.clientMessageId)
+                    try? FileManager.default.removeItem(at: store.directory.appendingPathComponent(Self.voiceFile(message.clientMessageId)))
+                    return .sent(response)
+                }
                 return .sent(try await client.send(message.text, clientMessageId: message.clientMessageId, attempts: 1))
             } catch ParleyClientError.api(let status, let detail) where status == 401 {
                 // The session expired or was revoked: a new one, then once more.
@@ -239,6 +289,9 @@ public actor Parley {
             consumer = try await client.startSession(appId: appID, identityToken: try await freshToken())
         }
         guard let token = await client.token else { throw ParleyClientError.transport("no session token") }
+        if let brandID, consumer.brandId != brandID {
+            throw ParleyKitError.misconfigured("app \(appID) belongs to another brand than \(brandID)")
+        }
         session = Session(token: token, consumer: consumer)
         try store.write(Self.sessionFile, session)
     }

@@ -63,6 +63,22 @@ public actor ParleyClient {
         throw lastError ?? ParleyClientError.transport("send failed")
     }
 
+    /// Uploads a voice note (the bytes of an audio file; the server sniffs the format). The client
+    /// message id makes a repeated upload return the first one.
+    public func sendVoice(
+        _ audio: Data, contentType: String = "application/octet-stream", conversationId: ConversationID? = nil, clientMessageId: String
+    ) async throws -> SendMessageResponse {
+        var path = "v1/consumer/voice-messages?clientMessageId=\(clientMessageId.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? clientMessageId)"
+        if let conversationId { path += "&conversationId=\(conversationId)" }
+        guard let url = URL(string: path, relativeTo: baseURL) else { throw ParleyClientError.transport("bad path \(path)") }
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        request.setValue(contentType, forHTTPHeaderField: "Content-Type")
+        request.httpBody = audio
+        return try await perform(request)
+    }
+
     public func conversations() async throws -> [ConversationDTO] {
         let list: ListResponse<ConversationDTO> = try await request("GET", "v1/consumer/conversations")
         return list.items
@@ -102,6 +118,10 @@ public actor ParleyClient {
             request.httpBody = try encoder.encode(body)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
+        return try await perform(request)
+    }
+
+    private func perform<Response: Decodable>(_ request: URLRequest) async throws -> Response {
         let (data, response) = try await session.data(for: request)
         guard let http = response as? HTTPURLResponse else { throw ParleyClientError.transport("no HTTP response") }
         guard (200..<300).contains(http.statusCode) else {

@@ -83,5 +83,6 @@ struct SecureStore: Sendable {
 /// What ParleyKit's own machinery reports (the server's refusals are `ParleyClientError`).
 public enum ParleyKitError: Error, Sendable, Equatable {
     case storage(String)
-    case notConfigured
+    /// The app id and brand id do not belong together.
+    case misconfigured(String)
 }

@@ -234,4 +234,45 @@ struct ParleyKitTests {
             again.task.cancel()
         }
     }
+
+    @Test("a voice note recorded while the upload fails is kept sealed, survives a restart and is uploaded once; another brand's app id is refused")
+    func voiceThroughTheOutbox() async throws {
+        let audio = try AudioFixtures.files()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("parleykit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let recording = root.appendingPathComponent("note.m4a")
+        try audio.data("note.m4a").write(to: recording)
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let url = URL(string: "http://127.0.0.1:\(server.port)/")!
+            // The upload cannot reach the server (a closed port): the note waits, sealed.
+            let offline = try await Parley.configure(
+                brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(await Self.freePort())/")!,
+                identity: .anonymous(), storage: Self.storage(root), retryDelay: .milliseconds(20))
+            let pending = try await offline.sendVoice(file: recording, contentType: "audio/mp4")
+            #expect(await offline.flush())
+            try FileManager.default.removeItem(at: recording)  // the app's own copy is gone
+            let sealed = try Data(contentsOf: root.appendingPathComponent("parley").appendingPathComponent("voice-\(pending.clientMessageId).sealed"))
+            #expect(sealed.range(of: Data("ftyp".utf8)) == nil)  // no M4A header in the clear
+
+            let online = try await Parley.configure(brandID: acme.brand.id, appID: acme.app.id, server: url, identity: .anonymous(), storage: Self.storage(root))
+            #expect(await online.flush() == false)
+            #expect(await online.flush() == false)
+            guard case .sent(let messageId, let conversationId, _) = try #require(await online.outgoing.first).state else {
+                Issue.record("not sent: \(await online.outgoing)")
+                return
+            }
+            let messages = try await server.get("/v1/conversations/\(conversationId)/messages", token: acme.adminToken).decode(ListResponse<MessageDTO>.self).items
+            #expect(messages.map(\.id) == [messageId])
+            #expect(messages.first?.kind == .voice && (messages.first?.voice?.durationMs ?? 0) > 500)
+
+            // An app id with another brand's id: refused before anything is sent.
+            let globex = try await BrandScenario.make(server, name: "Globex")
+            let wrong = try await Parley.configure(
+                brandID: globex.brand.id, appID: acme.app.id, server: url, identity: .anonymous(),
+                storage: Self.storage(root.appendingPathComponent("other")))
+            await #expect(throws: ParleyKitError.self) { try await wrong.conversations() }
+        }
+    }
 }
