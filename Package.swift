@@ -94,7 +94,7 @@ let package = Package(
         .executableTarget(
             name: "parley",
             dependencies: [
-                "ParleyAPI", "ParleyServer", "ParleyStore",
+                "ParleyAPI", "ParleyServer", "ParleyStore", "ParleyKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -13,8 +13,9 @@ if [[ "${1:-}" == "--test" ]]; then
     # chromium: the end-to-end tests drive the real pages in headless Chromium.
     # coturn: the TURN server the call tests relay media through; iproute2: `ip` for their private
     # network namespaces. clamav-daemon: the malware tests scan with a real clamd. openssl: the Apple
-    # Messages story encrypts attachments (AES-256-CTR) as its local gateway.
-    packages+=(clamav-daemon postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl)
+    # Messages story encrypts attachments (AES-256-CTR) as its local gateway. tmux: the terminal
+    # client (`parley chat`) is driven in it.
+    packages+=(clamav-daemon postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux)
 fi
 
 missing=()

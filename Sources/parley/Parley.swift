@@ -32,7 +32,7 @@ struct Parley: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parley",
         abstract: "Parley: self-hosted customer messaging with voice.",
-        subcommands: [Serve.self, Migrate.self, Admin.self, ResealSecrets.self],
+        subcommands: [Serve.self, Migrate.self, Admin.self, ResealSecrets.self, Chat.self],
         defaultSubcommand: Serve.self)
 }
 

@@ -1,0 +1,185 @@
+import ArgumentParser
+import Foundation
+import ParleyAPI
+import ParleyKit
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `parley chat`: a consumer in the terminal, on ParleyKit: the conversation, text and voice files,
+/// receipts and typing, and the SDK's sealed outbox (it keeps working offline and after a restart).
+/// How a brand's developer tries the SDK in two minutes.
+struct Chat: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Chat with a brand as a consumer, from the terminal (ParleyKit).",
+        discussion: """
+            Type a message and press Enter. Commands: /voice <file> sends an audio file as a voice \
+            note; /read marks the conversation read; /quit leaves (what is not sent yet is kept and \
+            sent next time).
+            """)
+
+    @Option(help: "The Parley server's address.")
+    var server: String = "http://127.0.0.1:8080"
+
+    @Option(help: "The app to chat with (an app id, app_...).")
+    var app: String
+
+    @Option(help: "The brand the app belongs to (checked when given).")
+    var brand: String?
+
+    @Option(help: "Your name, as the agents see it.")
+    var name: String?
+
+    @Option(help: "Where the sealed conversation data and its key are kept.")
+    var dataDir: String?
+
+    func run() async throws {
+        guard let appID = AppID(app) else { throw ValidationError("--app is an app id like app_...") }
+        let brandID = try brand.map { text -> BrandID in
+            guard let id = BrandID(text) else { throw ValidationError("--brand is a brand id like brd_...") }
+            return id
+        }
+        guard let serverURL = URL(string: server.hasSuffix("/") ? server : server + "/"), serverURL.scheme != nil else {
+            throw ValidationError("--server is an http(s) address")
+        }
+        let home = FileManager.default.homeDirectoryForCurrentUser
+        let root = dataDir.map { URL(fileURLWithPath: $0) } ?? home.appendingPathComponent(".parley-chat").appendingPathComponent(appID.rawValue)
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let parley = try await ParleyKit.Parley.configure(
+            brandID: brandID, appID: appID, server: serverURL, identity: .anonymous(displayName: name),
+            storage: ParleyStorage(directory: root.appendingPathComponent("data"), key: .file(root.appendingPathComponent("key"))))
+        let screen = Screen()
+
+        // The conversation so far (when the server can be reached).
+        let current = CurrentConversation()
+        do {
+            if let conversation = try await parley.conversations().first {
+                current.id.withLock { $0 = conversation.id }
+                let history = try await parley.messages(in: conversation.id)
+                for message in history.suffix(20) { screen.show(message) }
+            }
+            screen.note("Connected to \(serverURL.absoluteString). Type a message; /voice <file>, /read, /quit.")
+        } catch {
+            screen.note("The server cannot be reached: what you write is kept and sent when it can.")
+        }
+        for message in await parley.outgoing where message.state == .pending {
+            screen.note("waiting to be sent: \(message.kind == .voice ? "voice note " : "")\(message.text)")
+        }
+
+        await parley.start()
+        await parley.connect()
+        let events = Task {
+            var typing: Set<String> = []
+            for await event in parley.events {
+                switch event {
+                case .message(let message):
+                    current.id.withLock { $0 = message.conversationId }
+                    if message.senderKind == .agent { screen.show(message) }
+                case .event(let event) where event.kind == .receipt && event.actorKind == .agent:
+                    if event.deliveryState == .read { screen.note("✓✓ read by the agent") }
+                case .typing(_, let participant, let isTyping) where participant.kind == .agent:
+                    if isTyping, typing.insert(participant.id).inserted { screen.note("the agent is typing…") }
+                    if !isTyping { typing.remove(participant.id) }
+                case .connection(.connected):
+                    screen.note("online")
+                case .connection(.disconnected(let retrying)) where retrying:
+                    screen.note("offline: messages are kept and sent when the connection is back")
+                default:
+                    break
+                }
+            }
+        }
+        let tracker = Task {
+            // Each message's state as it changes: sent, or refused with the server's reason.
+            var shown: [String: ParleyKit.Parley.OutgoingMessage.State] = [:]
+            while !Task.isCancelled {
+                for message in await parley.outgoing where shown[message.clientMessageId] != message.state {
+                    if shown[message.clientMessageId] != nil || message.state != .pending {
+                        switch message.state {
+                        case .sent: screen.note("✓ sent: \(message.kind == .voice ? "voice note " : "")\(message.text)")
+                        case .failed(let code, let reason): screen.note("✗ not sent (\(code)): \(reason)")
+                        case .pending: break
+                        }
+                    }
+                    shown[message.clientMessageId] = message.state
+                }
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+
+        for await line in StandardInput.lines() {
+            let text = line.trimmingCharacters(in: .whitespaces)
+            if text.isEmpty { continue }
+            if text == "/quit" { break }
+            if text == "/read" {
+                if let id = current.id.withLock({ $0 }) { await parley.markRead(id) }
+                continue
+            }
+            if text.hasPrefix("/voice ") {
+                let path = String(text.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+                do {
+                    try await parley.sendVoice(file: URL(fileURLWithPath: path))
+                    screen.note("sending voice note \(path)…")
+                } catch {
+                    screen.note("cannot read \(path): \(error.localizedDescription)")
+                }
+                continue
+            }
+            try await parley.send(text)
+        }
+        tracker.cancel()
+        events.cancel()
+        await parley.disconnect()
+        await parley.stop()
+        _ = await parley.flush()
+    }
+}
+
+/// The conversation on screen (the latest one a message came in).
+final class CurrentConversation: Sendable {
+    let id = Mutex<ConversationID?>(nil)
+}
+
+/// Lines for the terminal, one writer at a time.
+final class Screen: Sendable {
+    private let time: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm"
+        return formatter
+    }()
+    private let lock = NSLock()
+
+    func show(_ message: MessageDTO) {
+        let who = message.senderKind == .agent ? "Agent" : "You"
+        let body: String
+        switch message.kind {
+        case .text: body = message.text
+        case .voice:
+            let seconds = (message.voice?.durationMs ?? 0) / 1000
+            body = "🎤 voice note \(seconds / 60):\(String(format: "%02d", seconds % 60))"
+        case .attachment: body = "📎 \(message.attachment?.fileName ?? "file")"
+        }
+        write("[\(lock.withLock { time.string(from: message.createdAt) })] \(who): \(body)")
+    }
+
+    func note(_ text: String) { write("  · \(text)") }
+
+    private func write(_ line: String) {
+        lock.withLock { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+    }
+}
+
+/// Standard input's lines, read on a thread of their own (reading blocks).
+enum StandardInput {
+    static func lines() -> AsyncStream<String> {
+        AsyncStream { continuation in
+            let thread = Thread {
+                while let line = readLine(strippingNewline: true) { continuation.yield(line) }
+                continuation.finish()
+            }
+            thread.start()
+        }
+    }
+}
