@@ -115,6 +115,7 @@ extension Parley {
         switch frame {
         case .message(let message):
             guard advance(message.conversationId, to: message.seq) else { return }  // seen already
+            cache([message], in: message.conversationId)
             emit(.message(message))
             if message.senderKind == .agent {
                 // Received on the device: the agents see "delivered".

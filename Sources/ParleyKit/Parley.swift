@@ -62,7 +62,8 @@ public actor Parley {
     public let appID: AppID
     private let identity: Identity
     let store: SecureStore
-    private let client: ParleyClient
+    let storage: ParleyStorage
+    let client: ParleyClient
     var session: Session?
     private var outbox: [OutgoingMessage]
     private var draining = false
@@ -102,15 +103,16 @@ public actor Parley {
         let outbox = try store.read(outboxFile, as: [OutgoingMessage].self) ?? []
         let cursors = try store.read(cursorsFile, as: [String: Int64].self) ?? [:]
         return Parley(
-            brandID: brandID, appID: appID, identity: identity, store: store, server: server, urlSession: urlSession,
+            brandID: brandID, appID: appID, identity: identity, store: store, storage: storage, server: server, urlSession: urlSession,
             client: ParleyClient(baseURL: server, session: urlSession, token: kept?.token), session: kept, outbox: outbox, cursors: cursors,
             retryDelay: retryDelay)
     }
 
     private init(
-        brandID: BrandID?, appID: AppID, identity: Identity, store: SecureStore, server: URL, urlSession: URLSession, client: ParleyClient,
-        session: Session?, outbox: [OutgoingMessage], cursors: [String: Int64], retryDelay: Duration
+        brandID: BrandID?, appID: AppID, identity: Identity, store: SecureStore, storage: ParleyStorage, server: URL, urlSession: URLSession,
+        client: ParleyClient, session: Session?, outbox: [OutgoingMessage], cursors: [String: Int64], retryDelay: Duration
     ) {
+        self.storage = storage
         (self.brandID, self.appID, self.identity, self.store, self.client) = (brandID, appID, identity, store, client)
         (self.session, self.outbox, self.retryDelay, self.cursors) = (session, outbox, retryDelay, cursors)
         (self.serverURL, self.urlSession) = (server, urlSession)
@@ -169,9 +171,12 @@ public actor Parley {
     }
 
     /// A conversation's messages after `afterSeq`.
+    /// A conversation's messages after `afterSeq` (kept on the device, sealed: `cachedMessages(in:)`).
     public func messages(in conversationId: ConversationID, afterSeq: Int64 = 0, limit: Int = 100) async throws -> [MessageDTO] {
         try await ensureSession()
-        return try await client.messages(conversationId: conversationId, afterSeq: afterSeq, limit: limit)
+        let messages = try await client.messages(conversationId: conversationId, afterSeq: afterSeq, limit: limit)
+        cache(messages, in: conversationId)
+        return messages
     }
 
     /// Sends what is pending, in order, until the outbox is empty or the network fails (the next

@@ -79,6 +79,22 @@ public actor ParleyClient {
         return try await perform(request)
     }
 
+    /// The bytes at a path the server gave (a voice note's rendition), with the session.
+    public func download(_ path: String, maxBytes: Int = 16 * 1024 * 1024) async throws -> Data {
+        let relative = path.hasPrefix("/") ? String(path.dropFirst()) : path
+        guard let url = URL(string: relative, relativeTo: baseURL) else { throw ParleyClientError.transport("bad path \(path)") }
+        var request = URLRequest(url: url)
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        let (data, response) = try await session.data(for: request)
+        guard let http = response as? HTTPURLResponse else { throw ParleyClientError.transport("no HTTP response") }
+        guard (200..<300).contains(http.statusCode) else {
+            let detail = (try? decoder.decode(ErrorBody.self, from: data))?.error ?? .init(code: "http_\(http.statusCode)", message: "")
+            throw ParleyClientError.api(status: http.statusCode, detail)
+        }
+        guard data.count <= maxBytes else { throw ParleyClientError.transport("the file is larger than \(maxBytes) bytes") }
+        return data
+    }
+
     public func conversations() async throws -> [ConversationDTO] {
         let list: ListResponse<ConversationDTO> = try await request("GET", "v1/consumer/conversations")
         return list.items

@@ -13,10 +13,16 @@ public struct ParleyStorage: Sendable {
 
     public var directory: URL
     public var key: Key
+    /// How many conversations' messages are kept on the device for reading offline.
+    public var cachedConversations: Int
+    /// How many voice notes' audio files are kept on the device (the most recently played).
+    public var cachedVoiceNotes: Int
 
-    public init(directory: URL, key: Key) {
+    public init(directory: URL, key: Key, cachedConversations: Int = 5, cachedVoiceNotes: Int = 20) {
         self.directory = directory
         self.key = key
+        self.cachedConversations = max(0, cachedConversations)
+        self.cachedVoiceNotes = max(0, cachedVoiceNotes)
     }
 }
 
@@ -72,6 +78,10 @@ struct SecureStore: Sendable {
         }
     }
 
+    func remove(_ name: String) {
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+    }
+
     /// Signing out: every file goes.
     func wipe() throws {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] {
@@ -85,4 +95,6 @@ public enum ParleyKitError: Error, Sendable, Equatable {
     case storage(String)
     /// The app id and brand id do not belong together.
     case misconfigured(String)
+    /// What was asked for does not exist (yet): a voice note still being processed, say.
+    case notAvailable(String)
 }

@@ -275,4 +275,47 @@ struct ParleyKitTests {
             await #expect(throws: ParleyKitError.self) { try await wrong.conversations() }
         }
     }
+
+    @Test("the device keeps the conversation and the last voice notes sealed: readable offline, no plaintext in any file, the oldest audio evicted")
+    func encryptedCache() async throws {
+        let audio = try AudioFixtures.files()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("parleykit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            var storage = Self.storage(root)
+            storage.cachedVoiceNotes = 1
+            let parley = try await Parley.configure(
+                brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(server.port)/")!, identity: .anonymous(),
+                storage: storage)
+            try await parley.send("My card number ends in 4242 and the parcel is late")
+            #expect(await parley.flush() == false)
+            guard case .sent(_, let conversationId, _) = try #require(await parley.outgoing.first).state else { return }
+            _ = try await acme.reply("Sorry about that, a new one ships today", in: conversationId, as: acme.adminToken)
+            var notes: [MessageDTO] = []
+            for _ in 0..<2 {
+                let upload = try await VoiceTests.upload(server, try audio.data("note.webm"), token: acme.adminToken, agentConversation: conversationId)
+                notes.append(try await VoiceTests.processed(server, try upload.decode(SendMessageResponse.self).message, token: acme.adminToken))
+            }
+            let history = try await parley.messages(in: conversationId)
+            #expect(history.count == 4)
+            #expect(await parley.cachedMessages(in: conversationId).map(\.text) == history.map(\.text))
+
+            let first = try await parley.voiceAudio(for: notes[0])
+            #expect(try SMSTests.probe(first) == "aac,1")
+            #expect(try await parley.voiceAudio(for: notes[0]) == first)  // from the cache
+            _ = try await parley.voiceAudio(for: notes[1])
+            let files = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("parley").path)
+            #expect(files.filter { $0.hasPrefix("audio-") } == ["audio-\(notes[1].id.rawValue).sealed"])
+            for name in files {
+                let bytes = try Data(contentsOf: root.appendingPathComponent("parley").appendingPathComponent(name))
+                for secret in ["4242", "parcel", "ships today", "ftyp"] {
+                    #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(name) holds '\(secret)' in the clear")
+                }
+            }
+            try await parley.signOut()
+            #expect(try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("parley").path).isEmpty)
+            #expect(await parley.cachedMessages(in: conversationId).isEmpty)
+        }
+    }
 }
