@@ -35,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
         // gzip for Apple Messages for Business (its gateway's bodies); already built for WebSocket compression.
         .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
+        // Extra trust roots for providers' HTTPS (a local APNs endpoint in tests; already built for AsyncHTTPClient).
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         .target(name: "ParleyAPI", swiftSettings: swiftSettings),
@@ -71,6 +73,7 @@ let package = Package(
                 // AES-CTR for Apple Messages for Business attachments.
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "CompressNIO", package: "compress-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -135,6 +138,9 @@ let package = Package(
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                // A local APNs endpoint: HTTP/2 over TLS.
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             // Providers' documented payloads, read from the source tree (see Fixtures/*/SOURCES.md).
             exclude: ["Fixtures"],

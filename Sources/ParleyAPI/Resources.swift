@@ -463,6 +463,8 @@ public struct BrandSettingsDTO: Codable, Sendable, Hashable {
     /// The brand's logo (`PUT /v1/brand/logo`), a PNG at most 256 px wide; nil without one. Public:
     /// the widget shows it on any page.
     public var logoUrl: String?
+    /// Whether push notifications show the message's text or only that there is one.
+    public var pushPreview: PushPreview = .masked
 
     public static let defaultWidgetColor = "#4f46e5"
     public static let defaultAvailableText = "Typically replies in a few minutes"
@@ -510,14 +512,16 @@ public struct UpdateBrandSettingsRequest: Codable, Sendable {
     public var attachmentGroups: [AttachmentGroup]?
     public var attachmentMaxMegabytes: Int?
     public var previewOrigins: [String]?
+    public var pushPreview: PushPreview?
 
     public init(
         voiceMaxSeconds: Int? = nil, voiceFromConsumers: Bool? = nil, voiceFromAgents: Bool? = nil,
         scanFailurePolicy: ScanFailurePolicy? = nil, cardMasking: CardMasking? = nil, openConversationsPerConsumer: Int? = nil,
         autoAwayMinutes: Int? = nil, exposedClaims: [String]? = nil, widgetColor: String? = nil, availableText: String? = nil,
         awayText: String? = nil, attachmentGroups: [AttachmentGroup]? = nil, attachmentMaxMegabytes: Int? = nil,
-        previewOrigins: [String]? = nil
+        previewOrigins: [String]? = nil, pushPreview: PushPreview? = nil
     ) {
+        self.pushPreview = pushPreview
         self.previewOrigins = previewOrigins
         self.attachmentGroups = attachmentGroups
         self.attachmentMaxMegabytes = attachmentMaxMegabytes

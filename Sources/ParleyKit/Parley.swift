@@ -164,6 +164,15 @@ public actor Parley {
             + ".sealed"
     }
 
+    /// Registers this device's APNs token (from `didRegisterForRemoteNotificationsWithDeviceToken`):
+    /// Parley notifies the device when an agent writes while the app is not connected.
+    /// `sandbox` for development builds.
+    public func registerForNotifications(apnsToken: Data, sandbox: Bool = false) async throws {
+        try await ensureSession()
+        try await client.registerPush(RegisterPushRequest(
+            provider: .apns, token: apnsToken.map { String(format: "%02x", $0) }.joined(), environment: sandbox ? "sandbox" : "production"))
+    }
+
     /// The consumer's conversations, newest first.
     public func conversations() async throws -> [ConversationDTO] {
         try await ensureSession()

@@ -95,6 +95,13 @@ public actor ParleyClient {
         return data
     }
 
+    /// Registers the device for push notifications (the server sends them while the consumer has
+    /// no live connection).
+    @discardableResult
+    public func registerPush(_ registration: RegisterPushRequest) async throws -> PushRegistrationDTO {
+        try await request("POST", "v1/consumer/push", body: registration)
+    }
+
     public func conversations() async throws -> [ConversationDTO] {
         let list: ListResponse<ConversationDTO> = try await request("GET", "v1/consumer/conversations")
         return list.items

@@ -36,6 +36,11 @@ public struct ParleyConfiguration: Sendable {
     public var publicURL: String?
     /// Hours a link to a voice note or file sent by SMS works.
     public var sharedLinkHours: Int = 72
+    /// Replaces APNs' hosts (api.push.apple.com, api.sandbox.push.apple.com): a sandbox or a test endpoint.
+    public var apnsAPIURL: String?
+    /// A PEM file of extra certificate authorities trusted for providers' HTTPS (a corporate proxy,
+    /// or a local endpoint in tests), beside the system's.
+    public var providerCAFile: String?
     /// Longest a call to a provider (API request or media download) may take.
     public var providerTimeoutSeconds: Int = 30
     /// Durable jobs (channel delivery, media fetches, webhook processing) run at once on this node.

@@ -185,6 +185,13 @@ extension ParleyConfiguration {
         Setting(flag: "apple-media-hosts", environment: "PARLEY_APPLE_MEDIA_HOSTS", help: "comma-separated hosts (HTTPS; *.domain for its subdomains) or origins Apple attachments may be downloaded from and uploaded to (default *.icloud.com,*.icloud-content.com)") { c, v, _ in
             c.appleMediaHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         },
+        Setting(flag: "apns-api-url", environment: "PARLEY_APNS_API_URL", help: "replaces APNs' hosts (default: api.push.apple.com, or api.sandbox.push.apple.com for sandbox tokens)") { c, v, name throws(ConfigurationError) in
+            c.apnsAPIURL = try parseBaseURL(v, name)
+        },
+        Setting(flag: "provider-ca-file", environment: "PARLEY_PROVIDER_CA_FILE", help: "a PEM file of extra certificate authorities trusted for providers' HTTPS (default: the system's only)") { c, v, name throws(ConfigurationError) in
+            guard FileManager.default.isReadableFile(atPath: v) else { throw ConfigurationError(setting: name, message: "'\(v)' cannot be read") }
+            c.providerCAFile = v
+        },
         Setting(flag: "twilio-api-url", environment: "PARLEY_TWILIO_API_URL", help: "Twilio REST API base URL (default https://api.twilio.com)") { c, v, name throws(ConfigurationError) in
             c.twilioAPIURL = try parseBaseURL(v, name)
         },

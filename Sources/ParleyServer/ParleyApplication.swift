@@ -31,6 +31,7 @@ public struct ParleyServices: Sendable {
     public let messenger: MessengerChannel
     public let sms: SMSChannel
     public let apple: AppleChannel
+    public let push: PushService
     let links: SharedLinks
     /// Runs durable jobs (channel delivery, media fetches, webhook processing).
     public let jobRunner: JobRunner
@@ -124,7 +125,7 @@ public struct ParleyServices: Sendable {
                 maxUploadBytes: configuration.maxAttachmentBytes, receiver: UploadReceiver(pace: voice.pace, metrics: metrics),
                 thumbnails: WorkSlots(limit: configuration.voiceAnalyses, queueLimit: configuration.voiceQueue), uploads: voice.uploads,
                 limits: limits, clock: clock, logger: logger)
-        let httpClient = ProviderHTTP.makeClient(readTimeoutSeconds: configuration.providerTimeoutSeconds)
+        let httpClient = ProviderHTTP.makeClient(readTimeoutSeconds: configuration.providerTimeoutSeconds, caFile: configuration.providerCAFile)
         let providerHTTP = ProviderHTTP(client: httpClient, timeout: .seconds(configuration.providerTimeoutSeconds))
         let inbox = ChannelInbox(
             store: store, conversations: conversations, voice: voice, attachments: attachments, blobs: blobs, http: providerHTTP, clock: clock,
@@ -151,7 +152,12 @@ public struct ParleyServices: Sendable {
             .whatsapp: WhatsAppOutbound(whatsapp: whatsapp), .messenger: MessengerOutbound(messenger: messenger), .sms: SMSOutbound(sms: sms),
             .apple: AppleOutbound(apple: apple),
         ]
+        let push = PushService(store: store, secrets: secrets, hub: hub, jobs: jobs, clock: clock, logger: logger)
+        push.watch(bus)
         let handlers: [any JobHandler] = [
+            PushSender(
+                store: store, secrets: secrets, http: providerHTTP, apnsURL: configuration.apnsAPIURL, tokens: APNsTokens(), clock: clock,
+                logger: logger),
             ChannelSender(store: store, conversations: conversations, connectors: connectors, logger: logger),
             // Webhooks are processed after they were acknowledged; media is fetched on its own. A
             // media job given up on still tells the agent that the customer sent something.
@@ -174,7 +180,7 @@ public struct ParleyServices: Sendable {
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
             calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
             workspace: WorkspaceService(store: store, hub: hub, bus: bus, clock: clock, logger: logger),
-            whatsapp: whatsapp, messenger: messenger, sms: sms, apple: apple, links: links, jobRunner: jobRunner, httpClient: httpClient,
+            whatsapp: whatsapp, messenger: messenger, sms: sms, apple: apple, push: push, links: links, jobRunner: jobRunner, httpClient: httpClient,
             attachments: attachments,
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
             searchIndexer: SearchIndexer(store: store, interval: .milliseconds(250), logger: logger),
@@ -221,6 +227,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
         configuration: services.configuration
     ).addRoutes(to: routes)
     SharedLinkController(links: services.links, store: services.store, blobs: services.blobs).addRoutes(to: routes)
+    PushController(push: services.push, configuration: services.configuration).addRoutes(to: routes)
     WorkspaceController(
         workspace: services.workspace, voice: services.voice, identity: services.identity, limits: services.limits,
         configuration: services.configuration

@@ -1,4 +1,5 @@
 import Foundation
+import JWTKit
 import HTTPTypes
 import ParleyAPI
 import ParleyServer
@@ -81,6 +82,8 @@ struct CrossTenantTests {
                 case (.put, let path) where path.hasSuffix("/messenger"):
                     json = ConnectMessengerRequest(pageId: "123", verifyToken: "stolen-token", appSecret: "stolen-secret", pageAccessToken: "stolen-token")
                 case (.put, let path) where path.hasSuffix("/messenger/settings"): json = MessengerSettingsRequest(humanAgent: true)
+                case (.put, let path) where path.hasSuffix("/push/apns"):
+                    json = ConnectAPNsRequest(teamId: "ABCDE12345", keyId: "KEY1234567", privateKey: ES256PrivateKey().pemRepresentation, topic: "com.globex")
                 case (.put, let path) where path.hasSuffix("/apple"):
                     json = ConnectAppleRequest(businessId: "stolen-business", mspId: "stolen-msp", secret: Data(repeating: 7, count: 32).base64EncodedString())
                 case (.put, let path) where path.hasSuffix("/sms"):

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import ParleyDomain
 
 /// Parley's calls to messaging providers (their APIs and their media hosts), over one shared
@@ -12,10 +13,16 @@ public struct ProviderHTTP: Sendable {
     /// The whole exchange's deadline.
     let timeout: Duration
 
-    public static func makeClient(connectTimeoutSeconds: Int = 5, readTimeoutSeconds: Int) -> HTTPClient {
+    /// `caFile`: extra certificate authorities (PEM) trusted beside the system's.
+    public static func makeClient(connectTimeoutSeconds: Int = 5, readTimeoutSeconds: Int, caFile: String? = nil) -> HTTPClient {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: .seconds(Int64(connectTimeoutSeconds)), read: .seconds(Int64(readTimeoutSeconds))))
+        if let caFile {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = [.file(caFile)]
+            configuration.tlsConfiguration = tls
+        }
         configuration.connectionPool = .init(idleTimeout: .seconds(60))
         configuration.httpVersion = .automatic
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)

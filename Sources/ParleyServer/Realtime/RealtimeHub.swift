@@ -133,6 +133,12 @@ public final class RealtimeHub: Service {
         }
     }
 
+    /// Whether the consumer has a live real-time connection on this node (push notifications go to
+    /// consumers who do not).
+    public func isConnected(consumerId: ConsumerID) -> Bool {
+        state.withLock { !($0.byConsumer[consumerId] ?? []).isEmpty }
+    }
+
     /// Sets who is told when an agent connects for the first time or loses their last connection.
     func onAgentConnectivity(_ observer: @escaping @Sendable (AgentPrincipal, Bool) -> Void) {
         agentConnectivity.withLock { $0 = observer }

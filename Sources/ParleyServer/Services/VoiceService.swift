@@ -56,6 +56,7 @@ public struct VoiceService: Sendable {
             if let value = change.autoAwayMinutes { settings.autoAwayMinutes = value }
             if let value = change.exposedClaims { settings.exposedClaims = value }
             if let value = change.widgetColor { settings.widgetColor = value.lowercased() }
+            if let value = change.pushPreview { settings.pushPreview = value }
             if let value = change.availableText { settings.availableText = value }
             if let value = change.awayText { settings.awayText = value }
             if let value = change.attachmentGroups { settings.attachmentGroups = AttachmentGroup.allCases.filter(value.contains) }

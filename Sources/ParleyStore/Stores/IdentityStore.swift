@@ -225,9 +225,11 @@ struct BrandSettingsRow: TableRow {
     var previewOrigins: String
     /// Bumped with every new logo (its URL changes, so caches keep each one forever); 0: none.
     var logoVersion: Int
+    var pushPreview: PushPreview
     var updatedAt: Int64
 
     init(_ settings: BrandSettingsDTO, brandId: BrandID, at: Date) {
+        pushPreview = settings.pushPreview
         self.brandId = brandId
         voiceMaxSeconds = settings.voiceMaxSeconds
         voiceFromConsumers = settings.voiceFromConsumers ? 1 : 0
@@ -248,7 +250,7 @@ struct BrandSettingsRow: TableRow {
     }
 
     var dto: BrandSettingsDTO {
-        BrandSettingsDTO(
+        var settings = BrandSettingsDTO(
             voiceMaxSeconds: voiceMaxSeconds, voiceFromConsumers: voiceFromConsumers != 0, voiceFromAgents: voiceFromAgents != 0,
             scanFailurePolicy: scanFailurePolicy, cardMasking: cardMasking, openConversationsPerConsumer: openConversationsPerConsumer,
             autoAwayMinutes: autoAwayMinutes, exposedClaims: exposedClaims.split(separator: ",").map(String.init),
@@ -256,6 +258,8 @@ struct BrandSettingsRow: TableRow {
             attachmentGroups: attachmentGroups.split(separator: ",").compactMap { AttachmentGroup(rawValue: String($0)) },
             attachmentMaxMegabytes: attachmentMaxMegabytes, previewOrigins: previewOrigins.split(separator: " ").map(String.init),
             logoUrl: logoVersion > 0 ? MediaPaths.logo(brandId: brandId, version: logoVersion) : nil)
+        settings.pushPreview = pushPreview
+        return settings
     }
 }
 

@@ -1,0 +1,172 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import JWTKit
+import Logging
+import NIOCore
+import NIOHTTP1
+import ParleyAPI
+import ParleyDomain
+import ParleyStore
+import Synchronization
+
+/// Push notifications for consumers who are not connected: when an agent writes (a message, a
+/// voice note, a call invitation) in a conversation whose consumer has no live connection on this
+/// node, each of the consumer's registered devices gets a `push.send` job. A notification never
+/// blocks or delays delivery: the message is stored and published first; a failed push is retried
+/// with back-off, and a token the provider reports invalid is deleted.
+public struct PushService: Sendable {
+    let store: Store
+    let secrets: SecretBox
+    let hub: RealtimeHub
+    let jobs: JobQueue
+    let clock: any WallClock
+    let logger: Logger
+
+    static let jobKind = "push.send"
+
+    // MARK: Consumers' devices
+
+    public func register(_ consumer: ConsumerPrincipal, _ request: RegisterPushRequest) async throws -> PushRegistrationDTO {
+        let token = request.token.trimmingCharacters(in: .whitespaces)
+        switch request.provider {
+        case .apns:
+            guard (32...200).contains(token.count), token.allSatisfy(\.isHexDigit) else {
+                throw ParleyError.invalidField("token", "An APNs device token is hexadecimal (64 digits from the device).")
+            }
+        case .fcm, .webpush:
+            // Not sent by this server yet (docs/push.md): refused rather than stored and never used.
+            throw ParleyError(
+                .unprocessable, code: "push_provider_not_supported",
+                message: "This server sends notifications through APNs only for now; \(request.provider.rawValue) is not supported yet.", field: "provider")
+        }
+        if let environment = request.environment, !["production", "sandbox"].contains(environment) {
+            throw ParleyError.invalidField("environment", "'environment' is production or sandbox.")
+        }
+        let now = clock.now()
+        let saved = try await store.write { repo in
+            try await repo.savePushRegistration(PushRegistrationRecord(
+                id: "push_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased(), brandId: consumer.brandId, appId: consumer.appId, consumerId: consumer.consumerId,
+                provider: request.provider, token: request.provider == .apns ? token.lowercased() : token,
+                environment: request.environment, createdAt: now, updatedAt: now))
+        }
+        return PushRegistrationDTO(id: saved.id, provider: saved.provider, createdAt: saved.createdAt)
+    }
+
+    public func unregister(_ consumer: ConsumerPrincipal, _ request: RegisterPushRequest) async throws {
+        let token = request.provider == .apns ? request.token.lowercased() : request.token
+        guard try await store.write({ repo in
+            try await repo.deletePushRegistration(consumerId: consumer.consumerId, provider: request.provider, token: token)
+        }) else { throw ParleyError.notFound("Push registration") }
+    }
+
+    // MARK: Apps' credentials
+
+    struct APNsSecrets: Codable {
+        var teamId: String
+        var keyId: String
+        var privateKey: String
+    }
+
+    struct APNsSettings: Codable {
+        var topic: String
+    }
+
+    public func connectAPNs(_ admin: AgentPrincipal, appId: AppID, _ request: ConnectAPNsRequest) async throws -> PushConnectionDTO {
+        try admin.require(.admin)
+        for (field, value) in [("teamId", request.teamId), ("keyId", request.keyId)] {
+            guard value.count == 10, value.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) else {
+                throw ParleyError.invalidField(field, "'\(field)' is the 10 characters Apple shows (letters and digits).")
+            }
+        }
+        guard (3...255).contains(request.topic.count), request.topic.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._".contains($0)) })
+        else { throw ParleyError.invalidField("topic", "'topic' is the app's bundle id, like com.acme.shop.") }
+        guard request.privateKey.count <= 4096, (try? ES256PrivateKey(pem: request.privateKey)) != nil else {
+            throw ParleyError.invalidField("privateKey", "'privateKey' is the APNs auth key (.p8), PEM.")
+        }
+        let sealed = try secrets.seal(String(decoding: try JSONEncoder().encode(
+            APNsSecrets(teamId: request.teamId, keyId: request.keyId, privateKey: request.privateKey)), as: UTF8.self))
+        let settings = String(decoding: try JSONEncoder().encode(APNsSettings(topic: request.topic)), as: UTF8.self)
+        let now = clock.now()
+        try await store.write { repo in
+            guard let app = try await repo.app(id: appId), app.brandId == admin.brandId else { throw ParleyError.notFound("App") }
+            try await repo.savePushCredentials(PushCredentialsRecord(
+                appId: appId, provider: .apns, brandId: admin.brandId, sealedSecrets: sealed, settings: settings, updatedAt: now))
+        }
+        return PushConnectionDTO(appId: appId, provider: .apns, topic: request.topic, updatedAt: now)
+    }
+
+    public func connections(_ admin: AgentPrincipal) async throws -> [PushConnectionDTO] {
+        try admin.require(.admin)
+        return try await store.read { repo in try await repo.pushCredentials(brandId: admin.brandId) }.map { record in
+            PushConnectionDTO(
+                appId: record.appId, provider: record.provider,
+                topic: record.settings.flatMap { try? JSONDecoder().decode(APNsSettings.self, from: Data($0.utf8)) }?.topic,
+                updatedAt: record.updatedAt)
+        }
+    }
+
+    // MARK: Deciding to notify
+
+    /// Watches what is published: an agent's message, or a call that starts ringing, for a
+    /// consumer without a live connection here, becomes one job per registered device. Jobs are
+    /// keyed by what they announce and the device, so every node may see the event and still only
+    /// one notification goes out.
+    func watch(_ bus: any EventBus) {
+        let decoder = ParleyJSON.makeDecoder()
+        bus.subscribe { event in
+            // Cheap checks first: every message of every conversation passes here. A connected
+            // consumer needs no notification; only messages and calls can need one.
+            guard case .conversation(let brandId, let consumerId) = event.audience, !hub.isConnected(consumerId: consumerId),
+                event.frame.contains("\"message\"") || event.frame.contains("\"call\""),
+                let frame = try? decoder.decode(ServerFrame.self, from: Data(event.frame.utf8))
+            else { return }
+            let announcement: Announcement?
+            switch frame {
+            case .message(let message) where message.senderKind == .agent:
+                announcement = Announcement(
+                    key: message.id.rawValue, brandId: brandId, consumerId: consumerId, conversationId: message.conversationId,
+                    kind: message.kind == .voice ? .voice : message.kind == .attachment ? .attachment : .text,
+                    text: message.kind == .text ? String(message.text.prefix(180)) : nil, badgeSeq: message.seq)
+            case .call(let call) where call.state == .ringing:
+                announcement = Announcement(
+                    key: "\(call.id.rawValue):ringing", brandId: brandId, consumerId: consumerId, conversationId: call.conversationId,
+                    kind: .call, text: nil, badgeSeq: nil)
+            default:
+                announcement = nil
+            }
+            guard let announcement else { return }
+            Task { await self.enqueue(announcement) }
+        }
+    }
+
+    /// What a notification is about.
+    struct Announcement: Codable, Sendable {
+        enum Kind: String, Codable, Sendable { case text, voice, attachment, call }
+        var key: String
+        var brandId: BrandID
+        var consumerId: ConsumerID
+        var conversationId: ConversationID
+        var kind: Kind
+        var text: String?
+        var badgeSeq: Int64?
+    }
+
+    struct Job: Codable, Sendable {
+        var registrationId: String
+        var announcement: Announcement
+    }
+
+    private func enqueue(_ announcement: Announcement) async {
+        do {
+            let registrations = try await store.read { repo in try await repo.pushRegistrations(consumerId: announcement.consumerId) }
+            for registration in registrations where registration.brandId == announcement.brandId {
+                try await jobs.enqueue(
+                    Self.jobKind, Job(registrationId: registration.id, announcement: announcement), brandId: announcement.brandId,
+                    dedupeKey: "push:\(announcement.key):\(registration.id)")
+            }
+        } catch {
+            logger.warning("could not queue push notifications", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import HTTPTypes
+import JWTKit
+import ParleyAPI
+import ParleyKit
+import ParleyServer
+import Testing
+
+/// Push notifications through a local APNs endpoint (`FakeAPNs`: HTTP/2 over TLS, the provider
+/// token checked with the key's public half).
+@Suite("Push notifications: registration, APNs, who gets one, masking, invalid tokens")
+struct PushTests {
+    static let deviceToken = String(repeating: "ab12", count: 16)
+
+    @Test("a consumer without a live connection gets a notification when an agent writes (masked, then with text), a connected one none; a dead token is deleted")
+    func apns() async throws {
+        let key = ES256PrivateKey()
+        let fake = try await FakeAPNs.start(publicKey: key.publicKey)
+        do {
+            try await TestServer.run(configure: {
+                $0.apnsAPIURL = fake.baseURL
+                $0.providerCAFile = fake.certificateFile
+            }) { server in
+                let acme = try await BrandScenario.make(server)
+                let credentials = ConnectAPNsRequest(teamId: "ABCDE12345", keyId: "KEY1234567", privateKey: key.pemRepresentation, topic: "com.acme.shop")
+                let (agentToken, _) = try await acme.agent()
+                #expect(try await server.request(.put, "/v1/apps/\(acme.app.id)/push/apns", token: agentToken, json: credentials).status == .forbidden)
+                var bad = credentials
+                bad.privateKey = "not a key"
+                #expect(try await server.request(.put, "/v1/apps/\(acme.app.id)/push/apns", token: acme.adminToken, json: bad).error.field == "privateKey")
+                let connected = try await server.request(.put, "/v1/apps/\(acme.app.id)/push/apns", token: acme.adminToken, json: credentials)
+                #expect(connected.status == .ok && !connected.text.contains("PRIVATE KEY"))
+                #expect(try await server.get("/v1/push-connections", token: acme.adminToken).decode(ListResponse<PushConnectionDTO>.self).items.map(\.topic) == ["com.acme.shop"])
+
+                let (consumerToken, _) = try await acme.consumer(name: "Dana")
+                let sent = try await acme.send("Where is my parcel?", as: consumerToken)
+                // Registration: validated; FCM and Web Push are refused until this server sends them.
+                #expect(try await server.post("/v1/consumer/push", token: consumerToken, json: RegisterPushRequest(provider: .apns, token: "xyz")).error.field == "token")
+                #expect(try await server.post("/v1/consumer/push", token: consumerToken, json: RegisterPushRequest(provider: .fcm, token: "fcm-token-0123456789"))
+                    .error.code == "push_provider_not_supported")
+                // The SDK registers the device's token (as UIApplication hands it over: bytes).
+                let parley = try await Parley.configure(
+                    brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(server.port)/")!,
+                    identity: .anonymous(), storage: ParleyStorage(
+                        directory: FileManager.default.temporaryDirectory.appendingPathComponent("push-\(UUID().uuidString)"),
+                        key: .bytes(Data(repeating: 9, count: 32))))
+                try await parley.registerForNotifications(apnsToken: Data(repeating: 0xab, count: 32), sandbox: true)
+                #expect(try await server.post("/v1/consumer/push", token: consumerToken, json: RegisterPushRequest(provider: .apns, token: Self.deviceToken)).status == .ok)
+
+                // The consumer's app is in the background (no connection): the agent's answer is pushed, masked.
+                _ = try await acme.reply("It ships tomorrow morning", in: sent.conversation.id, as: acme.adminToken)
+                let first = try await Self.wait(fake, count: 1)
+                #expect(first.token == Self.deviceToken)
+                #expect(first.alertBody == "New message from \(acme.brand.name)")
+                #expect(first.badge == 1)
+                #expect(first.headers["apns-topic"] == "com.acme.shop" && first.headers["apns-collapse-id"] == sent.conversation.id.rawValue)
+                #expect(first.jwtIssuer == "ABCDE12345" && first.jwtKeyId == "KEY1234567")
+
+                // The brand shows text: the next one carries it, and the badge counts both unread.
+                #expect(try await server.request(.patch, "/v1/brand/settings", token: acme.adminToken, json: UpdateBrandSettingsRequest(pushPreview: .text)).status == .ok)
+                _ = try await acme.reply("Tracking: ZX-99", in: sent.conversation.id, as: acme.adminToken)
+                let second = try await Self.wait(fake, count: 2)
+                #expect(second.alertBody == "Tracking: ZX-99" && second.badge == 2)
+
+                // Connected (the app is open): no notification.
+                let probe = try await RealtimeProbe.connect(port: server.port, token: consumerToken)
+                _ = try await acme.reply("Anything else?", in: sent.conversation.id, as: acme.adminToken)
+                _ = try await probe.next(within: 10)
+                try await Task.sleep(for: .milliseconds(700))
+                #expect(fake.received.count == 2)
+                _ = await probe.close()
+
+                // The app was removed: APNs answers 410 and the token is deleted.
+                fake.state.withLock { _ = $0.unregistered.insert(Self.deviceToken) }
+                try await Task.sleep(for: .milliseconds(300))  // the probe's connection is gone
+                _ = try await acme.reply("Bye for now", in: sent.conversation.id, as: acme.adminToken)
+                _ = try await Self.wait(fake, count: 3)
+                try await Task.sleep(for: .milliseconds(300))
+                _ = try await acme.reply("Still there?", in: sent.conversation.id, as: acme.adminToken)
+                try await Task.sleep(for: .milliseconds(800))
+                #expect(fake.received.count == 3)
+                #expect(try await server.request(.delete, "/v1/consumer/push", token: consumerToken, json: RegisterPushRequest(provider: .apns, token: Self.deviceToken)).status == .notFound)
+            }
+        } catch {
+            await fake.stop()
+            throw error
+        }
+        await fake.stop()
+    }
+
+    static func wait(_ fake: FakeAPNs, count: Int, within seconds: Double = 15) async throws -> FakeAPNs.Received {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let received = fake.received
+            if received.count >= count { return received[count - 1] }
+            try await Task.sleep(for: .milliseconds(30))
+        }
+        throw TestFailure("APNs got \(fake.received.count) notifications, expected \(count)")
+    }
+}
