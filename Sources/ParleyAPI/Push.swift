@@ -59,11 +59,21 @@ public struct ConnectAPNsRequest: Codable, Sendable {
     }
 }
 
+/// `PUT /v1/apps/{appId}/push/fcm`: the brand's Firebase service account for its Android app. The
+/// key is stored encrypted and never returned.
+public struct ConnectFCMRequest: Codable, Sendable {
+    /// The service account key file's JSON (Firebase console → Project settings → Service
+    /// accounts → Generate new private key): `project_id`, `client_email` and `private_key` are used.
+    public var serviceAccount: String
+
+    public init(serviceAccount: String) { self.serviceAccount = serviceAccount }
+}
+
 /// An app's push set-up, as admins see it (never its keys).
 public struct PushConnectionDTO: Codable, Sendable, Hashable {
     public var appId: AppID
     public var provider: PushProvider
-    /// APNs: the topic (bundle id).
+    /// APNs: the topic (bundle id); FCM: the Firebase project id.
     public var topic: String?
     public var updatedAt: Date
 

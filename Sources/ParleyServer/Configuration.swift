@@ -38,6 +38,9 @@ public struct ParleyConfiguration: Sendable {
     public var sharedLinkHours: Int = 72
     /// Replaces APNs' hosts (api.push.apple.com, api.sandbox.push.apple.com): a sandbox or a test endpoint.
     public var apnsAPIURL: String?
+    /// Firebase Cloud Messaging's API and Google's OAuth 2.0 token endpoint (local endpoints in tests).
+    public var fcmAPIURL: String = "https://fcm.googleapis.com"
+    public var fcmTokenURL: String = "https://oauth2.googleapis.com/token"
     /// A PEM file of extra certificate authorities trusted for providers' HTTPS (a corporate proxy,
     /// or a local endpoint in tests), beside the system's.
     public var providerCAFile: String?

@@ -188,6 +188,12 @@ extension ParleyConfiguration {
         Setting(flag: "apns-api-url", environment: "PARLEY_APNS_API_URL", help: "replaces APNs' hosts (default: api.push.apple.com, or api.sandbox.push.apple.com for sandbox tokens)") { c, v, name throws(ConfigurationError) in
             c.apnsAPIURL = try parseBaseURL(v, name)
         },
+        Setting(flag: "fcm-api-url", environment: "PARLEY_FCM_API_URL", help: "Firebase Cloud Messaging API base URL (default https://fcm.googleapis.com)") { c, v, name throws(ConfigurationError) in
+            c.fcmAPIURL = try parseBaseURL(v, name)
+        },
+        Setting(flag: "fcm-token-url", environment: "PARLEY_FCM_TOKEN_URL", help: "Google's OAuth 2.0 token endpoint for FCM service accounts (default https://oauth2.googleapis.com/token)") { c, v, name throws(ConfigurationError) in
+            c.fcmTokenURL = try parseBaseURL(v, name)
+        },
         Setting(flag: "provider-ca-file", environment: "PARLEY_PROVIDER_CA_FILE", help: "a PEM file of extra certificate authorities trusted for providers' HTTPS (default: the system's only)") { c, v, name throws(ConfigurationError) in
             guard FileManager.default.isReadableFile(atPath: v) else { throw ConfigurationError(setting: name, message: "'\(v)' cannot be read") }
             c.providerCAFile = v

@@ -156,7 +156,8 @@ public struct ParleyServices: Sendable {
         push.watch(bus)
         let handlers: [any JobHandler] = [
             PushSender(
-                store: store, secrets: secrets, http: providerHTTP, apnsURL: configuration.apnsAPIURL, tokens: APNsTokens(), clock: clock,
+                store: store, secrets: secrets, http: providerHTTP, apnsURL: configuration.apnsAPIURL, tokens: APNsTokens(),
+                fcm: FCMSender(http: providerHTTP, apiURL: configuration.fcmAPIURL, tokenURL: configuration.fcmTokenURL, tokens: FCMTokens()), clock: clock,
                 logger: logger),
             ChannelSender(store: store, conversations: conversations, connectors: connectors, logger: logger),
             // Webhooks are processed after they were acknowledged; media is fetched on its own. A

@@ -84,6 +84,7 @@ struct CrossTenantTests {
                 case (.put, let path) where path.hasSuffix("/messenger/settings"): json = MessengerSettingsRequest(humanAgent: true)
                 case (.put, let path) where path.hasSuffix("/push/apns"):
                     json = ConnectAPNsRequest(teamId: "ABCDE12345", keyId: "KEY1234567", privateKey: ES256PrivateKey().pemRepresentation, topic: "com.globex")
+                case (.put, let path) where path.hasSuffix("/push/fcm"): json = ConnectFCMRequest(serviceAccount: "{}")
                 case (.put, let path) where path.hasSuffix("/apple"):
                     json = ConnectAppleRequest(businessId: "stolen-business", mspId: "stolen-msp", secret: Data(repeating: 7, count: 32).base64EncodedString())
                 case (.put, let path) where path.hasSuffix("/sms"):

@@ -36,7 +36,7 @@ struct PushTests {
                 let sent = try await acme.send("Where is my parcel?", as: consumerToken)
                 // Registration: validated; FCM and Web Push are refused until this server sends them.
                 #expect(try await server.post("/v1/consumer/push", token: consumerToken, json: RegisterPushRequest(provider: .apns, token: "xyz")).error.field == "token")
-                #expect(try await server.post("/v1/consumer/push", token: consumerToken, json: RegisterPushRequest(provider: .fcm, token: "fcm-token-0123456789"))
+                #expect(try await server.post("/v1/consumer/push", token: consumerToken, json: RegisterPushRequest(provider: .webpush, token: "https://push.example.com/x"))
                     .error.code == "push_provider_not_supported")
                 // The SDK registers the device's token (as UIApplication hands it over: bytes).
                 let parley = try await Parley.configure(
@@ -96,5 +96,60 @@ struct PushTests {
             try await Task.sleep(for: .milliseconds(30))
         }
         throw TestFailure("APNs got \(fake.received.count) notifications, expected \(count)")
+    }
+
+    @Test("FCM: the service account's JWT is exchanged for an access token once, Android devices get the notification with a collapse key, an UNREGISTERED token is deleted")
+    func fcm() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fcm-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keyFile = directory.appendingPathComponent("key.pem")
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        openssl.arguments = ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", keyFile.path]
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        let pem = try String(contentsOf: keyFile, encoding: .utf8)
+        let privateKey = try Insecure.RSA.PrivateKey(pem: pem)
+        let account = String(decoding: try FakeFCM.fixture("service-account.json"), as: UTF8.self)
+            .replacingOccurrences(of: "\"PRIVATE_KEY\"", with: String(decoding: try JSONEncoder().encode(pem), as: UTF8.self))
+        let fake = await FakeFCM.start(publicKey: privateKey.publicKey, clientEmail: "firebase-adminsdk-x1y2z@acme-shop-b5ae1.iam.gserviceaccount.com")
+        do {
+            try await TestServer.run(configure: {
+                $0.fcmAPIURL = fake.baseURL
+                $0.fcmTokenURL = fake.tokenURL
+            }) { server in
+                let acme = try await BrandScenario.make(server)
+                #expect(try await server.request(.put, "/v1/apps/\(acme.app.id)/push/fcm", token: acme.adminToken, json: ConnectFCMRequest(serviceAccount: "{}"))
+                    .error.field == "serviceAccount")
+                let connected = try await server.request(.put, "/v1/apps/\(acme.app.id)/push/fcm", token: acme.adminToken, json: ConnectFCMRequest(serviceAccount: account))
+                #expect(try connected.decode(PushConnectionDTO.self).topic == "acme-shop-b5ae1")
+                #expect(!connected.text.contains("PRIVATE KEY"))
+
+                let (consumerToken, _) = try await acme.consumer(name: "Eli")
+                let sent = try await acme.send("Is the blue one back in stock?", as: consumerToken)
+                let device = "fcm-registration-token-" + String(repeating: "q", count: 120)
+                #expect(try await server.post("/v1/consumer/push", token: consumerToken, json: RegisterPushRequest(provider: .fcm, token: device)).status == .ok)
+                _ = try await acme.reply("Yes, since this morning", in: sent.conversation.id, as: acme.adminToken)
+                _ = try await acme.reply("Shall I reserve one?", in: sent.conversation.id, as: acme.adminToken)
+                let deadline = Date().addingTimeInterval(15)
+                while fake.sent.count < 2, Date() < deadline { try await Task.sleep(for: .milliseconds(30)) }
+                #expect(fake.sent.count == 2)
+                #expect(fake.sent.allSatisfy { $0.token == device && $0.collapseKey == sent.conversation.id.rawValue })
+                #expect(fake.sent.first?.body == "New message from \(acme.brand.name)")
+                #expect(fake.state.withLock { $0.tokenRequests } == 1)  // the access token is reused
+
+                fake.state.withLock { _ = $0.unregistered.insert(device) }
+                _ = try await acme.reply("Reserved!", in: sent.conversation.id, as: acme.adminToken)
+                while fake.sent.count < 3, Date() < deadline.addingTimeInterval(10) { try await Task.sleep(for: .milliseconds(30)) }
+                try await Task.sleep(for: .milliseconds(500))
+                #expect(try await server.request(.delete, "/v1/consumer/push", token: consumerToken, json: RegisterPushRequest(provider: .fcm, token: device)).status == .notFound)
+            }
+        } catch {
+            await fake.stop()
+            throw error
+        }
+        await fake.stop()
     }
 }

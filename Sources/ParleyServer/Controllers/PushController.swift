@@ -12,6 +12,7 @@ struct PushController {
         routes.consumers.post("/v1/consumer/push", use: register)
         routes.consumers.delete("/v1/consumer/push", use: unregister)
         routes.admins.put("/v1/apps/{appId}/push/apns", use: connectAPNs)
+        routes.admins.put("/v1/apps/{appId}/push/fcm", use: connectFCM)
         routes.admins.get("/v1/push-connections", use: connections)
     }
 
@@ -32,6 +33,12 @@ struct PushController {
         let admin = try context.requireAgent()
         let body = try await request.decodeJSON(ConnectAPNsRequest.self, limit: configuration.maxJSONBodyBytes)
         return JSONResponse(.ok, try await push.connectAPNs(admin, appId: try context.id("appId", as: AppID.self, what: "App"), body))
+    }
+
+    @Sendable func connectFCM(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<PushConnectionDTO> {
+        let admin = try context.requireAgent()
+        let body = try await request.decodeJSON(ConnectFCMRequest.self, limit: configuration.maxJSONBodyBytes)
+        return JSONResponse(.ok, try await push.connectFCM(admin, appId: try context.id("appId", as: AppID.self, what: "App"), body))
     }
 
     @Sendable func connections(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<PushConnectionDTO>> {

@@ -9,7 +9,8 @@ import ParleyDomain
 import ParleyStore
 import Synchronization
 
-/// Runs `push.send` jobs through the Apple Push Notification service: HTTP/2 (AsyncHTTPClient
+/// Runs `push.send` jobs: through FCM for Android devices (`FCMSender`), and through the Apple
+/// Push Notification service: HTTP/2 (AsyncHTTPClient
 /// negotiates it), token-based authentication (an ES256 JWT with the team id as issuer and the key
 /// id as `kid`, kept for 50 minutes: Apple refuses tokens older than an hour and asks providers not
 /// to make new ones more often than every 20 minutes), `apns-topic`, `apns-push-type: alert`,
@@ -23,6 +24,7 @@ struct PushSender: JobHandler {
     /// Replaces Apple's two hosts (production, sandbox): a local endpoint in tests.
     let apnsURL: String?
     let tokens: APNsTokens
+    let fcm: FCMSender
     let clock: any WallClock
     let logger: Logger
 
@@ -44,9 +46,23 @@ struct PushSender: JobHandler {
             )
         }
         // The device unregistered since, or the app has no credentials for its provider: nothing to send.
-        guard let (registration, credentials, brand, settings, unread) = found, let credentials, registration.provider == .apns else { return }
+        guard let (registration, credentials, brand, settings, unread) = found, let credentials else { return }
         let alert = Self.alert(announcement, brand: brand?.name ?? "Support", preview: settings.pushPreview)
-        try await sendAPNs(registration, credentials: credentials, alert: alert, announcement: announcement, badge: unread)
+        switch registration.provider {
+        case .apns:
+            try await sendAPNs(registration, credentials: credentials, alert: alert, announcement: announcement, badge: unread)
+        case .fcm:
+            let account = try JSONDecoder().decode(FCMSender.ServiceAccount.self, from: Data(try secrets.open(credentials.sealedSecrets).utf8))
+            let outcome = try await fcm.send(
+                token: registration.token, account: account, appId: credentials.appId, credentialsAt: credentials.updatedAt, now: clock.now(),
+                alert: alert, announcement: announcement, badge: unread)
+            if case .unregistered = outcome {
+                try await store.write { repo in try await repo.deletePushRegistration(id: registration.id) }
+                logger.info("deleted a push token FCM reported unregistered")
+            }
+        case .webpush:
+            return
+        }
     }
 
     /// What the notification says: the brand, and the text only where the brand chose to show it.
@@ -96,8 +112,8 @@ struct PushSender: JobHandler {
         switch answer.status {
         case 200:
             return
-        case 410, 400 where ["BadDeviceToken", "Unregistered", "DeviceTokenNotForTopic"].contains(reason):
-            // The app was removed, or the token belongs elsewhere: never again.
+        case _ where answer.status == 410 || (answer.status == 400 && ["BadDeviceToken", "DeviceTokenNotForTopic"].contains(reason)):
+            // 410: the app was removed; 400 with these reasons: the token belongs elsewhere. Never again.
             try await store.write { repo in try await repo.deletePushRegistration(id: registration.id) }
             logger.info("deleted a push token APNs refused", metadata: ["reason": "\(reason)"])
         case 403 where reason == "ExpiredProviderToken" || reason == "InvalidProviderToken":

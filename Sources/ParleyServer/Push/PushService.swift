@@ -34,7 +34,11 @@ public struct PushService: Sendable {
             guard (32...200).contains(token.count), token.allSatisfy(\.isHexDigit) else {
                 throw ParleyError.invalidField("token", "An APNs device token is hexadecimal (64 digits from the device).")
             }
-        case .fcm, .webpush:
+        case .fcm:
+            guard (16...4096).contains(token.count), !token.contains(where: \.isWhitespace) else {
+                throw ParleyError.invalidField("token", "An FCM registration token is 16-4096 characters without spaces.")
+            }
+        case .webpush:
             // Not sent by this server yet (docs/push.md): refused rather than stored and never used.
             throw ParleyError(
                 .unprocessable, code: "push_provider_not_supported",
@@ -94,6 +98,28 @@ public struct PushService: Sendable {
                 appId: appId, provider: .apns, brandId: admin.brandId, sealedSecrets: sealed, settings: settings, updatedAt: now))
         }
         return PushConnectionDTO(appId: appId, provider: .apns, topic: request.topic, updatedAt: now)
+    }
+
+    public func connectFCM(_ admin: AgentPrincipal, appId: AppID, _ request: ConnectFCMRequest) async throws -> PushConnectionDTO {
+        try admin.require(.admin)
+        guard request.serviceAccount.utf8.count <= 16 * 1024,
+            let account = try? JSONDecoder().decode(FCMSender.ServiceAccount.self, from: Data(request.serviceAccount.utf8))
+        else { throw ParleyError.invalidField("serviceAccount", "'serviceAccount' is the service account key file's JSON, with project_id, client_email and private_key.") }
+        guard (3...100).contains(account.projectId.count), account.projectId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
+            throw ParleyError.invalidField("serviceAccount", "The service account's project_id is not a Firebase project id.")
+        }
+        guard account.clientEmail.contains("@"), (try? Insecure.RSA.PrivateKey(pem: account.privateKey)) != nil else {
+            throw ParleyError.invalidField("serviceAccount", "The service account's client_email or private_key is not usable.")
+        }
+        let sealed = try secrets.seal(String(decoding: try JSONEncoder().encode(account), as: UTF8.self))
+        let settings = String(decoding: try JSONEncoder().encode(APNsSettings(topic: account.projectId)), as: UTF8.self)
+        let now = clock.now()
+        try await store.write { repo in
+            guard let app = try await repo.app(id: appId), app.brandId == admin.brandId else { throw ParleyError.notFound("App") }
+            try await repo.savePushCredentials(PushCredentialsRecord(
+                appId: appId, provider: .fcm, brandId: admin.brandId, sealedSecrets: sealed, settings: settings, updatedAt: now))
+        }
+        return PushConnectionDTO(appId: appId, provider: .fcm, topic: account.projectId, updatedAt: now)
     }
 
     public func connections(_ admin: AgentPrincipal) async throws -> [PushConnectionDTO] {
