@@ -76,8 +76,16 @@ public struct PushService: Sendable {
         var topic: String
     }
 
+    /// Another brand's app is not found, before anything about the request is said.
+    private func requireApp(_ appId: AppID, of admin: AgentPrincipal) async throws {
+        guard let app = try await store.read({ repo in try await repo.app(id: appId) }), app.brandId == admin.brandId else {
+            throw ParleyError.notFound("App")
+        }
+    }
+
     public func connectAPNs(_ admin: AgentPrincipal, appId: AppID, _ request: ConnectAPNsRequest) async throws -> PushConnectionDTO {
         try admin.require(.admin)
+        try await requireApp(appId, of: admin)
         for (field, value) in [("teamId", request.teamId), ("keyId", request.keyId)] {
             guard value.count == 10, value.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) else {
                 throw ParleyError.invalidField(field, "'\(field)' is the 10 characters Apple shows (letters and digits).")
@@ -102,6 +110,7 @@ public struct PushService: Sendable {
 
     public func connectFCM(_ admin: AgentPrincipal, appId: AppID, _ request: ConnectFCMRequest) async throws -> PushConnectionDTO {
         try admin.require(.admin)
+        try await requireApp(appId, of: admin)
         guard request.serviceAccount.utf8.count <= 16 * 1024,
             let account = try? JSONDecoder().decode(FCMSender.ServiceAccount.self, from: Data(request.serviceAccount.utf8))
         else { throw ParleyError.invalidField("serviceAccount", "'serviceAccount' is the service account key file's JSON, with project_id, client_email and private_key.") }
