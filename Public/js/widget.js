@@ -6,6 +6,7 @@ import { icon, initials, isImage } from "./icons.js";
 import { CallSession } from "./call-session.js";
 import "./call-view.js";
 import "./voice-recorder.js";
+import { NotifyOffer } from "./notify.js";
 
 // The consumer widget. /widget.html?app=app_... ; the session token is kept per app in localStorage.
 const appId = new URLSearchParams(location.search).get("app");
@@ -284,9 +285,15 @@ async function sendOverBestPath(request) {
   return api.post("/v1/consumer/messages", request);
 }
 
+const notifyOffer = new NotifyOffer({ element: document.querySelector(".notify-offer"), api });
+
 const writer = new Composer({
   form: composer, textarea, recorder, timeline: () => timeline, ready: () => Boolean(timeline && realtime),
-  sendText: (text, clientMessageId) => sendOverBestPath({ clientMessageId, text, conversationId: conversationId ?? undefined }),
+  sendText: async (text, clientMessageId) => {
+    const sent = await sendOverBestPath({ clientMessageId, text, conversationId: conversationId ?? undefined });
+    notifyOffer.maybeOffer().catch(() => {});
+    return sent;
+  },
   sendVoice: (blob, clientMessageId, onProgress) => {
     const query = new URLSearchParams({ clientMessageId });
     if (conversationId) query.set("conversationId", conversationId);

@@ -25,11 +25,26 @@ public struct RegisterPushRequest: Codable, Sendable, Hashable {
     public var token: String
     /// APNs: `sandbox` for development builds (default `production`).
     public var environment: String?
+    /// Web Push: the subscription's keys.
+    public var keys: WebPushKeys?
 
-    public init(provider: PushProvider, token: String, environment: String? = nil) {
+    public init(provider: PushProvider, token: String, environment: String? = nil, keys: WebPushKeys? = nil) {
         self.provider = provider
         self.token = token
         self.environment = environment
+        self.keys = keys
+    }
+}
+
+/// A Web Push subscription's keys, as `PushSubscription.toJSON()` gives them (base64url): the
+/// browser's P-256 public key and its 16-byte authentication secret.
+public struct WebPushKeys: Codable, Sendable, Hashable {
+    public var p256dh: String
+    public var auth: String
+
+    public init(p256dh: String, auth: String) {
+        self.p256dh = p256dh
+        self.auth = auth
     }
 }
 

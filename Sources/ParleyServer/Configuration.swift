@@ -41,6 +41,14 @@ public struct ParleyConfiguration: Sendable {
     /// Firebase Cloud Messaging's API and Google's OAuth 2.0 token endpoint (local endpoints in tests).
     public var fcmAPIURL: String = "https://fcm.googleapis.com"
     public var fcmTokenURL: String = "https://oauth2.googleapis.com/token"
+    /// The VAPID private key for Web Push (base64url of 32 bytes); nil: `<dataDirectory>/vapid.key`.
+    public var vapidPrivateKey: String?
+    /// The VAPID `sub`: how push services can reach the operator (`mailto:` or an https URL).
+    public var vapidSubject: String = "mailto:push@parley.invalid"
+    /// The push services browsers' subscriptions may point to.
+    public var webPushHosts: [String] = [
+        "fcm.googleapis.com", "updates.push.services.mozilla.com", "*.push.services.mozilla.com", "web.push.apple.com", "*.notify.windows.com",
+    ]
     /// A PEM file of extra certificate authorities trusted for providers' HTTPS (a corporate proxy,
     /// or a local endpoint in tests), beside the system's.
     public var providerCAFile: String?

@@ -194,6 +194,16 @@ extension ParleyConfiguration {
         Setting(flag: "fcm-token-url", environment: "PARLEY_FCM_TOKEN_URL", help: "Google's OAuth 2.0 token endpoint for FCM service accounts (default https://oauth2.googleapis.com/token)") { c, v, name throws(ConfigurationError) in
             c.fcmTokenURL = try parseBaseURL(v, name)
         },
+        Setting(flag: "vapid-private-key", environment: "PARLEY_VAPID_PRIVATE_KEY", help: "Web Push's VAPID private key, base64url of 32 bytes; every node needs the same (default: <data-dir>/vapid.key, made on first start)") { c, v, _ in
+            c.vapidPrivateKey = v
+        },
+        Setting(flag: "vapid-subject", environment: "PARLEY_VAPID_SUBJECT", help: "how push services reach the operator: mailto: or an https URL (default mailto:push@parley.invalid)") { c, v, name throws(ConfigurationError) in
+            guard v.hasPrefix("mailto:") || v.hasPrefix("https://") else { throw ConfigurationError(setting: name, message: "must start with mailto: or https://") }
+            c.vapidSubject = v
+        },
+        Setting(flag: "webpush-hosts", environment: "PARLEY_WEBPUSH_HOSTS", help: "comma-separated push service hosts (HTTPS; *.domain for subdomains) or origins browsers' subscriptions may point to (default: Chrome's, Firefox's, Safari's and Edge's)") { c, v, _ in
+            c.webPushHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        },
         Setting(flag: "provider-ca-file", environment: "PARLEY_PROVIDER_CA_FILE", help: "a PEM file of extra certificate authorities trusted for providers' HTTPS (default: the system's only)") { c, v, name throws(ConfigurationError) in
             guard FileManager.default.isReadableFile(atPath: v) else { throw ConfigurationError(setting: name, message: "'\(v)' cannot be read") }
             c.providerCAFile = v

@@ -152,12 +152,17 @@ public struct ParleyServices: Sendable {
             .whatsapp: WhatsAppOutbound(whatsapp: whatsapp), .messenger: MessengerOutbound(messenger: messenger), .sms: SMSOutbound(sms: sms),
             .apple: AppleOutbound(apple: apple),
         ]
-        let push = PushService(store: store, secrets: secrets, hub: hub, jobs: jobs, clock: clock, logger: logger)
+        let vapid = try VAPIDKey.load(configuration)
+        let webPushHosts = MediaHostAllowList(configuration.webPushHosts)
+        let push = PushService(
+            store: store, secrets: secrets, hub: hub, jobs: jobs, webPushHosts: webPushHosts, vapidPublicKey: vapid.publicKeyBase64URL, clock: clock,
+            logger: logger)
         push.watch(bus)
         let handlers: [any JobHandler] = [
             PushSender(
                 store: store, secrets: secrets, http: providerHTTP, apnsURL: configuration.apnsAPIURL, tokens: APNsTokens(),
-                fcm: FCMSender(http: providerHTTP, apiURL: configuration.fcmAPIURL, tokenURL: configuration.fcmTokenURL, tokens: FCMTokens()), clock: clock,
+                fcm: FCMSender(http: providerHTTP, apiURL: configuration.fcmAPIURL, tokenURL: configuration.fcmTokenURL, tokens: FCMTokens()),
+                webPush: WebPushSender(http: providerHTTP, vapid: vapid, hosts: webPushHosts, subject: configuration.vapidSubject), clock: clock,
                 logger: logger),
             ChannelSender(store: store, conversations: conversations, connectors: connectors, logger: logger),
             // Webhooks are processed after they were acknowledged; media is fetched on its own. A

@@ -14,6 +14,8 @@ struct PushController {
         routes.admins.put("/v1/apps/{appId}/push/apns", use: connectAPNs)
         routes.admins.put("/v1/apps/{appId}/push/fcm", use: connectFCM)
         routes.admins.get("/v1/push-connections", use: connections)
+        // The widget subscribes with it (the applicationServerKey); it is public by design.
+        routes.open.get("/v1/push/web-key", use: webKey)
     }
 
     @Sendable func register(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<PushRegistrationDTO> {
@@ -39,6 +41,15 @@ struct PushController {
         let admin = try context.requireAgent()
         let body = try await request.decodeJSON(ConnectFCMRequest.self, limit: configuration.maxJSONBodyBytes)
         return JSONResponse(.ok, try await push.connectFCM(admin, appId: try context.id("appId", as: AppID.self, what: "App"), body))
+    }
+
+    struct WebKey: Codable, Sendable {
+        /// The server's VAPID public key, base64url (uncompressed P-256 point).
+        var publicKey: String
+    }
+
+    @Sendable func webKey(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<WebKey> {
+        JSONResponse(.ok, WebKey(publicKey: push.vapidPublicKey))
     }
 
     @Sendable func connections(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<PushConnectionDTO>> {

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Crypto
 import Foundation
 import JWTKit
 import Logging
@@ -25,6 +26,7 @@ struct PushSender: JobHandler {
     let apnsURL: String?
     let tokens: APNsTokens
     let fcm: FCMSender
+    let webPush: WebPushSender
     let clock: any WallClock
     let logger: Logger
 
@@ -46,8 +48,23 @@ struct PushSender: JobHandler {
             )
         }
         // The device unregistered since, or the app has no credentials for its provider: nothing to send.
-        guard let (registration, credentials, brand, settings, unread) = found, let credentials else { return }
+        guard let (registration, credentials, brand, settings, unread) = found else { return }
         let alert = Self.alert(announcement, brand: brand?.name ?? "Support", preview: settings.pushPreview)
+        if registration.provider == .webpush {
+            // The server's own VAPID key: no app credentials needed.
+            guard let keys = registration.keys.flatMap({ try? JSONDecoder().decode(WebPushKeys.self, from: Data($0.utf8)) }) else { return }
+            let payload = try JSONSerialization.data(withJSONObject: [
+                "title": alert.title, "body": alert.body, "conversationId": announcement.conversationId.rawValue,
+                "kind": announcement.kind.rawValue, "badge": unread, "appId": registration.appId.rawValue,
+            ], options: [.sortedKeys])
+            let topic = Data(SHA256.hash(data: Data(announcement.conversationId.rawValue.utf8)).prefix(24)).base64URLEncoded
+            if case .gone = try await webPush.send(endpoint: registration.token, keys: keys, payload: payload, topic: topic, now: clock.now()) {
+                try await store.write { repo in try await repo.deletePushRegistration(id: registration.id) }
+                logger.info("deleted a Web Push subscription the push service reported gone")
+            }
+            return
+        }
+        guard let credentials else { return }
         switch registration.provider {
         case .apns:
             try await sendAPNs(registration, credentials: credentials, alert: alert, announcement: announcement, badge: unread)

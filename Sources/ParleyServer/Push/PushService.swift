@@ -20,6 +20,9 @@ public struct PushService: Sendable {
     let secrets: SecretBox
     let hub: RealtimeHub
     let jobs: JobQueue
+    /// The push services browsers' subscriptions may point to.
+    let webPushHosts: MediaHostAllowList
+    let vapidPublicKey: String
     let clock: any WallClock
     let logger: Logger
 
@@ -39,10 +42,13 @@ public struct PushService: Sendable {
                 throw ParleyError.invalidField("token", "An FCM registration token is 16-4096 characters without spaces.")
             }
         case .webpush:
-            // Not sent by this server yet (docs/push.md): refused rather than stored and never used.
-            throw ParleyError(
-                .unprocessable, code: "push_provider_not_supported",
-                message: "This server sends notifications through APNs only for now; \(request.provider.rawValue) is not supported yet.", field: "provider")
+            // The endpoint comes from the browser: only known push services are ever called.
+            guard token.count <= 2048, webPushHosts.allows(token) else {
+                throw ParleyError.invalidField("token", "The subscription's endpoint is not a push service this server sends to.")
+            }
+            guard let keys = request.keys, let p256dh = Data(base64URL: keys.p256dh), p256dh.count == 65, p256dh.first == 4,
+                let auth = Data(base64URL: keys.auth), auth.count == 16
+            else { throw ParleyError.invalidField("keys", "A Web Push subscription needs its keys: p256dh (65 bytes) and auth (16 bytes), base64url.") }
         }
         if let environment = request.environment, !["production", "sandbox"].contains(environment) {
             throw ParleyError.invalidField("environment", "'environment' is production or sandbox.")
@@ -52,7 +58,8 @@ public struct PushService: Sendable {
             try await repo.savePushRegistration(PushRegistrationRecord(
                 id: "push_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased(), brandId: consumer.brandId, appId: consumer.appId, consumerId: consumer.consumerId,
                 provider: request.provider, token: request.provider == .apns ? token.lowercased() : token,
-                environment: request.environment, createdAt: now, updatedAt: now))
+                environment: request.environment,
+                keys: try request.keys.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }, createdAt: now, updatedAt: now))
         }
         return PushRegistrationDTO(id: saved.id, provider: saved.provider, createdAt: saved.createdAt)
     }

@@ -13,6 +13,7 @@ extension Migration {
                 provider TEXT NOT NULL,
                 token TEXT NOT NULL,
                 environment TEXT,
+                keys TEXT,
                 created_at BIGINT NOT NULL,
                 updated_at BIGINT NOT NULL,
                 UNIQUE (provider, token)

@@ -12,13 +12,16 @@ public struct PushRegistrationRecord: Sendable, Hashable {
     public var provider: PushProvider
     public var token: String
     public var environment: String?
+    /// Web Push: the subscription's keys, JSON.
+    public var keys: String?
     public var createdAt: Date
     public var updatedAt: Date
 
     public init(
         id: String, brandId: BrandID, appId: AppID, consumerId: ConsumerID, provider: PushProvider, token: String, environment: String?,
-        createdAt: Date, updatedAt: Date
+        keys: String? = nil, createdAt: Date, updatedAt: Date
     ) {
+        self.keys = keys
         (self.id, self.brandId, self.appId, self.consumerId, self.provider, self.token) = (id, brandId, appId, consumerId, provider, token)
         (self.environment, self.createdAt, self.updatedAt) = (environment, createdAt, updatedAt)
     }
@@ -58,7 +61,7 @@ extension SQLRepository: PushStore {
             "SELECT * FROM push_registrations WHERE provider = \(bind: registration.provider.rawValue) AND token = \(bind: registration.token)"
         ).first(PushRegistrationRow.self)?.record {
             (existing.brandId, existing.appId, existing.consumerId) = (registration.brandId, registration.appId, registration.consumerId)
-            (existing.environment, existing.updatedAt) = (registration.environment, registration.updatedAt)
+            (existing.environment, existing.keys, existing.updatedAt) = (registration.environment, registration.keys, registration.updatedAt)
             try await db.update(PushRegistrationRow(existing), where: "id = \(bind: existing.id)").run()
             return existing
         }
@@ -112,10 +115,12 @@ struct PushRegistrationRow: TableRow {
     var provider: PushProvider
     var token: String
     var environment: String?
+    var keys: String?
     var createdAt: Int64
     var updatedAt: Int64
 
     init(_ r: PushRegistrationRecord) {
+        keys = r.keys
         (id, brandId, appId, consumerId, provider, token, environment) = (r.id, r.brandId, r.appId, r.consumerId, r.provider, r.token, r.environment)
         createdAt = StoredTime.millis(r.createdAt)
         updatedAt = StoredTime.millis(r.updatedAt)
@@ -124,7 +129,7 @@ struct PushRegistrationRow: TableRow {
     var record: PushRegistrationRecord {
         PushRegistrationRecord(
             id: id, brandId: brandId, appId: appId, consumerId: consumerId, provider: provider, token: token, environment: environment,
-            createdAt: StoredTime.date(createdAt), updatedAt: StoredTime.date(updatedAt))
+            keys: keys, createdAt: StoredTime.date(createdAt), updatedAt: StoredTime.date(updatedAt))
     }
 }
 
