@@ -20,8 +20,8 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from playwright.sync_api import expect
 
 from conftest import ProviderEndpoint, ProviderHandler, running_parley
+from test_workspace import open_widget, start_conversation
 
-PHONE = {"width": 360, "height": 740}
 
 
 def b64url(data):
@@ -115,11 +115,9 @@ def test_web_push_payload_is_readable_by_an_independent_implementation(push_serv
 
 def test_widget_offers_notifications_after_the_first_message(push_server, browser, shoot, console_errors):
     server, _ = push_server
-    page = console_errors(browser.new_context(viewport=PHONE, permissions=["notifications"]).new_page())
-    page.goto(f"{server.url}/widget.html?app={server.app_id}")
+    page = open_widget(browser, server, console_errors, permissions=["notifications"])
     expect(page.locator(".notify-offer")).to_be_hidden()
-    page.fill("#message", "Hello, is anyone there?")
-    page.keyboard.press("Enter")
+    start_conversation(page, "Hello, is anyone there?")
     offer = page.locator(".notify-offer")
     expect(offer).to_be_visible(timeout=10000)
     shoot(page, "widget-offers-notifications-360")
