@@ -59,6 +59,7 @@ public enum IDTags {
     public enum Call: IDTag { public static let prefix = "call" }
     public enum Connection: IDTag { public static let prefix = "ws" }
     public enum SavedReply: IDTag { public static let prefix = "rpl" }
+    public enum EngagementRule: IDTag { public static let prefix = "eng" }
 }
 
 public typealias BrandID = ID<IDTags.Brand>
@@ -72,3 +73,5 @@ public typealias CallID = ID<IDTags.Call>
 public typealias ConnectionID = ID<IDTags.Connection>
 /// A brand's saved reply (canned response).
 public typealias SavedReplyID = ID<IDTags.SavedReply>
+/// A brand's engagement rule (an event from the app -> an automatic message or a prompt).
+public typealias EngagementRuleID = ID<IDTags.EngagementRule>

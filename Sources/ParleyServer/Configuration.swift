@@ -116,6 +116,8 @@ public struct ParleyConfiguration: Sendable {
     public var uploadIdleTimeoutSeconds: Int = 15
     /// Messages one consumer may send per minute (0: no limit).
     public var rateConsumerMessages: Int = 60
+    /// Activity batches (ParleyKit's `report`, at most 50 events each) one consumer may send per minute.
+    public var rateConsumerActivity: Int = 30
     /// Consumer writes (messages, uploads, new sessions) per minute from one IP address.
     public var rateIPWrites: Int = 600
     /// New consumer sessions per minute from one IP address.

@@ -32,6 +32,7 @@ public struct ParleyServices: Sendable {
     public let sms: SMSChannel
     public let apple: AppleChannel
     public let push: PushService
+    public let activity: ActivityService
     let links: SharedLinks
     /// Runs durable jobs (channel delivery, media fetches, webhook processing).
     public let jobRunner: JobRunner
@@ -186,7 +187,8 @@ public struct ParleyServices: Sendable {
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
             calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
             workspace: WorkspaceService(store: store, hub: hub, bus: bus, clock: clock, logger: logger),
-            whatsapp: whatsapp, messenger: messenger, sms: sms, apple: apple, push: push, links: links, jobRunner: jobRunner, httpClient: httpClient,
+            whatsapp: whatsapp, messenger: messenger, sms: sms, apple: apple, push: push,
+            activity: ActivityService(store: store, conversations: conversations, limits: limits, clock: clock, logger: logger), links: links, jobRunner: jobRunner, httpClient: httpClient,
             attachments: attachments,
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
             searchIndexer: SearchIndexer(store: store, interval: .milliseconds(250), logger: logger),
@@ -234,6 +236,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     ).addRoutes(to: routes)
     SharedLinkController(links: services.links, store: services.store, blobs: services.blobs).addRoutes(to: routes)
     PushController(push: services.push, configuration: services.configuration).addRoutes(to: routes)
+    ActivityController(activity: services.activity, configuration: services.configuration).addRoutes(to: routes)
     WorkspaceController(
         workspace: services.workspace, voice: services.voice, identity: services.identity, limits: services.limits,
         configuration: services.configuration

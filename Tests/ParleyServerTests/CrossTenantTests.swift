@@ -50,6 +50,13 @@ struct CrossTenantTests {
             let savedReply = try await server.post(
                 "/v1/saved-replies", token: acme.adminToken, json: SaveReplyRequest(shortcut: "acme-only", text: "private to Acme: our refund code"))
                 .decode(SavedReplyDTO.self)
+            let rule = try await server.post(
+                "/v1/engagement-rules", token: acme.adminToken,
+                json: SaveEngagementRuleRequest(name: "Acme checkout", event: "checkout", action: .prompt, text: "private to Acme: 10% off"))
+                .decode(EngagementRuleDTO.self)
+            _ = try await server.post(
+                "/v1/consumer/activity", token: acmeConsumerToken,
+                json: ReportActivityRequest(events: [ActivityEventInput(clientEventId: "e1", name: "screen_view", properties: ["screen": .string("private to Acme")], occurredAt: Date())]))
 
             let globex = try await BrandScenario.make(server, name: "Globex")
             let (globexAgentToken, _) = try await globex.agent(permissions: AgentPermission.allCases)
@@ -60,7 +67,7 @@ struct CrossTenantTests {
             let ids = [
                 "{conversationId}": sent.conversation.id.rawValue, "{consumerId}": acmeConsumer.id.rawValue,
                 "{agentId}": acmeAgent.id.rawValue, "{appId}": acme.app.id.rawValue, "{messageId}": voice.id.rawValue, "{format}": "original",
-                "{replyId}": savedReply.id.rawValue,
+                "{replyId}": savedReply.id.rawValue, "{ruleId}": rule.id.rawValue,
                 // Logos are public by design (the brand shows them on its pages); Acme has none here.
                 "{brandId}": acme.brand.id.rawValue,
                 // Shared links carry their own signature, not a principal: an unsigned one is nothing.
@@ -130,6 +137,7 @@ struct CrossTenantTests {
                 #expect(try search.decode(ListResponse<SearchHitDTO>.self).items.isEmpty)
                 #expect(try await server.get("/v1/search?q=Ana", token: token).decode(ListResponse<SearchHitDTO>.self).items.isEmpty)
                 #expect(try await server.get("/v1/saved-replies", token: token).decode(ListResponse<SavedReplyDTO>.self).items.isEmpty)
+                #expect(try await server.get("/v1/engagement-rules", token: token).decode(ListResponse<EngagementRuleDTO>.self).items.isEmpty)
                 if token == globex.adminToken {
                     #expect(try await server.get("/v1/jobs?state=queued", token: token).decode(ListResponse<JobDTO>.self).items.isEmpty)
                 }

@@ -71,6 +71,8 @@ public final class RateLimiter: Sendable {
 public struct RateLimits: Sendable {
     /// Messages (text or voice) one consumer may send.
     public let consumerMessages: RateLimiter
+    /// Activity batches one consumer may report.
+    public let consumerActivity: RateLimiter
     /// Consumer writes (messages, uploads, new sessions) from one IP address.
     public let ipWrites: RateLimiter
     /// New anonymous consumer sessions from one IP address.
@@ -93,6 +95,7 @@ public struct RateLimits: Sendable {
     public init(_ configuration: ParleyConfiguration) {
         floods = FloodCooldown(duration: .seconds(configuration.realtimeFloodCooldownSeconds))
         consumerMessages = RateLimiter(name: "consumer messages", limit: configuration.rateConsumerMessages, per: .seconds(60))
+        consumerActivity = RateLimiter(name: "consumer activity", limit: configuration.rateConsumerActivity, per: .seconds(60))
         ipWrites = RateLimiter(name: "writes per IP", limit: configuration.rateIPWrites, per: .seconds(60))
         consumerSessions = RateLimiter(name: "consumer sessions per IP", limit: configuration.rateConsumerSessions, per: .seconds(60))
         loginsPerIP = RateLimiter(name: "sign-ins per IP", limit: configuration.rateLogins, per: .seconds(60))

@@ -78,13 +78,26 @@ public struct ConversationService: Sendable {
             return (SendMessageResponse(message: outcome.message, conversation: outcome.conversation, created: false), nil)
         }
         (sender.kind == .agent ? metrics.messagesFromAgents : metrics.messagesFromConsumers).increment()
+        var messageJSON = await publishAppended(outcome, excluding: connectionId)
+        var own = outcome.message
+        if let unmasked = outcome.unmaskedForSender {
+            own.text = unmasked
+            messageJSON = nil
+        }
+        return (SendMessageResponse(message: own, conversation: outcome.conversation, created: true), messageJSON)
+    }
+
+    /// Publishes what an append logged, once committed: its events and message to the conversation's
+    /// participants (but the sending connection), and the conversation to the brand's agents when it
+    /// is new or changed. Returns the message as JSON: it is encoded once, into the frame every other
+    /// connection gets and, unless the sender's copy differs (card masking), into the sender's ack.
+    @discardableResult
+    func publishAppended(_ outcome: AppendOutcome, excluding connectionId: ConnectionID? = nil) async -> String? {
         let audience = RealtimeEvent.Audience.conversation(
             brandId: outcome.conversation.brandId, consumerId: outcome.conversation.consumerId)
         for event in outcome.events {
             await publish(.event(event), to: audience)
         }
-        // The message is encoded once: into the frame every other connection gets and, unless the
-        // sender's copy differs (card masking), into the sender's ack.
         var messageJSON: String?
         do {
             let json = try ParleyCoders.json(outcome.message)
@@ -96,12 +109,48 @@ public struct ConversationService: Sendable {
         if outcome.conversationCreated || !outcome.events.isEmpty {
             await publish(.conversation(outcome.conversation), to: .agents(brandId: outcome.conversation.brandId))
         }
-        var own = outcome.message
-        if let unmasked = outcome.unmaskedForSender {
-            own.text = unmasked
-            messageJSON = nil
+        return messageJSON
+    }
+
+    /// The sender of the brand's automatic messages (engagement rules).
+    static let automaticSender = ParticipantRef(kind: .system, id: "engagement")
+
+    /// Appends the brand's automatic message (an engagement rule acted on the consumer's event) to the
+    /// consumer's current conversation in their app, or to a new one when they have none open: it
+    /// never reopens a conversation an agent resolved. `clientMessageId` makes it happen once.
+    /// Publish the outcome with `publishAppended` after the transaction commits.
+    func appendAutomatic(_ text: String, for consumer: ConsumerPrincipal, clientMessageId: String, in repo: any Repository) async throws
+        -> AppendOutcome
+    {
+        let sender = Self.automaticSender
+        let request = SendMessageRequest(clientMessageId: clientMessageId, text: text)
+        if let original = try await Self.retried(request, content: .text(text), by: .consumer(consumer), sender: sender, in: repo) { return original }
+        let now = clock.now()
+        guard let app = try await repo.app(id: consumer.appId) else { throw ParleyError.notFound("App") }
+        try await repo.lockConsumer(brandId: consumer.brandId, id: consumer.consumerId)
+        var conversation: ConversationDTO
+        var isNew = false
+        if let latest = try await repo.latestConversation(consumerId: consumer.consumerId, appId: app.id, channel: app.channel, lock: true),
+            latest.state != .resolved
+        {
+            conversation = latest
+        } else {
+            conversation = ConversationDTO(
+                id: ConversationID.make(), brandId: consumer.brandId, appId: app.id, consumerId: consumer.consumerId,
+                channel: app.channel, state: .open, assigneeId: nil, lastSeq: 0, lastMessagePreview: nil, lastMessageAt: nil,
+                createdAt: now, updatedAt: now)
+            isNew = true
         }
-        return (SendMessageResponse(message: own, conversation: outcome.conversation, created: true), messageJSON)
+        let valid = try MessageRules.validateText(text, channel: conversation.channel, sender: .agent)
+        var log = ConversationAppend(conversation, isNew: isNew, now: now)
+        let message = log.log(
+            MessageDTO(
+                id: MessageID.make(), conversationId: conversation.id, seq: 0, senderKind: sender.kind, senderId: sender.id,
+                clientMessageId: clientMessageId, kind: .text, text: valid, deliveryState: .sent, createdAt: now),
+            preview: MessageRules.preview(of: valid))
+        try await log.write(in: repo)
+        conversation = log.conversation
+        return AppendOutcome(message: message, conversation: conversation, created: true, conversationCreated: isNew, events: log.events)
     }
 
     struct AppendOutcome: Sendable {
