@@ -60,6 +60,37 @@ public struct ActivityEventInput: Codable, Sendable, Hashable {
     public init(clientEventId: String, name: String, properties: [String: ActivityValue] = [:], occurredAt: Date) {
         (self.clientEventId, self.name, self.properties, self.occurredAt) = (clientEventId, name, properties, occurredAt)
     }
+
+    // The shape of an event, checked by the server (ParleyDomain's `ActivityRules`) and by ParleyKit
+    // before an event is queued on the device, from these one set of limits.
+    public static let maxNameLength = 64
+    public static let maxProperties = 20
+    public static let maxStringValueLength = 256
+
+    /// An event or property name: 1-64 characters of ASCII letters, digits, `_`, `.`, `-` and `:`.
+    public static func isValidName(_ name: String) -> Bool {
+        (1...maxNameLength).contains(name.utf8.count)
+            && name.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 65 && $0 <= 90) || ($0 >= 48 && $0 <= 57) || [95, 46, 45, 58].contains($0) }
+    }
+
+    /// What is wrong with the event's name or properties, in a sentence, or nil.
+    public static func problem(name: String, properties: [String: ActivityValue]) -> (field: String, message: String)? {
+        if !isValidName(name) {
+            return ("name", "'name' is 1-\(maxNameLength) characters of letters, digits, '_', '.', '-' and ':' (say, 'screen_view').")
+        }
+        if properties.count > maxProperties { return ("properties", "An event has at most \(maxProperties) properties.") }
+        for (key, value) in properties.sorted(by: { $0.key < $1.key }) {
+            if !isValidName(key) { return ("properties", "A property's name is 1-\(maxNameLength) characters of letters, digits, '_', '.', '-' and ':' ('\(key)').") }
+            switch value {
+            case .string(let text) where text.count > maxStringValueLength:
+                return ("properties", "A property's text is at most \(maxStringValueLength) characters ('\(key)').")
+            case .number(let number) where !number.isFinite:
+                return ("properties", "A property's number must be finite ('\(key)').")
+            default: continue
+            }
+        }
+        return nil
+    }
 }
 
 /// `POST /v1/consumer/activity`: a batch of at most 50 events.

@@ -5,10 +5,7 @@ import ParleyAPI
 public enum ActivityRules {
     /// Events in one `POST /v1/consumer/activity`.
     public static let maxBatch = 50
-    public static let maxNameLength = 64
-    public static let maxProperties = 20
-    public static let maxKeyLength = 64
-    public static let maxStringValueLength = 256
+    public static let maxStringValueLength = ActivityEventInput.maxStringValueLength
     /// A consumer's most recent events kept; older ones are deleted as new ones arrive.
     public static let keptPerConsumer = 200
     /// Events older than this are refused: a device that was offline for longer sends stale news.
@@ -19,30 +16,17 @@ public enum ActivityRules {
     public static let maxRuleTextLength = 1000
     public static let cooldownRange = 1...8760
 
-    /// An event or property name: 1-64 characters of ASCII letters, digits, `_`, `.`, `-` and `:`.
     public static func validateName(_ name: String, field: String) throws(ParleyError) {
-        guard (1...maxNameLength).contains(name.utf8.count),
-            name.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 65 && $0 <= 90) || ($0 >= 48 && $0 <= 57) || [95, 46, 45, 58].contains($0) })
-        else {
-            throw .invalidField(field, "'\(field)' is 1-\(maxNameLength) characters of letters, digits, '_', '.', '-' and ':' (say, 'screen_view').")
+        guard ActivityEventInput.isValidName(name) else {
+            throw .invalidField(field, "'\(field)' is 1-\(ActivityEventInput.maxNameLength) characters of letters, digits, '_', '.', '-' and ':' (say, 'screen_view').")
         }
     }
 
     /// Checks one event; returns its time as stored (a time ahead of the server's clock becomes now).
     public static func validate(_ event: ActivityEventInput, now: Date) throws(ParleyError) -> Date {
         try MessageRules.validateClientMessageId(event.clientEventId, field: "clientEventId")
-        try validateName(event.name, field: "name")
-        if event.properties.count > maxProperties {
-            throw .invalidField("properties", "An event has at most \(maxProperties) properties.")
-        }
-        for (key, value) in event.properties {
-            try validateName(key, field: "properties")
-            if case .string(let text) = value, text.count > maxStringValueLength {
-                throw .invalidField("properties", "A property's text is at most \(maxStringValueLength) characters ('\(key)').")
-            }
-            if case .number(let number) = value, !number.isFinite {
-                throw .invalidField("properties", "A property's number must be finite ('\(key)').")
-            }
+        if let problem = ActivityEventInput.problem(name: event.name, properties: event.properties) {
+            throw .invalidField(problem.field, problem.message)
         }
         if event.occurredAt < now.addingTimeInterval(-maxAge) {
             throw ParleyError(.unprocessable, code: "event_too_old", message: "Events older than 30 days are not accepted.", field: "occurredAt")

@@ -20,6 +20,14 @@ public enum ParleyEvent: Sendable {
     case conversation(ConversationDTO)
     case typing(conversationId: ConversationID, participant: ParticipantRef, isTyping: Bool)
     case connection(ConnectionState)
+    /// One of the consumer's own messages changed state: sent, failed (with the server's reason),
+    /// delivered or read by an agent, or another attempt that did not reach the server.
+    case outgoing(Parley.OutgoingMessage)
+    /// A voice note's upload: the fraction of its bytes sent, from 0 to 1.
+    case uploadProgress(clientMessageId: String, fraction: Double)
+    /// The brand's engagement rule asks the app to show this (its own UI), because of something
+    /// the app reported (`report`).
+    case prompt(EngagementPromptDTO)
 
     public enum ConnectionState: Sendable, Equatable {
         case connecting
@@ -125,6 +133,9 @@ extension Parley {
         case .event(let event):
             guard advance(event.conversationId, to: event.seq) else { return }
             emit(.event(event))
+            if event.kind == .receipt, event.actorKind == .agent, let seq = event.upToSeq, let state = event.deliveryState {
+                applyReceipt(state, upTo: seq, in: event.conversationId)
+            }
         case .conversation(let conversation):
             emit(.conversation(conversation))
         case .typing(let conversationId, let participant, let isTyping):

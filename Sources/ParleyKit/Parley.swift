@@ -36,8 +36,21 @@ public actor Parley {
             case pending
             /// The server has it.
             case sent(messageId: MessageID, conversationId: ConversationID, seq: Int64)
+            /// An agent's device has it (a receipt heard while connected).
+            case delivered(messageId: MessageID, conversationId: ConversationID, seq: Int64)
+            /// An agent read it.
+            case read(messageId: MessageID, conversationId: ConversationID, seq: Int64)
             /// The server refused it (a stable code and a sentence); it will not be sent again.
             case failed(code: String, message: String)
+
+            /// Where the server stored it, once it has it (sent, delivered or read).
+            public var stored: (messageId: MessageID, conversationId: ConversationID, seq: Int64)? {
+                switch self {
+                case .sent(let id, let conversation, let seq), .delivered(let id, let conversation, let seq), .read(let id, let conversation, let seq):
+                    (id, conversation, seq)
+                case .pending, .failed: nil
+                }
+            }
         }
 
         public var id: String { clientMessageId }
@@ -65,9 +78,16 @@ public actor Parley {
     let storage: ParleyStorage
     let client: ParleyClient
     var session: Session?
-    private var outbox: [OutgoingMessage]
+    var outbox: [OutgoingMessage]
+    /// What the app reported and the server has not acknowledged yet (Parley+Activity.swift), sealed.
+    var activity: [ActivityEventInput]
     private var draining = false
     private var loop: Task<Void, Never>?
+    var loopRunning: Bool { loop != nil }
+    // Following the app's lifecycle (Parley+Lifecycle.swift).
+    var lifecycleTask: Task<Void, Never>?
+    var lifecycleObservers: [any NSObjectProtocol] = []
+    var lifecycleCenter: NotificationCenter?
     /// The first retry's delay after a network failure; each next one doubles, up to a minute.
     let retryDelay: Duration
 
@@ -90,6 +110,7 @@ public actor Parley {
     static let sessionFile = "session.sealed"
     static let outboxFile = "outbox.sealed"
     static let cursorsFile = "cursors.sealed"
+    static let activityFile = "activity.sealed"
     /// Sent messages kept for the app to show their state; the oldest go first.
     static let keptSent = 100
 
@@ -102,16 +123,19 @@ public actor Parley {
         let kept = try store.read(sessionFile, as: Session.self)
         let outbox = try store.read(outboxFile, as: [OutgoingMessage].self) ?? []
         let cursors = try store.read(cursorsFile, as: [String: Int64].self) ?? [:]
+        let activity = try store.read(activityFile, as: [ActivityEventInput].self) ?? []
         return Parley(
             brandID: brandID, appID: appID, identity: identity, store: store, storage: storage, server: server, urlSession: urlSession,
             client: ParleyClient(baseURL: server, session: urlSession, token: kept?.token), session: kept, outbox: outbox, cursors: cursors,
-            retryDelay: retryDelay)
+            activity: activity, retryDelay: retryDelay)
     }
 
     private init(
         brandID: BrandID?, appID: AppID, identity: Identity, store: SecureStore, storage: ParleyStorage, server: URL, urlSession: URLSession,
-        client: ParleyClient, session: Session?, outbox: [OutgoingMessage], cursors: [String: Int64], retryDelay: Duration
+        client: ParleyClient, session: Session?, outbox: [OutgoingMessage], cursors: [String: Int64], activity: [ActivityEventInput],
+        retryDelay: Duration
     ) {
+        self.activity = activity
         self.storage = storage
         (self.brandID, self.appID, self.identity, self.store, self.client) = (brandID, appID, identity, store, client)
         (self.session, self.outbox, self.retryDelay, self.cursors) = (session, outbox, retryDelay, cursors)
@@ -154,6 +178,12 @@ public actor Parley {
         return message
     }
 
+    /// Sends a finished recording (`VoiceRecorder.stop()`); the file can go once this returns.
+    @discardableResult
+    public func sendVoice(_ recording: VoiceRecording, clientMessageId: String = UUID().uuidString) throws -> OutgoingMessage {
+        try sendVoice(file: recording.file, contentType: recording.contentType, clientMessageId: clientMessageId)
+    }
+
     struct VoiceDraft: Codable {
         var audio: Data
         var contentType: String
@@ -171,6 +201,20 @@ public actor Parley {
         try await ensureSession()
         try await client.registerPush(RegisterPushRequest(
             provider: .apns, token: apnsToken.map { String(format: "%02x", $0) }.joined(), environment: sandbox ? "sandbox" : "production"))
+    }
+
+    /// Registers this device's Firebase Cloud Messaging registration token (Android builds, or an
+    /// app that sends through FCM).
+    public func registerForNotifications(fcmToken: String) async throws {
+        try await ensureSession()
+        try await client.registerPush(RegisterPushRequest(provider: .fcm, token: fcmToken))
+    }
+
+    /// The brand's settings for this consumer: whether voice notes are on and their longest length
+    /// (`voiceMaxSeconds`, the limit to record to), the brand's name, colour and availability.
+    public func settings() async throws -> ConsumerSettingsDTO {
+        try await ensureSession()
+        return try await client.settings()
     }
 
     /// The consumer's conversations, newest first.
@@ -211,14 +255,16 @@ public actor Parley {
                 outbox[index].attempts += 1
                 outbox[index].lastError = reason
                 try? persistOutbox()
+                emit(.outgoing(outbox[index]))
                 return true
             }
             try? persistOutbox()
+            emit(.outgoing(outbox[index]))
             index += 1
         }
         pruneSent()
         try? persistOutbox()
-        return false
+        return await flushActivity()
     }
 
     /// Sends in the background: now, and again after a failure with back-off (1 s doubling to a
@@ -248,10 +294,12 @@ public actor Parley {
 
     /// Signing out: the session and everything stored on the device are gone.
     public func signOut() throws {
+        stopFollowingAppLifecycle()
         stop()
         disconnect()
         session = nil
         outbox = []
+        activity = []
         cursors = [:]
         try store.wipe()
     }
@@ -272,7 +320,10 @@ public actor Parley {
                     guard let draft = try store.read(Self.voiceFile(message.clientMessageId), as: VoiceDraft.self) else {
                         return .refused(code: "recording_lost", message: "The recording is no longer on the device.")
                     }
-                    let response = try await client.sendVoice(draft.audio, contentType: draft.contentType, clientMessageId: message.clientMessageId)
+                    let id = message.clientMessageId
+                    let response = try await client.sendVoice(draft.audio, contentType: draft.contentType, clientMessageId: id) { [weak self] fraction in
+                        self?.emit(.uploadProgress(clientMessageId: id, fraction: fraction))
+                    }
                     try? FileManager.default.removeItem(at: store.directory.appendingPathComponent(Self.voiceFile(message.clientMessageId)))
                     return .sent(response)
                 }
@@ -293,6 +344,24 @@ public actor Parley {
         return .later("the server refused the session")
     }
 
+    /// Raises the consumer's sent messages in a conversation up to `seq` to what an agent's receipt says.
+    func applyReceipt(_ state: DeliveryState, upTo seq: Int64, in conversationId: ConversationID) {
+        var changed = false
+        for index in outbox.indices {
+            guard let stored = outbox[index].state.stored, stored.conversationId == conversationId, stored.seq <= seq else { continue }
+            let raised: OutgoingMessage.State
+            switch (outbox[index].state, state) {
+            case (.sent, .delivered): raised = .delivered(messageId: stored.messageId, conversationId: conversationId, seq: stored.seq)
+            case (.sent, .read), (.delivered, .read): raised = .read(messageId: stored.messageId, conversationId: conversationId, seq: stored.seq)
+            default: continue
+            }
+            outbox[index].state = raised
+            emit(.outgoing(outbox[index]))
+            changed = true
+        }
+        if changed { try? persistOutbox() }
+    }
+
     func ensureSession() async throws {
         if session != nil { return }
         let consumer: ConsumerDTO
@@ -310,12 +379,12 @@ public actor Parley {
         try store.write(Self.sessionFile, session)
     }
 
-    private func persistOutbox() throws {
+    func persistOutbox() throws {
         try store.write(Self.outboxFile, outbox)
     }
 
     private func pruneSent() {
-        let sent = outbox.indices.filter { if case .sent = outbox[$0].state { true } else { false } }
+        let sent = outbox.indices.filter { outbox[$0].state.stored != nil }
         guard sent.count > Self.keptSent else { return }
         let drop = Set(sent.prefix(sent.count - Self.keptSent))
         outbox = outbox.enumerated().filter { !drop.contains($0.offset) }.map(\.element)
@@ -326,11 +395,11 @@ public actor Parley {
     private var wakeup: CheckedContinuation<Void, Never>?
 
     private func waitForWork() async {
-        if outbox.contains(where: { $0.state == .pending }) { return }
+        if outbox.contains(where: { $0.state == .pending }) || !activity.isEmpty { return }
         await withCheckedContinuation { wakeup = $0 }
     }
 
-    private func wakeLoop() {
+    func wakeLoop() {
         wakeup?.resume()
         wakeup = nil
     }

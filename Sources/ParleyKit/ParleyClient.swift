@@ -64,9 +64,11 @@ public actor ParleyClient {
     }
 
     /// Uploads a voice note (the bytes of an audio file; the server sniffs the format). The client
-    /// message id makes a repeated upload return the first one.
+    /// message id makes a repeated upload return the first one. `progress` hears the fraction of
+    /// the bytes sent, from 0 to 1.
     public func sendVoice(
-        _ audio: Data, contentType: String = "application/octet-stream", conversationId: ConversationID? = nil, clientMessageId: String
+        _ audio: Data, contentType: String = "application/octet-stream", conversationId: ConversationID? = nil, clientMessageId: String,
+        progress: (@Sendable (Double) -> Void)? = nil
     ) async throws -> SendMessageResponse {
         var path = "v1/consumer/voice-messages?clientMessageId=\(clientMessageId.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? clientMessageId)"
         if let conversationId { path += "&conversationId=\(conversationId)" }
@@ -75,8 +77,20 @@ public actor ParleyClient {
         request.httpMethod = "POST"
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         request.setValue(contentType, forHTTPHeaderField: "Content-Type")
-        request.httpBody = audio
-        return try await perform(request)
+        guard let progress else {
+            request.httpBody = audio
+            return try await perform(request)
+        }
+        progress(0)
+        let (data, response) = try await session.upload(for: request, from: audio, delegate: UploadProgress(report: progress))
+        let decoded: SendMessageResponse = try decode(data, response)
+        progress(1)
+        return decoded
+    }
+
+    /// Reports what the consumer did in the app (a batch of at most 50 events).
+    public func reportActivity(_ events: [ActivityEventInput]) async throws -> ReportActivityResponse {
+        try await request("POST", "v1/consumer/activity", body: ReportActivityRequest(events: events))
     }
 
     /// The bytes at a path the server gave (a voice note's rendition), with the session.
@@ -100,6 +114,11 @@ public actor ParleyClient {
     @discardableResult
     public func registerPush(_ registration: RegisterPushRequest) async throws -> PushRegistrationDTO {
         try await request("POST", "v1/consumer/push", body: registration)
+    }
+
+    /// The brand's settings for the consumer (voice notes on, their longest length, name, colour).
+    public func settings() async throws -> ConsumerSettingsDTO {
+        try await request("GET", "v1/consumer/settings")
     }
 
     public func conversations() async throws -> [ConversationDTO] {
@@ -146,6 +165,10 @@ public actor ParleyClient {
 
     private func perform<Response: Decodable>(_ request: URLRequest) async throws -> Response {
         let (data, response) = try await session.data(for: request)
+        return try decode(data, response)
+    }
+
+    private func decode<Response: Decodable>(_ data: Data, _ response: URLResponse) throws -> Response {
         guard let http = response as? HTTPURLResponse else { throw ParleyClientError.transport("no HTTP response") }
         guard (200..<300).contains(http.statusCode) else {
             if let error = try? decoder.decode(ErrorBody.self, from: data) {
@@ -155,6 +178,20 @@ public actor ParleyClient {
                 status: http.statusCode, .init(code: "http_\(http.statusCode)", message: String(decoding: data, as: UTF8.self)))
         }
         return try decoder.decode(Response.self, from: data)
+    }
+}
+
+/// Hears how much of an upload's body was sent.
+private final class UploadProgress: NSObject, URLSessionTaskDelegate, Sendable {
+    let report: @Sendable (Double) -> Void
+
+    init(report: @escaping @Sendable (Double) -> Void) {
+        self.report = report
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
+        guard totalBytesExpectedToSend > 0 else { return }
+        report(min(1, Double(totalBytesSent) / Double(totalBytesExpectedToSend)))
     }
 }
 

@@ -9,6 +9,11 @@ public struct ParleyStorage: Sendable {
         case bytes(Data)
         /// A key file, created with mode 0600 on first use (Linux, command-line tools).
         case file(URL)
+        #if canImport(Security)
+        /// A key in the Keychain (Apple platforms), created on first use, readable after the first
+        /// unlock and never synced or restored to another device.
+        case keychain(service: String = "com.parley.kit", account: String = "storage-key")
+        #endif
     }
 
     public var directory: URL
@@ -51,6 +56,10 @@ struct SecureStore: Sendable {
                 }
                 key = created
             }
+        #if canImport(Security)
+        case .keychain(let service, let account):
+            key = SymmetricKey(data: try Keychain.key(service: service, account: account))
+        #endif
         }
     }
 
@@ -97,4 +106,26 @@ public enum ParleyKitError: Error, Sendable, Equatable {
     case misconfigured(String)
     /// What was asked for does not exist (yet): a voice note still being processed, say.
     case notAvailable(String)
+    /// What the app passed cannot be sent (an activity's name, say); the sentence says why.
+    case invalid(String)
 }
+
+#if canImport(Security)
+import Security
+
+/// The storage key in the Keychain: read, or made and added on first use.
+enum Keychain {
+    static func key(service: String, account: String) throws -> Data {
+        let query: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: account]
+        var found: CFTypeRef?
+        let status = SecItemCopyMatching((query.merging([kSecReturnData: true, kSecMatchLimit: kSecMatchLimitOne]) { $1 }) as CFDictionary, &found)
+        if status == errSecSuccess, let data = found as? Data, data.count == 32 { return data }
+        guard status == errSecItemNotFound else { throw ParleyKitError.storage("the Keychain refused the storage key (\(status))") }
+        let created = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
+        let added = SecItemAdd(
+            (query.merging([kSecValueData: created, kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly]) { $1 }) as CFDictionary, nil)
+        guard added == errSecSuccess else { throw ParleyKitError.storage("the Keychain did not keep the storage key (\(added))") }
+        return created
+    }
+}
+#endif

@@ -16,7 +16,8 @@ struct Chat: AsyncParsableCommand {
         abstract: "Chat with a brand as a consumer, from the terminal (ParleyKit).",
         discussion: """
             Type a message and press Enter. Commands: /voice <file> sends an audio file as a voice \
-            note; /read marks the conversation read; /quit leaves (what is not sent yet is kept and \
+            note; /read marks the conversation read; /event <name> [key=value ...] reports what an app would \
+            (ParleyKit's report); /quit leaves (what is not sent yet is kept and \
             sent next time).
             """)
 
@@ -60,7 +61,7 @@ struct Chat: AsyncParsableCommand {
                 let history = try await parley.messages(in: conversation.id)
                 for message in history.suffix(20) { screen.show(message) }
             }
-            screen.note("Connected to \(serverURL.absoluteString). Type a message; /voice <file>, /read, /quit.")
+            screen.note("Connected to \(serverURL.absoluteString). Type a message; /voice <file>, /event <name> [key=value], /read, /quit.")
         } catch {
             screen.note("The server cannot be reached: what you write is kept and sent when it can.")
         }
@@ -76,9 +77,21 @@ struct Chat: AsyncParsableCommand {
                 switch event {
                 case .message(let message):
                     current.id.withLock { $0 = message.conversationId }
-                    if message.senderKind == .agent { screen.show(message) }
-                case .event(let event) where event.kind == .receipt && event.actorKind == .agent:
-                    if event.deliveryState == .read { screen.note("✓✓ read by the agent") }
+                    if message.senderKind != .consumer { screen.show(message) }
+                case .outgoing(let message):
+                    // Each of the consumer's messages as it moves: sent, delivered, read, or refused.
+                    let what = (message.kind == .voice ? "voice note " : "") + message.text
+                    switch message.state {
+                    case .sent: screen.note("✓ sent: \(what)")
+                    case .delivered: screen.note("✓✓ delivered to the agent")
+                    case .read: screen.note("✓✓ read by the agent")
+                    case .failed(let code, let reason): screen.note("✗ not sent (\(code)): \(reason)")
+                    case .pending: break
+                    }
+                case .uploadProgress(_, let fraction) where fraction == 0:
+                    screen.note("uploading the voice note…")
+                case .prompt(let prompt):
+                    screen.note("💬 \(prompt.text)")
                 case .typing(_, let participant, let isTyping) where participant.kind == .agent:
                     if isTyping, typing.insert(participant.id).inserted { screen.note("the agent is typing…") }
                     if !isTyping { typing.remove(participant.id) }
@@ -91,23 +104,6 @@ struct Chat: AsyncParsableCommand {
                 }
             }
         }
-        let tracker = Task {
-            // Each message's state as it changes: sent, or refused with the server's reason.
-            var shown: [String: ParleyKit.Parley.OutgoingMessage.State] = [:]
-            while !Task.isCancelled {
-                for message in await parley.outgoing where shown[message.clientMessageId] != message.state {
-                    if shown[message.clientMessageId] != nil || message.state != .pending {
-                        switch message.state {
-                        case .sent: screen.note("✓ sent: \(message.kind == .voice ? "voice note " : "")\(message.text)")
-                        case .failed(let code, let reason): screen.note("✗ not sent (\(code)): \(reason)")
-                        case .pending: break
-                        }
-                    }
-                    shown[message.clientMessageId] = message.state
-                }
-                try? await Task.sleep(for: .milliseconds(200))
-            }
-        }
 
         for await line in StandardInput.lines() {
             let text = line.trimmingCharacters(in: .whitespaces)
@@ -115,6 +111,24 @@ struct Chat: AsyncParsableCommand {
             if text == "/quit" { break }
             if text == "/read" {
                 if let id = current.id.withLock({ $0 }) { await parley.markRead(id) }
+                continue
+            }
+            if text.hasPrefix("/event ") {
+                // `/event cart_value value=129.90 currency=EUR`: what an app reports with `report`.
+                var words = text.dropFirst(7).split(separator: " ").map(String.init)
+                let name = words.isEmpty ? "" : words.removeFirst()
+                var properties: [String: ActivityValue] = [:]
+                for word in words {
+                    let pair = word.split(separator: "=", maxSplits: 1).map(String.init)
+                    guard pair.count == 2 else { continue }
+                    properties[pair[0]] = Double(pair[1]).map(ActivityValue.number) ?? (["true", "false"].contains(pair[1]) ? .bool(pair[1] == "true") : .string(pair[1]))
+                }
+                do {
+                    try await parley.report(.custom(name, properties))
+                    screen.note("reported \(name)")
+                } catch {
+                    screen.note("cannot report it: \(error)")
+                }
                 continue
             }
             if text.hasPrefix("/voice ") {
@@ -129,7 +143,6 @@ struct Chat: AsyncParsableCommand {
             }
             try await parley.send(text)
         }
-        tracker.cancel()
         events.cancel()
         await parley.disconnect()
         await parley.stop()
@@ -152,7 +165,11 @@ final class Screen: Sendable {
     private let lock = NSLock()
 
     func show(_ message: MessageDTO) {
-        let who = message.senderKind == .agent ? "Agent" : "You"
+        let who = switch message.senderKind {
+        case .agent: "Agent"
+        case .system: "Automatic"
+        case .consumer: "You"
+        }
         let body: String
         switch message.kind {
         case .text: body = message.text
