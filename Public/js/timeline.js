@@ -80,7 +80,10 @@ export class Timeline {
     this.element.replaceChildren();
   }
 
-  isOut(message) { return message.senderKind === this.perspective; }
+  /** Mine: the consumer's own messages in the widget; in the workspace the brand's, agents' and automatic. */
+  isOut(message) {
+    return message.senderKind === this.perspective || (this.perspective === "agent" && message.senderKind === "system");
+  }
 
   /** Adds or updates a stored message; it replaces its pending twin (same client message id). */
   upsert(stored) {

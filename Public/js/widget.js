@@ -161,7 +161,7 @@ async function start() {
     recorder.hidden = false;
   }
   timeline = new Timeline($(".timeline"), {
-    perspective: "consumer", api, nameOf: (message) => message.senderKind === "agent" ? message.senderName ?? brand.name : null,
+    perspective: "consumer", api, nameOf: (message) => message.senderKind === "agent" ? message.senderName ?? brand.name : message.senderKind === "system" ? brand.name : null,
   });
   // A visitor whose session was just created has no conversations yet: no request for them.
   const conversations = newVisitor ? [] : (await api.get("/v1/consumer/conversations?limit=1")).items;

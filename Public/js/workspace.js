@@ -7,6 +7,7 @@ import { icon, initials, isImage, text } from "./icons.js";
 import { CallSession } from "./call-session.js";
 import { PresenceControl, presenceLabels } from "./presence.js";
 import { ReplyPicker, SavedRepliesAdmin } from "./saved-replies.js";
+import { EngagementAdmin, renderActivity } from "./engagement.js";
 import { ChannelsAdmin, TemplateSender } from "./channels.js";
 import "./call-view.js";
 import "./voice-recorder.js";
@@ -57,6 +58,7 @@ async function boot() {
     perspective: "agent", api,
     // The customer's name over their groups; a colleague's over theirs; none over mine.
     nameOf: (message) => message.senderKind === "consumer" ? state.currentPerson?.displayName ?? "Customer"
+      : message.senderKind === "system" ? "Automatic message"
       : message.senderId !== state.me.id ? message.senderName ?? "An agent" : null,
     onRetryDelivery: async (message) => {
       try {
@@ -177,6 +179,7 @@ const templates = new TemplateSender({
 $(".send-template").addEventListener("click", () => state.current && templates.open(state.current));
 
 const savedAdmin = new SavedRepliesAdmin({ section: $(".saved-replies"), api, onChange: () => picker.refresh() });
+const engagementAdmin = new EngagementAdmin({ section: $(".engagement"), api });
 
 /** The brand's widget: colour, what it says while agents are there or away, and the idle time. */
 function fillWidgetForm() {
@@ -248,12 +251,14 @@ async function renderTeam() {
   const admin = state.me.role === "admin";
   team.hidden = !admin;
   $(".saved-replies").hidden = !admin;
+  $(".engagement").hidden = !admin;
   $(".widget-settings").hidden = !admin;
   $(".channel-settings").hidden = !admin;
   if (team.hidden) return;
   if (!renderTeam.started) {
     renderTeam.started = true;
     savedAdmin.render();
+    engagementAdmin.render();
     channelsAdmin.render();
     fillWidgetForm();
     api.get("/v1/presence").then((page) => page.items.forEach((member) => state.team.set(member.agentId, member))).then(() => renderTeam());
@@ -523,6 +528,7 @@ async function open(id, { highlight, readOnly = false, focusReply = true } = {})
   realtime.seen(id, conversation.lastSeq);
   renderDetails(conversation, person);
   renderPast(conversation);
+  renderActivity(api, $(".activity"), conversation.consumerId, () => state.current?.id === conversation.id);
   renderList();
   if (highlight) timeline.highlight(highlight);
   if (readOnly) { $(".back-to-current").focus(); return; }

@@ -178,11 +178,13 @@ extension SQLRepository: ConversationStore {
     ) async throws -> Int {
         let now = StoredTime.millis(at)
         let readAt: SQLQueryString = state == .read ? "\(bind: now)" : "read_at"
+        // The brand's automatic messages (sender `system`) are read by the consumer like the agents' are.
+        let also = senderKind == .agent ? ParticipantKind.system.rawValue : senderKind.rawValue
         let rows = try await db.raw(
             """
             UPDATE messages SET delivery_state = \(bind: state.rank), delivered_at = COALESCE(delivered_at, \(bind: now)),
                 read_at = \(readAt)
-            WHERE conversation_id = \(bind: conversationId) AND sender_kind = \(bind: senderKind.rawValue)
+            WHERE conversation_id = \(bind: conversationId) AND sender_kind IN (\(bind: senderKind.rawValue), \(bind: also))
                 AND seq <= \(bind: upToSeq) AND delivery_state < \(bind: state.rank)
             RETURNING seq
             """
