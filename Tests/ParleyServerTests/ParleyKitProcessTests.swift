@@ -1,0 +1,116 @@
+import Foundation
+import ParleyAPI
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// ParleyKit in a process of its own (`parley chat`), killed in the middle of an upload: the voice
+/// note is sealed on the device before the upload starts, so the next start sends it, once.
+@Suite("ParleyKit in a process that is killed")
+struct ParleyKitProcessTests {
+    /// `parley chat` running with its standard input and output in the test's hands.
+    final class ChatProcess: Sendable {
+        let process: Process
+        let input: FileHandle
+        final class Transcript: Sendable { let text = Mutex("") }
+        let transcript = Transcript()
+        var output: String { transcript.text.withLock { $0 } }
+
+        init(server: Int, app: AppID, dataDir: URL) throws {
+            let binary = TestServer.repositoryRoot.appendingPathComponent(".build/debug/parley")
+            guard FileManager.default.isExecutableFile(atPath: binary.path) else { throw TestFailure("\(binary.path) is not built (swift build)") }
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = ["chat", "--server", "http://127.0.0.1:\(server)", "--app", app.rawValue, "--data-dir", dataDir.path, "--name", "Kim on a train"]
+            let stdin = Pipe()
+            let stdout = Pipe()
+            process.standardInput = stdin
+            process.standardOutput = stdout
+            process.standardError = stdout
+            try process.run()
+            self.process = process
+            input = stdin.fileHandleForWriting
+            let transcript = self.transcript
+            let reader = stdout.fileHandleForReading
+            Thread {
+                while true {
+                    let data = reader.availableData
+                    if data.isEmpty { return }
+                    transcript.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
+                }
+            }.start()
+        }
+
+        func type(_ line: String) {
+            input.write(Data((line + "\n").utf8))
+        }
+
+        func wait(for text: String, within seconds: Double = 30) async throws {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                if output.contains(text) { return }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            throw TestFailure("'\(text)' did not appear within \(seconds) s:\n\(output)")
+        }
+
+        func kill() {
+            Glibc.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+
+        func quit() async throws {
+            type("/quit")
+            let deadline = Date().addingTimeInterval(20)
+            while process.isRunning, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            if process.isRunning { kill() }
+        }
+    }
+
+    @Test("killed mid-upload (the network stalled after 64 KB), restarted: the voice note reaches the agents once")
+    func killedMidUpload() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("parley-chat-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let recording = root.appendingPathComponent("from-the-train.wav")
+        try AudioFixtures.files().data("note.wav").write(to: recording)
+        #expect(try Data(contentsOf: recording).count > 256 * 1024)
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let proxy = try StallingProxy(upstream: server.port, stallOn: "/v1/consumer/voice-messages", after: 64 * 1024)
+            defer { proxy.stop() }
+
+            let first = try ChatProcess(server: proxy.port, app: acme.app.id, dataDir: root.appendingPathComponent("chat"))
+            try await first.wait(for: "online")
+            first.type("Sending you a voice note about the refund")
+            try await first.wait(for: "✓ sent: Sending you a voice note")
+            first.type("/voice \(recording.path)")
+            try await first.wait(for: "uploading the voice note")
+            let deadline = Date().addingTimeInterval(20)
+            while !proxy.stalled.withLock({ $0 }), Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(proxy.stalled.withLock { $0 })
+            first.kill()  // in the middle of the upload
+
+            let conversation = try #require(try await server.get("/v1/conversations", token: acme.adminToken).decode(Page<ConversationDTO>.self).items.first)
+            let before = try await server.get("/v1/conversations/\(conversation.id)/messages", token: acme.adminToken).decode(ListResponse<MessageDTO>.self).items
+            #expect(before.map(\.kind) == [.text])
+
+            // The app starts again, on a network that works.
+            let second = try ChatProcess(server: server.port, app: acme.app.id, dataDir: root.appendingPathComponent("chat"))
+            try await second.wait(for: "✓ sent: voice note from-the-train.wav")
+            try await second.quit()
+            // And once more: nothing is left to send.
+            let third = try ChatProcess(server: server.port, app: acme.app.id, dataDir: root.appendingPathComponent("chat"))
+            try await third.wait(for: "online")
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(!third.output.contains("✓ sent"))
+            try await third.quit()
+
+            let after = try await server.get("/v1/conversations/\(conversation.id)/messages", token: acme.adminToken).decode(ListResponse<MessageDTO>.self).items
+            #expect(after.map(\.kind) == [.text, .voice])
+            #expect(after.map(\.senderId) == Array(repeating: before[0].senderId, count: 2))
+        }
+    }
+}
