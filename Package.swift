@@ -92,6 +92,7 @@ let package = Package(
                 "ParleyAPI", .product(name: "Crypto", package: "swift-crypto"),
                 // Linux's URLSession (libcurl) has no WebSockets; Apple platforms use URLSession's.
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
+                .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
             ],
             swiftSettings: swiftSettings),
         .executableTarget(
@@ -112,7 +113,7 @@ let package = Package(
         .executableTarget(
             name: "parley-bench",
             dependencies: [
-                "ParleyAPI", "ParleyDomain", "ParleyMedia",
+                "ParleyAPI", "ParleyDomain", "ParleyMedia", "ParleyKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),

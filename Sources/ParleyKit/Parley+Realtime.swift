@@ -6,6 +6,7 @@ import FoundationNetworking
 #endif
 #if canImport(HummingbirdWSClient)
 import HummingbirdWSClient
+import HummingbirdWSCompression
 import Logging
 #endif
 
@@ -70,7 +71,7 @@ extension Parley {
     /// The app shows the conversation up to its newest message: the agents see "read".
     public func markRead(_ conversationId: ConversationID) async {
         guard let seq = cursors[conversationId.rawValue], seq > 0 else { return }
-        await sendFrame(.receipt(id: UUID().uuidString, conversationId: conversationId, ReceiptRequest(upToSeq: seq, state: .read)))
+        await sendFrame(.receipt(id: nextFrameId(), conversationId: conversationId, ReceiptRequest(upToSeq: seq, state: .read)))
     }
 
     /// The consumer is (or stopped) typing.
@@ -96,6 +97,10 @@ extension Parley {
         defer {
             outgoing.finish()
             if self.frames != nil { self.frames = nil }
+            greeted = false
+            // What waited for an answer on this connection is sent again (same ids) by the outbox.
+            for (_, waiting) in pendingReplies { waiting.resume(returning: nil) }
+            pendingReplies = [:]
         }
         do {
             try await RealtimeSocket.run(url: url, token: token, session: urlSession, outgoing: stream) { text in
@@ -121,6 +126,10 @@ extension Parley {
 
     private func handle(_ frame: ServerFrame) async {
         switch frame {
+        case .ack(let id, _, _, _):
+            pendingReplies.removeValue(forKey: id)?.resume(returning: frame)
+        case .error(let id?, _):
+            pendingReplies.removeValue(forKey: id)?.resume(returning: frame)
         case .message(let message):
             guard advance(message.conversationId, to: message.seq) else { return }  // seen already
             cache([message], in: message.conversationId)
@@ -128,7 +137,7 @@ extension Parley {
             if message.senderKind == .agent {
                 // Received on the device: the agents see "delivered".
                 await sendFrame(.receipt(
-                    id: UUID().uuidString, conversationId: message.conversationId, ReceiptRequest(upToSeq: message.seq, state: .delivered)))
+                    id: nextFrameId(), conversationId: message.conversationId, ReceiptRequest(upToSeq: message.seq, state: .delivered)))
             }
         case .event(let event):
             guard advance(event.conversationId, to: event.seq) else { return }
@@ -156,6 +165,31 @@ extension Parley {
         return true
     }
 
+    /// Sends a frame the server answers (`ack` or `error` with the frame's id) and waits for the
+    /// answer: nil when not connected, or when the connection drops or `timeout` passes first.
+    func realtimeRequest(_ frame: ClientFrame, id: String, timeout: Duration = .seconds(15)) async -> ServerFrame? {
+        guard greeted, let frames, let data = try? encoder.encode(frame), pendingReplies[id] == nil else { return nil }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            self.answer(id, with: nil)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            pendingReplies[id] = continuation
+            frames.yield(String(decoding: data, as: UTF8.self))
+        }
+    }
+
+    /// A frame id: short (each byte goes over the customer's mobile data), unique on the connection.
+    func nextFrameId() -> String {
+        frameCounter += 1
+        return "k\(frameCounter)"
+    }
+
+    private func answer(_ id: String, with frame: ServerFrame?) {
+        pendingReplies.removeValue(forKey: id)?.resume(returning: frame)
+    }
+
     private func sendFrame(_ frame: ClientFrame) async {
         guard let frames, let data = try? encoder.encode(frame) else { return }
         frames.yield(String(decoding: data, as: UTF8.self))
@@ -179,7 +213,12 @@ enum RealtimeSocket {
         var logger = Logger(label: "parleykit.realtime")
         logger.logLevel = .critical
         let close = try await WebSocketClient.connect(
-            url: url.absoluteString, configuration: .init(maxFrameSize: 1 << 20, additionalHeaders: [.authorization: "Bearer \(token)"]),
+            url: url.absoluteString,
+            configuration: .init(
+                maxFrameSize: 1 << 20, additionalHeaders: [.authorization: "Bearer \(token)"],
+                // permessage-deflate, as browsers offer it: a chat's frames are repetitive JSON.
+                // Small frames too (receipts are ~100 bytes): the shared window makes them a few bytes each.
+                extensions: [.perMessageDeflate(maxDecompressedFrameSize: 1 << 20, minFrameSizeToCompress: 24)]),
             logger: logger
         ) { inbound, outbound, _ in
             try await withThrowingTaskGroup(of: Void.self) { group in

@@ -99,6 +99,9 @@ public actor Parley {
     /// Frames to send on the open connection.
     var frames: AsyncStream<String>.Continuation?
     var greeted = false
+    /// Frames sent on the connection that wait for the server's `ack` or `error`, by frame id.
+    var pendingReplies: [String: CheckedContinuation<ServerFrame?, Never>] = [:]
+    var frameCounter = 0
     /// Per conversation, the last sequence number this device has seen (sealed, kept across restarts).
     var cursors: [String: Int64]
     let encoder = ParleyJSON.makeEncoder()
@@ -246,8 +249,8 @@ public actor Parley {
                 continue
             }
             switch await deliver(outbox[index]) {
-            case .sent(let response):
-                outbox[index].state = .sent(messageId: response.message.id, conversationId: response.conversation.id, seq: response.message.seq)
+            case .sent(let stored):
+                outbox[index].state = .sent(messageId: stored.id, conversationId: stored.conversationId, seq: stored.seq)
                 outbox[index].lastError = nil
             case .refused(let code, let message):
                 outbox[index].state = .failed(code: code, message: message)
@@ -307,7 +310,7 @@ public actor Parley {
     // MARK: Delivery
 
     private enum Outcome {
-        case sent(SendMessageResponse)
+        case sent(MessageDTO)
         case refused(code: String, message: String)
         case later(String)
     }
@@ -325,9 +328,27 @@ public actor Parley {
                         self?.emit(.uploadProgress(clientMessageId: id, fraction: fraction))
                     }
                     try? FileManager.default.removeItem(at: store.directory.appendingPathComponent(Self.voiceFile(message.clientMessageId)))
-                    return .sent(response)
+                    return .sent(response.message)
                 }
-                return .sent(try await client.send(message.text, clientMessageId: message.clientMessageId, attempts: 1))
+                // Connected: over the socket (no HTTP round trip, and the server does not echo the
+                // message back to this connection); else over HTTP. Either way with the same client
+                // message id, so a send that got no answer is never stored twice.
+                let frameId = nextFrameId()
+                if let answer = await realtimeRequest(
+                    .send(id: frameId, SendMessageRequest(clientMessageId: message.clientMessageId, text: message.text)), id: frameId)
+                {
+                    switch answer {
+                    case .ack(_, let stored?, _, _):
+                        return .sent(stored)
+                    case .error(_, let detail) where ["rate_limited", "internal_error"].contains(detail.code):
+                        return .later(detail.code)
+                    case .error(_, let detail):
+                        return .refused(code: detail.code, message: detail.message)
+                    default:
+                        return .later("an unexpected answer")
+                    }
+                }
+                return .sent(try await client.send(message.text, clientMessageId: message.clientMessageId, attempts: 1).message)
             } catch ParleyClientError.api(let status, let detail) where status == 401 {
                 // The session expired or was revoked: a new one, then once more.
                 session = nil

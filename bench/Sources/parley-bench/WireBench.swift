@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import ParleyAPI
+import ParleyKit
 import Synchronization
 
 #if canImport(Glibc)
@@ -77,6 +78,8 @@ final class CountingProxy: Sendable {
 /// Section 4: a 12-message chat as the consumer's widget has it, at the socket.
 enum WireBench {
     struct Row: Sendable {
+        /// The client: the widget (a browser) or ParleyKit (an app).
+        var client = "widget"
         var compression: Bool
         var httpUp: Int
         var httpDown: Int
@@ -120,7 +123,76 @@ enum WireBench {
         for compression in [false, true] {
             rows.append(try await chat(server: server, compression: compression))
         }
+        rows.append(try await sdkChat(server: server))
         return rows
+    }
+
+    /// The same chat from an app on ParleyKit: its session and the socket (resume, each answer
+    /// received with a delivered receipt, then read), the customer's lines through its outbox.
+    static func sdkChat(server: ParleyServer) async throws -> Row {
+        let proxy = try CountingProxy(target: server.port)
+        defer { proxy.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bench-kit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        guard let appId = AppID(server.appId) else { throw BenchError("wire bench: bad app id") }
+        let parley = try await Parley.configure(
+            brandID: nil, appID: appId, server: URL(string: "http://127.0.0.1:\(proxy.port)/")!, identity: .anonymous(),
+            storage: ParleyStorage(directory: directory, key: .file(directory.appendingPathExtension("key"))))
+        let events = Locked<[ParleyEvent]>([])
+        let listener = Task { for await event in parley.events { events.withLock { $0.append(event) } } }
+        defer { listener.cancel() }
+        func until(_ check: @escaping @Sendable ([ParleyEvent]) -> Bool) async throws {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                if events.withLock({ check($0) }) { return }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            throw BenchError("wire bench (ParleyKit): an expected event did not arrive")
+        }
+        await parley.connect()
+        try await until { $0.contains { if case .connection(.connected) = $0 { true } else { false } } }
+        let agentToken = try await server.api.login(email: server.adminEmail, password: server.adminPassword)
+        let agentFrames = Locked<[String]>([])
+        let agentSocket = try await BenchSocket.open(url: "ws://127.0.0.1:\(server.port)/v1/realtime?access_token=\(agentToken)") { text in
+            agentFrames.withLock { $0.append(text) }
+        }
+        func agentWait(_ matches: @escaping @Sendable (String) -> Bool) async throws -> String {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                if let found = agentFrames.withLock({ list -> String? in
+                    guard let index = list.firstIndex(where: matches) else { return nil }
+                    return list.remove(at: index)
+                }) {
+                    return found
+                }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            throw BenchError("wire bench (ParleyKit): an expected frame did not arrive")
+        }
+        for turn in 0..<6 {
+            try await parley.send(customer[turn])
+            _ = await parley.flush()
+            guard let stored = await parley.outgoing.last?.state.stored else { throw BenchError("wire bench (ParleyKit): not sent: \(await parley.outgoing.map { "\($0.state) \($0.lastError ?? "")" })") }
+            let conversationId = stored.conversationId.rawValue
+            let incoming = try await agentWait { FrameScan.type(of: $0) == "message" && $0.contains(customer[turn]) }
+            if turn == 0 { agentSocket.send(#"{"type":"view","conversationId":"\#(conversationId)"}"#) }
+            agentSocket.send(#"{"type":"receipt","id":"r\#(turn)","conversationId":"\#(conversationId)","upToSeq":\#(seqOf(incoming)),"state":"read"}"#)
+            _ = try await agentWait { $0.contains(#""id":"r\#(turn)""#) }
+            agentSocket.send(
+                #"{"type":"send","id":"a\#(turn)","clientMessageId":"\#(UUID().uuidString.lowercased())","conversationId":"\#(conversationId)","text":"\#(agent[turn])"}"#)
+            let ack = try await agentWait { $0.contains(#""id":"a\#(turn)""#) }
+            let answer = agent[turn]
+            try await until { ParleyKitEvents.messages($0).contains { $0.text == answer } }
+            await parley.markRead(stored.conversationId)
+            _ = try await agentWait { FrameScan.type(of: $0) == "event" && $0.contains(#""upToSeq":\#(seqOf(ack))"#) && $0.contains("read") }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        await parley.disconnect()
+        await agentSocket.close()
+        try await Task.sleep(for: .milliseconds(100))
+        let total = proxy.bytes
+        // The app's HTTP and socket share the proxy: the split is not kept, the totals are what count.
+        return Row(client: "ParleyKit", compression: false, httpUp: 0, httpDown: 0, socketUp: total.up, socketDown: total.down)
     }
 
     static func chat(server: ParleyServer, compression: Bool) async throws -> Row {
@@ -215,6 +287,12 @@ enum WireBench {
         return Row(
             compression: compression, httpUp: afterHTTP.up, httpDown: afterHTTP.down, socketUp: total.up - afterHTTP.up,
             socketDown: total.down - afterHTTP.down)
+    }
+
+    enum ParleyKitEvents {
+        static func messages(_ events: [ParleyEvent]) -> [MessageDTO] {
+            events.compactMap { if case .message(let message) = $0 { message } else { nil } }
+        }
     }
 
     static func seqOf(_ frame: String) -> Int {
