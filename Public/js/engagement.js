@@ -1,6 +1,8 @@
 // What the customer did in the brand's app (ParleyKit's report), in the details pane, and the
 // brand's engagement rules in the account dialog (admins).
 
+import { AdminList } from "./admin-list.js";
+
 const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
 
 /** "3 min ago", "yesterday": how long ago an event happened. */
@@ -43,11 +45,10 @@ export async function renderActivity(api, list, consumerId, isCurrent) {
 }
 
 /** Admins' list of engagement rules: add, pause or resume, delete. */
-export class EngagementAdmin {
+export class EngagementAdmin extends AdminList {
   constructor({ section, api }) {
-    Object.assign(this, { section, api });
+    super({ section, api, note: ".rule-note" });
     this.list = section.querySelector(".rule-list");
-    this.note = section.querySelector(".rule-note");
     this.form = section.querySelector(".rule-form");
     const comparison = this.form.elements.comparison;
     const toggle = () => { this.form.querySelector(".rule-condition").hidden = comparison.value === "none"; };
@@ -68,18 +69,6 @@ export class EngagementAdmin {
     });
   }
 
-  async request(operation, done) {
-    this.failed = false;
-    try {
-      await operation();
-      this.note.textContent = done;
-    } catch (error) {
-      this.failed = true;
-      this.note.textContent = error.message;
-    }
-    await this.render();
-  }
-
   static when(rule) {
     const comparison = rule.comparison === "at_least" ? "is at least" : "is";
     const condition = rule.property ? ` where ${rule.property} ${comparison} ${rule.value}` : "";
@@ -97,12 +86,7 @@ export class EngagementAdmin {
       head.append(Object.assign(document.createElement("strong"), { textContent: rule.name }));
       const actions = document.createElement("div");
       actions.className = "team-actions";
-      const button = (label, handler) => {
-        const element = Object.assign(document.createElement("button"), { type: "button", className: "button small", textContent: label });
-        element.setAttribute("aria-label", `${label} “${rule.name}”`);
-        element.addEventListener("click", handler);
-        return element;
-      };
+      const button = (label, handler) => AdminList.button(label, `“${rule.name}”`, handler);
       actions.append(
         button(rule.enabled ? "Pause" : "Resume", () => this.request(
           () => this.api.json("PATCH", `/v1/engagement-rules/${rule.id}`, { enabled: !rule.enabled }),

@@ -2,6 +2,8 @@
 // (shortcut or text); arrows move, Enter or Tab inserts, Escape closes. Admins keep the list in the
 // account dialog.
 
+import { AdminList } from "./admin-list.js";
+
 export class ReplyPicker {
   constructor({ form, textarea, list, load, onInsert }) {
     Object.assign(this, { form, textarea, list, load, onInsert });
@@ -99,11 +101,11 @@ export class ReplyPicker {
 }
 
 /** The admin's list of saved replies: add, edit in place, delete. */
-export class SavedRepliesAdmin {
+export class SavedRepliesAdmin extends AdminList {
   constructor({ section, api, onChange }) {
-    Object.assign(this, { section, api, onChange });
+    super({ section, api, note: ".saved-note" });
+    this.onChange = onChange;
     this.list = section.querySelector(".saved-list");
-    this.note = section.querySelector(".saved-note");
     this.form = section.querySelector(".saved-form");
     this.form.addEventListener("submit", async (event) => {
       event.preventDefault();
@@ -112,19 +114,6 @@ export class SavedRepliesAdmin {
         `Saved /${data.get("shortcut").trim()}.`);
       if (!this.failed) this.form.reset();
     });
-  }
-
-  async request(operation, done) {
-    this.failed = false;
-    try {
-      await operation();
-      this.note.textContent = done;
-    } catch (error) {
-      this.failed = true;
-      this.note.textContent = error.message;
-    }
-    await this.render();
-    this.onChange?.();
   }
 
   async render() {
@@ -137,12 +126,7 @@ export class SavedRepliesAdmin {
       head.append(Object.assign(document.createElement("strong"), { textContent: `/${reply.shortcut}` }));
       const actions = document.createElement("div");
       actions.className = "team-actions";
-      const button = (label, handler) => {
-        const element = Object.assign(document.createElement("button"), { type: "button", className: "button small", textContent: label });
-        element.setAttribute("aria-label", `${label} /${reply.shortcut}`);
-        element.addEventListener("click", handler);
-        return element;
-      };
+      const button = (label, handler) => AdminList.button(label, `/${reply.shortcut}`, handler);
       const body = Object.assign(document.createElement("p"), { className: "saved-text", textContent: reply.text });
       actions.append(
         button("Edit", () => {

@@ -157,17 +157,7 @@ enum WireBench {
             agentFrames.withLock { $0.append(text) }
         }
         func agentWait(_ matches: @escaping @Sendable (String) -> Bool) async throws -> String {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while ContinuousClock.now < deadline {
-                if let found = agentFrames.withLock({ list -> String? in
-                    guard let index = list.firstIndex(where: matches) else { return nil }
-                    return list.remove(at: index)
-                }) {
-                    return found
-                }
-                try await Task.sleep(for: .milliseconds(2))
-            }
-            throw BenchError("wire bench (ParleyKit): an expected frame did not arrive")
+            try await take(from: agentFrames, matching: matches)
         }
         for turn in 0..<6 {
             try await parley.send(customer[turn])
@@ -237,17 +227,7 @@ enum WireBench {
         }
 
         func waitFor(_ frames: Locked<[String]>, _ matches: @escaping @Sendable (String) -> Bool) async throws -> String {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while ContinuousClock.now < deadline {
-                if let found = frames.withLock({ list -> String? in
-                    guard let index = list.firstIndex(where: matches) else { return nil }
-                    return list.remove(at: index)
-                }) {
-                    return found
-                }
-                try await Task.sleep(for: .milliseconds(2))
-            }
-            throw BenchError("wire bench: an expected frame did not arrive")
+            try await take(from: frames, matching: matches)
         }
 
         var conversationId: String?
@@ -293,6 +273,21 @@ enum WireBench {
         static func messages(_ events: [ParleyEvent]) -> [MessageDTO] {
             events.compactMap { if case .message(let message) = $0 { message } else { nil } }
         }
+    }
+
+    /// The first frame received that `matches`, taken out of `frames`; waits up to 10 s for it.
+    static func take(from frames: Locked<[String]>, matching matches: @escaping @Sendable (String) -> Bool) async throws -> String {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if let found = frames.withLock({ list -> String? in
+                guard let index = list.firstIndex(where: matches) else { return nil }
+                return list.remove(at: index)
+            }) {
+                return found
+            }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        throw BenchError("wire bench: an expected frame did not arrive")
     }
 
     static func seqOf(_ frame: String) -> Int {
