@@ -60,6 +60,7 @@ public enum IDTags {
     public enum Connection: IDTag { public static let prefix = "ws" }
     public enum SavedReply: IDTag { public static let prefix = "rpl" }
     public enum EngagementRule: IDTag { public static let prefix = "eng" }
+    public enum Team: IDTag { public static let prefix = "team" }
 }
 
 public typealias BrandID = ID<IDTags.Brand>
@@ -75,3 +76,5 @@ public typealias ConnectionID = ID<IDTags.Connection>
 public typealias SavedReplyID = ID<IDTags.SavedReply>
 /// A brand's engagement rule (an event from the app -> an automatic message or a prompt).
 public typealias EngagementRuleID = ID<IDTags.EngagementRule>
+/// A team (skill) of agents that apps route to.
+public typealias TeamID = ID<IDTags.Team>

@@ -72,6 +72,8 @@ public enum ServerFrame: Sendable {
     case callSignal(callId: CallID, from: ParticipantKind, CallSignal)
     /// The other side of the recipient's call muted, unmuted, or turned its camera on or off.
     case callMedia(callId: CallID, from: ParticipantKind, CallMediaState)
+    /// The consumer's conversation waits for an agent: its place in the queue (consumers only).
+    case queue(QueuePositionDTO)
 }
 
 
@@ -91,7 +93,7 @@ public enum ClientFrameType: String, Codable, Sendable, CaseIterable {
 
 /// The `type` of a server frame: the one list of tags the coder and the pre-encoded fast path use.
 public enum ServerFrameType: String, Codable, Sendable, CaseIterable {
-    case hello, ack, error, message, event, conversation, typing, resumed, call, presence
+    case hello, ack, error, message, event, conversation, typing, resumed, call, presence, queue
     case callSignal = "call.signal"
     case callMedia = "call.media"
 }
@@ -138,6 +140,7 @@ extension ServerFrame {
         case .resumed: .resumed
         case .call: .call
         case .presence: .presence
+        case .queue: .queue
         case .callSignal: .callSignal
         case .callMedia: .callMedia
         }
@@ -149,7 +152,7 @@ extension ServerFrame {
 private enum FrameKeys: String, CodingKey {
     case type, id, conversationId, clientMessageId, text, channel, upToSeq, state, isTyping, cursors
     case complete, connectionId, participant, brandId, heartbeatSeconds, message, conversation, event, error
-    case callId, call, ice, signal, media, report, reason, from, presence
+    case callId, call, ice, signal, media, report, reason, from, presence, queue
 }
 
 extension KeyedDecodingContainer where K == FrameKeys {
@@ -276,6 +279,8 @@ extension ServerFrame: Codable {
             self = .conversation(try c.decode(ConversationDTO.self, forKey: .conversation))
         case .presence:
             self = .presence(try c.decode(AgentPresenceDTO.self, forKey: .presence))
+        case .queue:
+            self = .queue(try c.decode(QueuePositionDTO.self, forKey: .queue))
         case .typing:
             self = .typing(
                 conversationId: try c.decode(ConversationID.self, forKey: .conversationId),
@@ -323,6 +328,8 @@ extension ServerFrame: Codable {
             try c.encode(conversation, forKey: .conversation)
         case .presence(let presence):
             try c.encode(presence, forKey: .presence)
+        case .queue(let position):
+            try c.encode(position, forKey: .queue)
         case .typing(let conversationId, let participant, let isTyping):
             try c.encode(conversationId, forKey: .conversationId)
             try c.encode(participant, forKey: .participant)

@@ -33,6 +33,7 @@ public struct ParleyServices: Sendable {
     public let apple: AppleChannel
     public let push: PushService
     public let activity: ActivityService
+    public let routing: RoutingService
     let links: SharedLinks
     /// Runs durable jobs (channel delivery, media fetches, webhook processing).
     public let jobRunner: JobRunner
@@ -159,6 +160,8 @@ public struct ParleyServices: Sendable {
             store: store, secrets: secrets, hub: hub, jobs: jobs, webPushHosts: webPushHosts, vapidPublicKey: vapid.publicKeyBase64URL, clock: clock,
             logger: logger)
         push.watch(bus)
+        let routing = RoutingService(store: store, hub: hub, bus: bus, jobs: jobs, clock: clock, logger: logger)
+        routing.watch(bus)
         let handlers: [any JobHandler] = [
             PushSender(
                 store: store, secrets: secrets, http: providerHTTP, apnsURL: configuration.apnsAPIURL, tokens: APNsTokens(),
@@ -176,6 +179,7 @@ public struct ParleyServices: Sendable {
             PayloadJobHandler(kind: SMSChannel.mediaJob, run: sms.fetchMedia, lost: sms.mediaLost),
             PayloadJobHandler(kind: AppleChannel.webhookJob, run: apple.process),
             PayloadJobHandler(kind: AppleChannel.mediaJob, run: apple.fetchMedia, lost: apple.mediaLost),
+            PayloadJobHandler(kind: RoutingService.requeueJob, run: routing.requeue),
         ]
         let jobRunner = JobRunner(
             store: store, clock: clock, signal: jobSignal, handlers: Dictionary(uniqueKeysWithValues: handlers.map { ($0.kind, $0) }),
@@ -188,7 +192,8 @@ public struct ParleyServices: Sendable {
             calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
             workspace: WorkspaceService(store: store, hub: hub, bus: bus, clock: clock, logger: logger),
             whatsapp: whatsapp, messenger: messenger, sms: sms, apple: apple, push: push,
-            activity: ActivityService(store: store, conversations: conversations, limits: limits, clock: clock, logger: logger), links: links, jobRunner: jobRunner, httpClient: httpClient,
+            activity: ActivityService(store: store, conversations: conversations, limits: limits, clock: clock, logger: logger),
+            routing: routing, links: links, jobRunner: jobRunner, httpClient: httpClient,
             attachments: attachments,
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
             searchIndexer: SearchIndexer(store: store, interval: .milliseconds(250), logger: logger),
@@ -237,6 +242,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     SharedLinkController(links: services.links, store: services.store, blobs: services.blobs).addRoutes(to: routes)
     PushController(push: services.push, configuration: services.configuration).addRoutes(to: routes)
     ActivityController(activity: services.activity, configuration: services.configuration).addRoutes(to: routes)
+    RoutingController(routing: services.routing, configuration: services.configuration).addRoutes(to: routes)
     WorkspaceController(
         workspace: services.workspace, voice: services.voice, identity: services.identity, limits: services.limits,
         configuration: services.configuration

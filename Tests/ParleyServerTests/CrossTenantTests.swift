@@ -58,6 +58,9 @@ struct CrossTenantTests {
                 "/v1/consumer/activity", token: acmeConsumerToken,
                 json: ReportActivityRequest(events: [ActivityEventInput(clientEventId: "e1", name: "screen_view", properties: ["screen": .string("private to Acme")], occurredAt: Date())]))
 
+            let team = try await server.post("/v1/teams", token: acme.adminToken, json: SaveTeamRequest(name: "Acme billing", memberIds: [acmeAgent.id]))
+                .decode(TeamDTO.self)
+
             let globex = try await BrandScenario.make(server, name: "Globex")
             let (globexAgentToken, _) = try await globex.agent(permissions: AgentPermission.allCases)
             let (globexConsumerToken, _) = try await globex.consumer(name: "Mallory")
@@ -67,7 +70,7 @@ struct CrossTenantTests {
             let ids = [
                 "{conversationId}": sent.conversation.id.rawValue, "{consumerId}": acmeConsumer.id.rawValue,
                 "{agentId}": acmeAgent.id.rawValue, "{appId}": acme.app.id.rawValue, "{messageId}": voice.id.rawValue, "{format}": "original",
-                "{replyId}": savedReply.id.rawValue, "{ruleId}": rule.id.rawValue,
+                "{replyId}": savedReply.id.rawValue, "{ruleId}": rule.id.rawValue, "{teamId}": team.id.rawValue,
                 // Logos are public by design (the brand shows them on its pages); Acme has none here.
                 "{brandId}": acme.brand.id.rawValue,
                 // Shared links carry their own signature, not a principal: an unsigned one is nothing.
@@ -81,6 +84,9 @@ struct CrossTenantTests {
                 case (.post, let path) where path.hasSuffix("/receipts"): json = ReceiptRequest(upToSeq: 1, state: .read)
                 case (.post, let path) where path.hasSuffix("/assign"): json = AssignRequest(agentId: globex.admin.id)
                 case (.post, let path) where path.hasSuffix("/notes"): json = AddNoteRequest(clientNoteId: UUID().uuidString, text: "peek")
+                case (.post, let path) where path.hasSuffix("/transfer"): json = TransferRequest(agentId: globex.admin.id, note: "stolen")
+                case (.put, let path) where path.hasSuffix("/capacity"): json = AgentCapacityRequest(maxConversations: 50)
+                case (.put, let path) where path.hasPrefix("/v1/teams/"): json = SaveTeamRequest(name: "Renamed by Globex", memberIds: [globex.admin.id])
                 case (.post, let path) where path.hasSuffix("/calls"): json = StartCallRequest(media: .voice, connectionId: "ws_none")
                 case (.post, let path) where path.hasSuffix("/keys"):
                     json = AddAppKeyRequest(kid: "stolen", algorithm: "HS256", key: String(repeating: "k", count: 40))
@@ -138,6 +144,8 @@ struct CrossTenantTests {
                 #expect(try await server.get("/v1/search?q=Ana", token: token).decode(ListResponse<SearchHitDTO>.self).items.isEmpty)
                 #expect(try await server.get("/v1/saved-replies", token: token).decode(ListResponse<SavedReplyDTO>.self).items.isEmpty)
                 #expect(try await server.get("/v1/engagement-rules", token: token).decode(ListResponse<EngagementRuleDTO>.self).items.isEmpty)
+                #expect(try await server.get("/v1/teams", token: token).decode(ListResponse<TeamDTO>.self).items.isEmpty)
+                #expect(!(try await server.get("/v1/routing/agents", token: token).decode(ListResponse<AgentLoadDTO>.self).items.contains { $0.agentId == acmeAgent.id }))
                 if token == globex.adminToken {
                     #expect(try await server.get("/v1/jobs?state=queued", token: token).decode(ListResponse<JobDTO>.self).items.isEmpty)
                 }
@@ -148,6 +156,10 @@ struct CrossTenantTests {
             // Acme's agent record and app keys are as they were.
             let agents = try await server.get("/v1/agents", token: acme.adminToken).decode(ListResponse<AgentDTO>.self).items
             #expect(agents.first { $0.id == acmeAgent.id }?.name == acmeAgent.name)
+            let teams = try await server.get("/v1/teams", token: acme.adminToken).decode(ListResponse<TeamDTO>.self).items
+            #expect(teams.map(\.name) == ["Acme billing"] && teams.first?.memberIds == [acmeAgent.id])
+            let loads = try await server.get("/v1/routing/agents", token: acme.adminToken).decode(ListResponse<AgentLoadDTO>.self).items
+            #expect(loads.first { $0.agentId == acmeAgent.id }?.ownLimit == nil)
 
             // Real-time: Globex's sockets cannot send into, read, resume or signal Acme's conversation.
             for token in [globex.adminToken, globexConsumerToken] {

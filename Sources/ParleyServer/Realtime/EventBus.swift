@@ -12,6 +12,8 @@ public struct RealtimeEvent: Sendable {
         case participants(brandId: BrandID, consumerId: ConsumerID, conversationId: ConversationID, assigneeId: AgentID?)
         /// The brand's agents only.
         case agents(brandId: BrandID)
+        /// One consumer's devices only (their place in the queue).
+        case consumer(ConsumerID)
         /// One connection (the other side of a call).
         case connection(ConnectionID)
     }

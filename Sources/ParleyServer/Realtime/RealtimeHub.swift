@@ -163,6 +163,8 @@ public final class RealtimeHub: Service {
                 if let consumers = state.byConsumer[consumerId] { ids.append(contentsOf: consumers) }
             case .agents(let brandId):
                 if let agents = state.agentsByBrand[brandId] { ids.append(contentsOf: agents) }
+            case .consumer(let consumerId):
+                if let consumers = state.byConsumer[consumerId] { ids.append(contentsOf: consumers) }
             case .connection(let id):
                 ids.append(id)
             }

@@ -27,6 +27,15 @@ struct ConversationAppend: Sendable {
     private var delivery: (ChannelDeliveryRecord, JobRecord)?
     /// The customer wrote on a channel with a reply window: `write` sets when it now ends.
     private var windowOpened = false
+    /// What this append does to the routing queue (`write` applies it).
+    private(set) var queueChange: QueueChange?
+
+    enum QueueChange: Sendable, Equatable {
+        /// Waits for an agent: of `team`, or of the team the app routes to.
+        case enqueue(team: TeamID?)
+        /// Leaves the queue: taken by an agent (its wait is recorded), or resolved.
+        case dequeue(assigned: Bool)
+    }
 
     init(_ conversation: ConversationDTO, isNew: Bool = false, now: Date) {
         self.conversation = conversation
@@ -40,6 +49,11 @@ struct ConversationAppend: Sendable {
     /// Throws (and logs nothing) when the state machine refuses the action.
     mutating func apply(_ action: ConversationRules.Action, by actor: ParticipantRef) throws(ParleyError) {
         let state = try ConversationRules.transition(from: conversation.state, on: action)
+        // A new conversation, or one the customer reopened, waits for an agent unless it has one.
+        if action == .consumerWrites, isNew || state == .reopened && conversation.state == .resolved, conversation.assigneeId == nil {
+            queueChange = .enqueue(team: nil)
+        }
+        if action == .resolve { queueChange = .dequeue(assigned: false) }
         guard state != conversation.state else { return }
         conversation.state = state
         conversation.updatedAt = now
@@ -49,6 +63,12 @@ struct ConversationAppend: Sendable {
     /// Assigns the conversation (nil: unassigns) and logs it; logs nothing when nothing changes.
     mutating func assign(to assigneeId: AgentID?, by actor: ParticipantRef) {
         guard conversation.assigneeId != assigneeId else { return }
+        // Taken by an agent: out of the queue. Given up (unassigned) while open: back in it.
+        if assigneeId != nil {
+            queueChange = .dequeue(assigned: true)
+        } else if conversation.state != .resolved {
+            queueChange = .enqueue(team: nil)
+        }
         conversation.assigneeId = assigneeId
         conversation.updatedAt = now
         append(event(.assigned, by: actor) { $0.assigneeId = assigneeId })
@@ -137,6 +157,11 @@ struct ConversationAppend: Sendable {
 
     // MARK: Writing
 
+    /// Puts the conversation in `team`'s queue (a transfer to a team), wherever it waited before.
+    mutating func queue(for team: TeamID) {
+        queueChange = .enqueue(team: team)
+    }
+
     /// Writes the conversation row and everything logged, in the caller's transaction.
     mutating func write(in repo: any Repository) async throws {
         if windowOpened {
@@ -163,6 +188,18 @@ struct ConversationAppend: Sendable {
         if let (record, job) = delivery {
             try await repo.saveChannelDelivery(record)
             try await repo.enqueueJob(job)
+        }
+        switch queueChange {
+        case .enqueue(let team?):
+            try await repo.dequeue(conversation.id, assignedAt: nil)
+            try await repo.enqueue(conversation.id, brandId: conversation.brandId, teamId: team, priority: 0, at: now)
+        case .enqueue(nil):
+            let team = try await repo.appTeam(appId: conversation.appId)
+            try await repo.enqueue(conversation.id, brandId: conversation.brandId, teamId: team, priority: 0, at: now)
+        case .dequeue(let assigned):
+            try await repo.dequeue(conversation.id, assignedAt: assigned ? now : nil)
+        case nil:
+            break
         }
     }
 

@@ -12,16 +12,22 @@ struct BrandScenario: Sendable {
     let adminPassword: String
     let adminToken: String
 
-    static func make(_ server: TestServer, name: String = "Acme") async throws -> BrandScenario {
+    /// Brands start with automatic routing; a scenario keeps manual "take" unless a test asks for
+    /// routing (RoutingTests), so that the other suites' conversations stay unassigned as they expect.
+    static func make(_ server: TestServer, name: String = "Acme", routing: RoutingMode = .manual) async throws -> BrandScenario {
         let created = try await server.services.identity.createBrand(
             name: name, adminEmail: "admin-\(UUID().uuidString.prefix(8).lowercased())@\(name.lowercased()).test",
             adminName: "\(name) Admin", appName: "\(name) website")
         let login = try await server.post(
             "/v1/auth/login", json: LoginRequest(email: created.admin.email, password: created.adminPassword))
         #expect(login.status == .ok)
+        let token = try login.decode(AgentSessionResponse.self).token
+        if routing != .automatic {
+            #expect(try await server.request(.patch, "/v1/routing", token: token, json: UpdateRoutingRequest(mode: routing)).status == .ok)
+        }
         return BrandScenario(
             server: server, brand: created.brand, app: created.app, admin: created.admin, adminPassword: created.adminPassword,
-            adminToken: try login.decode(AgentSessionResponse.self).token)
+            adminToken: token)
     }
 
     /// An anonymous visitor of the brand's web app.
