@@ -11,6 +11,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -123,9 +124,11 @@ class Server:
 
 
 @contextmanager
-def running_parley(*extra_args, env=None):
+def running_parley(*extra_args, env=None, routing="manual"):
     """A `parley serve` on 127.0.0.1 with its own data directory and the demo brand; stopped (SIGTERM,
-    then SIGKILL) and removed afterwards."""
+    then SIGKILL) and removed afterwards. Brands route conversations to agents automatically; the
+    demo brand here keeps manual "take" unless a test asks for `routing="automatic"` (test_routing.py),
+    so that the other stories' conversations wait, unassigned, for the agent who opens them."""
     binary = Path(os.environ.get("E2E_PARLEY_BINARY", ROOT / ".build" / "debug" / "parley")).resolve()
     data_dir = Path(tempfile.mkdtemp(prefix="parley-e2e-"))
     port = free_port()
@@ -150,7 +153,10 @@ def running_parley(*extra_args, env=None):
         app_id = re.search(r"web app .*\((app_[a-z0-9]+)\)", output).group(1)
         email = re.search(r"admin\s+(\S+@\S+)", output).group(1)
         password = re.search(r"password\s+(\S+)", output).group(1)
-        yield Server(f"http://127.0.0.1:{port}", data_dir, app_id, email, password)
+        running = Server(f"http://127.0.0.1:{port}", data_dir, app_id, email, password)
+        if routing != "automatic":
+            set_routing(running, {"mode": routing})
+        yield running
     finally:
         if process is not None:
             process.send_signal(signal.SIGTERM)
@@ -161,6 +167,17 @@ def running_parley(*extra_args, env=None):
                 process.wait()
         log.close()
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def set_routing(server, change):
+    """PATCH /v1/routing as the demo admin (over HTTP, before any page signs in)."""
+    def call(method, path, body, token=None):
+        request = urllib.request.Request(f"{server.url}{path}", method=method, data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read() or b"null")
+    server.token = getattr(server, "token", None) or call("POST", "/v1/auth/login", {"email": server.email, "password": server.password})["token"]
+    return call("PATCH", "/v1/routing", change, server.token)
 
 
 def login(page, server):

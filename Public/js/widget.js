@@ -174,6 +174,7 @@ async function start() {
     history.items.forEach((message) => timeline.upsert(message));
     meetAgent(history.items.findLast((message) => message.senderKind === "agent"));
     callHistory.items.filter((call) => call.seq).forEach((call) => timeline.callRecord({ seq: call.seq, call, createdAt: call.endedAt }));
+    api.get(`/v1/consumer/conversations/${conversationId}/queue`).then(showQueue).catch(() => {});
   }
   realtime = new Realtime({ token: api.token });
   calls = new CallSession({ realtime, api, role: "consumer" });
@@ -206,9 +207,34 @@ function receive(frame) {
     if (event.kind === "receipt") timeline.receipt(event);
     if (event.kind === "voice_processed" && event.message) timeline.upsert(event.message);
     if (event.kind === "call") timeline.callRecord(event);
+    if (event.kind === "assigned") introduce(event);
+  } else if (frame.type === "queue") {
+    showQueue(frame.queue);
   } else if (frame.type === "typing" && frame.participant.kind === "agent" && frame.conversationId === conversationId) {
     showTyping(frame.isTyping);
   }
+}
+
+/** "You're number 2 in line · about 3 min" while the conversation waits for an agent. */
+function showQueue(place) {
+  const note = $(".queue-note");
+  if (!place || place.conversationId !== (conversationId ?? place.conversationId) || !place.position) { note.hidden = true; return; }
+  conversationId ??= place.conversationId;
+  const minutes = place.expectedWaitSeconds ? Math.max(1, Math.round(place.expectedWaitSeconds / 60)) : null;
+  note.textContent = (place.position === 1 ? "You're next in line" : `You're number ${place.position} in line`)
+    + (minutes ? ` · about ${minutes} min` : "");
+  note.hidden = false;
+}
+
+/** An agent took the conversation (or it was passed on): "You're now talking to Sam". */
+async function introduce(event) {
+  $(".queue-note").hidden = true;
+  if (!event.assigneeId) return;
+  const agent = await api.get(`/v1/consumer/agents/${event.assigneeId}`).catch(() => null);
+  if (!agent?.name) return;
+  timeline.system(event, `You're now talking to ${agent.name}`);
+  brand.agent = { id: event.assigneeId, name: agent.name };
+  renderHeader();
 }
 
 /** The agent who answered last is the one the header shows. */

@@ -8,6 +8,7 @@ import { CallSession } from "./call-session.js";
 import { PresenceControl, presenceLabels } from "./presence.js";
 import { ReplyPicker, SavedRepliesAdmin } from "./saved-replies.js";
 import { EngagementAdmin, renderActivity } from "./engagement.js";
+import { RoutingAdmin, TransferDialog } from "./routing.js";
 import { ChannelsAdmin, TemplateSender } from "./channels.js";
 import "./call-view.js";
 import "./voice-recorder.js";
@@ -180,6 +181,9 @@ $(".send-template").addEventListener("click", () => state.current && templates.o
 
 const savedAdmin = new SavedRepliesAdmin({ section: $(".saved-replies"), api, onChange: () => picker.refresh() });
 const engagementAdmin = new EngagementAdmin({ section: $(".engagement"), api });
+const routingAdmin = new RoutingAdmin({ section: $(".routing"), api });
+const transfer = new TransferDialog({ dialog: $(".transfer-dialog"), api, onDone: (conversation) => update(conversation) });
+$(".transfer").addEventListener("click", () => transfer.open(state.current, state.me.id));
 
 /** The brand's widget: colour, what it says while agents are there or away, and the idle time. */
 function fillWidgetForm() {
@@ -252,6 +256,7 @@ async function renderTeam() {
   team.hidden = !admin;
   $(".saved-replies").hidden = !admin;
   $(".engagement").hidden = !admin;
+  $(".routing").hidden = !admin;
   $(".widget-settings").hidden = !admin;
   $(".channel-settings").hidden = !admin;
   if (team.hidden) return;
@@ -259,6 +264,7 @@ async function renderTeam() {
     renderTeam.started = true;
     savedAdmin.render();
     engagementAdmin.render();
+    routingAdmin.render();
     channelsAdmin.render();
     fillWidgetForm();
     api.get("/v1/presence").then((page) => page.items.forEach((member) => state.team.set(member.agentId, member))).then(() => renderTeam());
@@ -596,6 +602,7 @@ function renderDetails(conversation, person) {
     Object.assign(document.createElement("dt"), { textContent: name }), Object.assign(document.createElement("dd"), { textContent: value }),
   ]));
   $(".assign").hidden = conversation.assigneeId === state.me.id;
+  $(".transfer").hidden = conversation.state === "resolved" || !["manager", "admin"].includes(state.me.role);
   const resolve = $(".resolve");
   const resolved = conversation.state === "resolved";
   resolve.textContent = resolved ? "Reopen" : "Resolve";
@@ -876,7 +883,8 @@ async function agentName(id) {
 /** Notes, and system lines for assignment and state changes, in the timeline. */
 async function showEvent(event) {
   if (event.kind === "note") return timeline.note(event, await agentName(event.actorId));
-  const actor = event.actorKind === "agent" ? await agentName(event.actorId) : event.actorKind === "consumer" ? "The customer" : "Parley";
+  const actor = event.actorKind === "agent" ? await agentName(event.actorId) : event.actorKind === "consumer" ? "The customer"
+    : event.actorId === "router" ? "Routing" : "Parley";
   let line;
   if (event.kind === "assigned") {
     const target = event.assigneeId ? await agentName(event.assigneeId) : null;
