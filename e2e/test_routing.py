@@ -43,6 +43,7 @@ def test_queue_automatic_assignment_and_transfer(browser, shoot, console_errors,
         # The admin sets one conversation per agent, in the account dialog.
         open_account(agent)
         section = agent.locator(".routing")
+        expect(section.locator(".agent-loads tr")).to_have_count(1)  # drawn: the form holds the brand's settings
         expect(section.get_by_label("Assignment")).to_have_value("automatic")
         section.get_by_label("Open conversations per agent").fill("1")
         section.get_by_role("button", name="Save routing").click()

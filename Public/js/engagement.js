@@ -64,8 +64,12 @@ export class EngagementAdmin extends AdminList {
       if (data.get("comparison") !== "none") {
         Object.assign(rule, { property: data.get("property").trim(), comparison: data.get("comparison"), value: data.get("value").trim() });
       }
-      await this.request(() => this.api.post("/v1/engagement-rules", rule), `Added “${rule.name}”.`);
-      if (!this.failed) { this.form.reset(); toggle(); }
+      // Emptied as soon as the rule exists, before the note says so: the next rule starts afresh.
+      await this.request(async () => {
+        await this.api.post("/v1/engagement-rules", rule);
+        this.form.reset();
+        toggle();
+      }, `Added “${rule.name}”.`);
     });
   }
 

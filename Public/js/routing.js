@@ -28,10 +28,11 @@ export class RoutingAdmin extends AdminList {
       event.preventDefault();
       const data = new FormData(this.teamForm);
       const name = data.get("name").trim();
-      await this.request(() => this.api.post("/v1/teams", {
-        name, memberIds: data.getAll("member"), appIds: data.getAll("app"),
-      }), `Added the team “${name}”.`);
-      if (!this.failed) this.teamForm.reset();
+      // Emptied as soon as the team exists, before the note says so.
+      await this.request(async () => {
+        await this.api.post("/v1/teams", { name, memberIds: data.getAll("member"), appIds: data.getAll("app") });
+        this.teamForm.reset();
+      }, `Added the team “${name}”.`);
     });
   }
 
@@ -39,9 +40,13 @@ export class RoutingAdmin extends AdminList {
     const [settings, teams, loads, apps] = await Promise.all([
       this.api.get("/v1/routing"), this.api.get("/v1/teams"), this.api.get("/v1/routing/agents"), this.api.get("/v1/apps"),
     ]);
-    this.form.elements.mode.value = settings.mode;
-    this.form.elements.maxConversations.value = settings.maxConversations;
-    this.form.elements.requeueGraceMinutes.value = Math.round(settings.requeueGraceSeconds / 60);
+    // The settings' fields are filled once: a later redraw never undoes what the admin is typing.
+    if (!this.filled) {
+      this.filled = true;
+      this.form.elements.mode.value = settings.mode;
+      this.form.elements.maxConversations.value = settings.maxConversations;
+      this.form.elements.requeueGraceMinutes.value = Math.round(settings.requeueGraceSeconds / 60);
+    }
     const names = new Map(loads.items.map((agent) => [agent.agentId, agent.name]));
     const appNames = new Map(apps.items.map((app) => [app.id, app.name]));
     // The new team's choices: every agent and every app.

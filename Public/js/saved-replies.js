@@ -110,9 +110,10 @@ export class SavedRepliesAdmin extends AdminList {
     this.form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const data = new FormData(this.form);
-      await this.request(() => this.api.post("/v1/saved-replies", { shortcut: data.get("shortcut").trim(), text: data.get("text") }),
-        `Saved /${data.get("shortcut").trim()}.`);
-      if (!this.failed) this.form.reset();
+      await this.request(async () => {
+        await this.api.post("/v1/saved-replies", { shortcut: data.get("shortcut").trim(), text: data.get("text") });
+        this.form.reset();
+      }, `Saved /${data.get("shortcut").trim()}.`);
     });
   }
 
