@@ -29,6 +29,9 @@ public enum ParleyEvent: Sendable {
     /// The brand's engagement rule asks the app to show this (its own UI), because of something
     /// the app reported (`report`).
     case prompt(EngagementPromptDTO)
+    /// The consumer's conversation waits for an agent: its place in the queue and the expected
+    /// wait (a nil `position`: an agent has it; an `.event` of kind `assigned` says who).
+    case queue(QueuePositionDTO)
 
     public enum ConnectionState: Sendable, Equatable {
         case connecting
@@ -147,6 +150,8 @@ extension Parley {
             }
         case .conversation(let conversation):
             emit(.conversation(conversation))
+        case .queue(let place):
+            emit(.queue(place))
         case .typing(let conversationId, let participant, let isTyping):
             emit(.typing(conversationId: conversationId, participant: participant, isTyping: isTyping))
         case .resumed(_, let replayed, let complete):

@@ -220,6 +220,12 @@ public actor Parley {
         return try await client.settings()
     }
 
+    /// Where the conversation is in the queue for an agent (then `.queue` events while connected).
+    public func queuePosition(in conversationId: ConversationID) async throws -> QueuePositionDTO {
+        try await ensureSession()
+        return try await client.queuePosition(conversationId: conversationId)
+    }
+
     /// The consumer's conversations, newest first.
     public func conversations() async throws -> [ConversationDTO] {
         try await ensureSession()

@@ -116,6 +116,11 @@ public actor ParleyClient {
         try await request("POST", "v1/consumer/push", body: registration)
     }
 
+    /// Where the consumer's conversation is in the queue for an agent.
+    public func queuePosition(conversationId: ConversationID) async throws -> QueuePositionDTO {
+        try await request("GET", "v1/consumer/conversations/\(conversationId)/queue")
+    }
+
     /// The brand's settings for the consumer (voice notes on, their longest length, name, colour).
     public func settings() async throws -> ConsumerSettingsDTO {
         try await request("GET", "v1/consumer/settings")

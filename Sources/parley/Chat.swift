@@ -92,6 +92,13 @@ struct Chat: AsyncParsableCommand {
                     screen.note("uploading the voice note…")
                 case .prompt(let prompt):
                     screen.note("💬 \(prompt.text)")
+                case .queue(let place):
+                    if let position = place.position {
+                        let wait = place.expectedWaitSeconds.map { " · about \(max(1, $0 / 60)) min" } ?? ""
+                        screen.note((position == 1 ? "you're next in line" : "you're number \(position) in line") + wait)
+                    }
+                case .event(let event) where event.kind == .assigned && event.assigneeId != nil:
+                    screen.note("an agent has your conversation")
                 case .typing(_, let participant, let isTyping) where participant.kind == .agent:
                     if isTyping, typing.insert(participant.id).inserted { screen.note("the agent is typing…") }
                     if !isTyping { typing.remove(participant.id) }

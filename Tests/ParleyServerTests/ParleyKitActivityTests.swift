@@ -149,6 +149,34 @@ struct ParleyKitActivityTests {
         }
     }
 
+    @Test("an app waiting for an agent hears its place in the queue move, then who has it")
+    func queueEvents() async throws {
+        let root = try Self.root()
+        defer { try? FileManager.default.removeItem(at: root) }
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)  // manual: conversations wait until taken
+            let (aheadToken, _) = try await acme.consumer(name: "Ahead")
+            let ahead = try await acme.send("I was here first", as: aheadToken)
+            let parley = try await Parley.configure(
+                brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(server.port)/")!,
+                identity: .anonymous(), storage: ParleyKitTests.storage(root))
+            try await parley.send("Is anyone there?")
+            #expect(await parley.flush() == false)
+            let mine = try #require(await parley.outgoing.first?.state.stored).conversationId
+            #expect(try await parley.queuePosition(in: mine).position == 2)
+            let log = EventLog(parley)
+            await parley.connect()
+            try await log.wait { $0.contains { if case .connection(.connected) = $0 { true } else { false } } }
+            _ = try await server.post("/v1/conversations/\(ahead.conversation.id)/assign", token: acme.adminToken, json: AssignRequest(agentId: acme.admin.id))
+            try await log.wait { $0.contains { if case .queue(let place) = $0 { place.conversationId == mine && place.position == 1 } else { false } } }
+            _ = try await server.post("/v1/conversations/\(mine)/assign", token: acme.adminToken, json: AssignRequest(agentId: acme.admin.id))
+            try await log.wait { $0.contains { if case .event(let event) = $0 { event.kind == .assigned && event.assigneeId == acme.admin.id } else { false } } }
+            #expect(try await parley.queuePosition(in: mine).position == nil)
+            await parley.disconnect()
+            log.task.cancel()
+        }
+    }
+
     @Test("the file recorder: pauses not counted, stops at the brand's limit, a level only while recording, states checked")
     func fileRecorder() async throws {
         let root = try Self.root()

@@ -22,6 +22,8 @@ public final class RoutingService: Sendable {
     let clock: any WallClock
     let logger: Logger
     private let pending = Mutex<(brands: Set<BrandID>, running: Bool)>(([], false))
+    /// The place each waiting consumer was last told, per brand: a pass tells only what changed.
+    private let told = Mutex<[BrandID: [ConversationID: QueuePositionDTO]]>([:])
 
     static let requeueJob = "routing.requeue"
     /// Conversations looked at per routing pass (the rest wait for the next).
@@ -242,11 +244,20 @@ public final class RoutingService: Sendable {
     @discardableResult
     public func dispatch(_ brandId: BrandID) async throws -> [(ConversationID, AgentID)] {
         let connected = hub.connectedAgents(brandId: brandId)
+        // A read first: with manual routing, nobody available or nobody waiting, there is nothing to
+        // write (SQLite has one writer; a pass that cannot assign must not take its turn).
+        let (settings, waiting) = try await store.read { repo in
+            (try await repo.routingSettings(brandId: brandId), try await repo.queued(brandId: brandId, limit: Self.passSize))
+        }
+        guard settings.mode == .automatic, !waiting.isEmpty, !connected.isEmpty else {
+            await publishPositions(brandId: brandId, queue: waiting)
+            return []
+        }
         let outcome = try await store.write { repo -> ([ConversationAppend], [QueuedConversation]) in
             try await repo.lockRouting(brandId: brandId)
             let settings = try await repo.routingSettings(brandId: brandId)
             let queue = try await repo.queued(brandId: brandId, limit: Self.passSize)
-            guard settings.mode == .automatic, !queue.isEmpty, !connected.isEmpty else { return ([], queue) }
+            guard settings.mode == .automatic, !queue.isEmpty else { return ([], queue) }
             let capacities = try await repo.agentCapacities(brandId: brandId)
             let teams = try await repo.teams(brandId: brandId)
             var candidates = try await repo.presence(brandId: brandId, agentId: nil)
@@ -285,10 +296,12 @@ public final class RoutingService: Sendable {
         return outcome.0.compactMap { log in log.conversation.assigneeId.map { (log.conversation.id, $0) } }
     }
 
-    /// Tells each waiting consumer their place (and the expected wait) as it is now.
+    /// Tells each waiting consumer whose place (or expected wait) changed where they are now.
     private func publishPositions(brandId: BrandID, queue: [QueuedConversation]) async {
         var byTeam: [TeamID?: Int] = [:]
         var waits: [TeamID?: [TimeInterval]] = [:]
+        var places: [ConversationID: QueuePositionDTO] = [:]
+        var consumers: [ConversationID: ConsumerID] = [:]
         for entry in queue {
             let position = (byTeam[entry.teamId] ?? 0) + 1
             byTeam[entry.teamId] = position
@@ -297,10 +310,19 @@ public final class RoutingService: Sendable {
                     try await repo.recentWaits(brandId: brandId, teamId: entry.teamId, limit: RoutingRules.waitSample)
                 }) ?? []
             }
-            let dto = QueuePositionDTO(
+            places[entry.conversationId] = QueuePositionDTO(
                 conversationId: entry.conversationId, position: position,
                 expectedWaitSeconds: RoutingRules.expectedWait(position: position, recentWaits: waits[entry.teamId] ?? []))
-            await bus.publish(.queue(dto), to: .consumer(entry.consumerId), logger: logger)
+            consumers[entry.conversationId] = entry.consumerId
+        }
+        let changed = told.withLock { told -> [QueuePositionDTO] in
+            let before = told[brandId] ?? [:]
+            told[brandId] = places.isEmpty ? nil : places
+            return places.values.filter { before[$0.conversationId] != $0 }
+        }
+        for place in changed {
+            guard let consumer = consumers[place.conversationId] else { continue }
+            await bus.publish(.queue(place), to: .consumer(consumer), logger: logger)
         }
     }
 

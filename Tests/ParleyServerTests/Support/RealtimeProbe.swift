@@ -89,7 +89,10 @@ final class RealtimeProbe: Sendable {
             let (frame, closed) = shared.state.withLock { inbox -> (ServerFrame?, Bool) in
                 inbox.frames.isEmpty ? (nil, inbox.closed) : (inbox.frames.removeFirst(), false)
             }
+            // Presence (to agents) and queue places (to waiting consumers) come and go with timing;
+            // a test that wants them asks with `next(where:)`.
             if let frame, !includingPresence, case .presence = frame { continue }
+            if let frame, !includingPresence, case .queue = frame { continue }
             if let frame { return frame }
             if closed { throw TestFailure("the connection closed") }
             if ContinuousClock.now >= deadline { throw TestFailure("no real-time frame within \(seconds) s") }
