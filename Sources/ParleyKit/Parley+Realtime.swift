@@ -161,12 +161,22 @@ extension Parley {
         }
     }
 
-    /// Moves the conversation's cursor; false when `seq` was seen already (a replay overlap).
+    /// Notes that `seq` arrived; false when it was seen already (a replay overlapping live frames).
+    /// Live frames can arrive out of order (two entries committed back to back are published by
+    /// different tasks), so a number below the cursor is not a duplicate unless this process saw
+    /// it, or it was seen before this process started (the cursor then, sealed on the device).
     private func advance(_ conversationId: ConversationID, to seq: Int64) -> Bool {
         let key = conversationId.rawValue
-        if let seen = cursors[key], seq <= seen { return false }
-        cursors[key] = seq
-        try? store.write(Self.cursorsFile, cursors)
+        var recent = recentSeqs[key] ?? []
+        if recent.contains(seq) { return false }
+        if let before = startCursors[key], seq <= before { return false }
+        recent.insert(seq)
+        if recent.count > 512, let oldest = recent.min() { recent.remove(oldest) }
+        recentSeqs[key] = recent
+        if seq > (cursors[key] ?? 0) {
+            cursors[key] = seq
+            try? store.write(Self.cursorsFile, cursors)
+        }
         return true
     }
 

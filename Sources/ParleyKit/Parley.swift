@@ -104,6 +104,10 @@ public actor Parley {
     var frameCounter = 0
     /// Per conversation, the last sequence number this device has seen (sealed, kept across restarts).
     var cursors: [String: Int64]
+    /// Per conversation, the numbers this process received lately (out-of-order frames, replays).
+    var recentSeqs: [String: Set<Int64>] = [:]
+    /// The cursors as this process found them: what was seen before it started.
+    let startCursors: [String: Int64]
     let encoder = ParleyJSON.makeEncoder()
     let decoder = ParleyJSON.makeDecoder()
     let continuation: AsyncStream<ParleyEvent>.Continuation
@@ -141,7 +145,7 @@ public actor Parley {
         self.activity = activity
         self.storage = storage
         (self.brandID, self.appID, self.identity, self.store, self.client) = (brandID, appID, identity, store, client)
-        (self.session, self.outbox, self.retryDelay, self.cursors) = (session, outbox, retryDelay, cursors)
+        (self.session, self.outbox, self.retryDelay, self.cursors, self.startCursors) = (session, outbox, retryDelay, cursors, cursors)
         (self.serverURL, self.urlSession) = (server, urlSession)
         (events, continuation) = AsyncStream.makeStream(of: ParleyEvent.self, bufferingPolicy: .bufferingNewest(1000))
     }
@@ -310,6 +314,7 @@ public actor Parley {
         outbox = []
         activity = []
         cursors = [:]
+        recentSeqs = [:]
         try store.wipe()
     }
 

@@ -71,7 +71,7 @@ public struct ParleyServices: Sendable {
             await database.close()
             throw error
         }
-        let limits = RateLimits(configuration)
+        let limits = RateLimits(configuration, clock: clock)
         let blobs = try LocalBlobStore(root: URL(fileURLWithPath: configuration.mediaDirectory))
         let removed = try blobs.removePartialWrites()
         if removed > 0 {

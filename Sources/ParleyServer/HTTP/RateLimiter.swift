@@ -13,15 +13,18 @@ public final class RateLimiter: Sendable {
     public let name: String
     public let limit: Int
     public let period: Duration
+    /// The time buckets refill by: the machine's monotonic clock, or one a test moves.
+    private let clock: @Sendable () -> ContinuousClock.Instant
     private let buckets = Mutex<[String: Bucket]>([:])
     /// Buckets kept before full (idle) ones are dropped.
     private static let maxBuckets = 100_000
 
     /// `limit == 0` turns the limiter off.
-    public init(name: String, limit: Int, per period: Duration) {
+    public init(name: String, limit: Int, per period: Duration, clock: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.name = name
         self.limit = limit
         self.period = period
+        self.clock = clock
     }
 
     private var perSecond: Double {
@@ -30,8 +33,9 @@ public final class RateLimiter: Sendable {
     }
 
     /// Takes one token for `key`. Returns nil when allowed, else the whole seconds until it would be.
-    public func take(_ key: String, now: ContinuousClock.Instant = .now) -> Int? {
+    public func take(_ key: String, now given: ContinuousClock.Instant? = nil) -> Int? {
         guard limit > 0 else { return nil }
+        let now = given ?? clock()
         let rate = perSecond
         let capacity = Double(limit)
         return buckets.withLock { buckets -> Int? in
@@ -92,13 +96,22 @@ public struct RateLimits: Sendable {
         if let address { try ipWrites.check(address, "requests from this address") }
     }
 
-    public init(_ configuration: ParleyConfiguration) {
+    /// `clock` is the service's: buckets refill on the machine's monotonic clock, or, when a test
+    /// injected a clock of its own, as that clock moves (a test of a limit never races real time).
+    public init(_ configuration: ParleyConfiguration, clock: any WallClock = SystemClock()) {
+        let now: @Sendable () -> ContinuousClock.Instant
+        if clock is SystemClock {
+            now = { .now }
+        } else {
+            let (base, start) = (ContinuousClock.now, clock.now())
+            now = { base.advanced(by: .milliseconds(Int64(clock.now().timeIntervalSince(start) * 1000))) }
+        }
         floods = FloodCooldown(duration: .seconds(configuration.realtimeFloodCooldownSeconds))
-        consumerMessages = RateLimiter(name: "consumer messages", limit: configuration.rateConsumerMessages, per: .seconds(60))
-        consumerActivity = RateLimiter(name: "consumer activity", limit: configuration.rateConsumerActivity, per: .seconds(60))
-        ipWrites = RateLimiter(name: "writes per IP", limit: configuration.rateIPWrites, per: .seconds(60))
-        consumerSessions = RateLimiter(name: "consumer sessions per IP", limit: configuration.rateConsumerSessions, per: .seconds(60))
-        loginsPerIP = RateLimiter(name: "sign-ins per IP", limit: configuration.rateLogins, per: .seconds(60))
-        loginsPerEmail = RateLimiter(name: "sign-ins per email", limit: max(0, configuration.rateLogins / 2), per: .seconds(300))
+        consumerMessages = RateLimiter(name: "consumer messages", limit: configuration.rateConsumerMessages, per: .seconds(60), clock: now)
+        consumerActivity = RateLimiter(name: "consumer activity", limit: configuration.rateConsumerActivity, per: .seconds(60), clock: now)
+        ipWrites = RateLimiter(name: "writes per IP", limit: configuration.rateIPWrites, per: .seconds(60), clock: now)
+        consumerSessions = RateLimiter(name: "consumer sessions per IP", limit: configuration.rateConsumerSessions, per: .seconds(60), clock: now)
+        loginsPerIP = RateLimiter(name: "sign-ins per IP", limit: configuration.rateLogins, per: .seconds(60), clock: now)
+        loginsPerEmail = RateLimiter(name: "sign-ins per email", limit: max(0, configuration.rateLogins / 2), per: .seconds(300), clock: now)
     }
 }
