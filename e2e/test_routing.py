@@ -12,6 +12,7 @@ import pytest
 from conftest import login, running_parley
 from playwright.sync_api import expect
 from test_agent_tools import SIZES, open_account, show_details
+from test_workspace import open_widget, start_conversation
 
 
 def call(server, method, path, body, token):
@@ -21,22 +22,8 @@ def call(server, method, path, body, token):
         return json.loads(response.read() or b"null")
 
 
-def widget(browser, server, console_errors, phone):
-    page = console_errors(browser.new_context(viewport=phone).new_page())
-    page.goto(f"{server.url}/widget.html?app={server.app_id}")
-    expect(page.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
-    return page
-
-
-def write(page, text):
-    page.fill("#message", text)
-    page.keyboard.press("Enter")
-    expect(page.locator(".row.out .bubble").last).to_have_text(text)
-
-
 @pytest.mark.parametrize("name,size", SIZES)
 def test_queue_automatic_assignment_and_transfer(browser, shoot, console_errors, name, size):
-    phone = {"width": 360, "height": 740}
     with running_parley(routing="automatic") as server:
         agent = console_errors(browser.new_context(viewport=size).new_page())
         login(agent, server)
@@ -54,17 +41,17 @@ def test_queue_automatic_assignment_and_transfer(browser, shoot, console_errors,
         agent.locator(".account-close").click()
 
         marker = uuid.uuid4().hex[:5]
-        first = widget(browser, server, console_errors, phone)
-        write(first, f"First customer {marker}")
+        first = open_widget(browser, server, console_errors)
+        start_conversation(first, f"First customer {marker}")
         expect(first.locator(".row.system").last).to_contain_text("You're now talking to Demo Admin", timeout=10000)
         expect(first.locator(".queue-note")).to_be_hidden()
         shoot(first, "first-customer-is-given-to-the-agent-360")
 
-        second = widget(browser, server, console_errors, phone)
-        write(second, f"Second customer {marker}")
+        second = open_widget(browser, server, console_errors)
+        start_conversation(second, f"Second customer {marker}")
         expect(second.locator(".queue-note")).to_have_text("You're next in line", timeout=10000)
-        third = widget(browser, server, console_errors, phone)
-        write(third, f"Third customer {marker}")
+        third = open_widget(browser, server, console_errors)
+        start_conversation(third, f"Third customer {marker}")
         expect(third.locator(".queue-note")).to_have_text("You're number 2 in line", timeout=10000)
         shoot(third, "third-customer-waits-second-in-line-360")
 

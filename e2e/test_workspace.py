@@ -429,8 +429,10 @@ def test_messages_written_offline_go_out_in_order_when_the_connection_returns(se
     for word in ["one", "two", "three"]:
         consumer.fill("#message", f"{marker}: {word}")
         consumer.keyboard.press("Enter")
+    # Each tries once and waits (a try that finds no network can take a while on a loaded machine).
+    expect(consumer.locator(".row.pending")).to_have_count(3, timeout=10000)
     waiting = consumer.locator(".row.pending[data-state=queued]")
-    expect(waiting).to_have_count(3, timeout=10000)
+    expect(waiting).to_have_count(3, timeout=30000)
     expect(waiting.first.locator(".meta")).to_have_text("Waiting for the connection…")
     shoot(consumer, "waiting-360")
 

@@ -131,6 +131,8 @@ struct ActivityTests {
                 .decode(ListResponse<MessageDTO>.self).items
             #expect(messages.map(\.text) == ["Need a hand with your order? Reply here and an agent will help."])
             #expect(messages.first?.senderKind == .system)
+            // The conversation the brand started waits for an agent like any other.
+            #expect(try await server.get("/v1/consumer/conversations/\(conversation.id)/queue", token: token).decode(QueuePositionDTO.self).position == 1)
 
             // Within the cool-down nothing acts again; after it, both act once more (the message in
             // the same open conversation, after the customer's answer).

@@ -157,8 +157,9 @@ struct ConversationAppend: Sendable {
 
     // MARK: Writing
 
-    /// Puts the conversation in `team`'s queue (a transfer to a team), wherever it waited before.
-    mutating func queue(for team: TeamID) {
+    /// Puts the conversation in a queue: `team`'s (a transfer to a team; wherever it waited before),
+    /// or the one its app routes to.
+    mutating func enqueue(team: TeamID? = nil) {
         queueChange = .enqueue(team: team)
     }
 

@@ -143,6 +143,8 @@ public struct ConversationService: Sendable {
         }
         let valid = try MessageRules.validateText(text, channel: conversation.channel, sender: .agent)
         var log = ConversationAppend(conversation, isNew: isNew, now: now)
+        // A conversation the brand starts waits for an agent like one the customer starts.
+        if isNew { log.enqueue() }
         let message = log.log(
             MessageDTO(
                 id: MessageID.make(), conversationId: conversation.id, seq: 0, senderKind: sender.kind, senderId: sender.id,

@@ -180,7 +180,7 @@ public final class RoutingService: Sendable {
                     throw ParleyError(.unprocessable, code: "team_not_found", message: "There is no such team in this brand.", field: "teamId")
                 }
                 log.assign(to: nil, by: actor)
-                log.queue(for: teamId)
+                log.enqueue(team: teamId)
             }
             if let note, !note.isEmpty { log.logNote(note, clientNoteId: UUID().uuidString, by: actor) }
             try await log.write(in: repo)
