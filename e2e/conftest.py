@@ -169,15 +169,18 @@ def running_parley(*extra_args, env=None, routing="manual"):
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
+def api(server, method, path, body=None, token=None):
+    """One JSON call to the server, as an app or a script would make it."""
+    request = urllib.request.Request(f"{server.url}{path}", method=method, data=json.dumps(body).encode() if body is not None else None,
+                                     headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read() or b"null")
+
+
 def set_routing(server, change):
     """PATCH /v1/routing as the demo admin (over HTTP, before any page signs in)."""
-    def call(method, path, body, token=None):
-        request = urllib.request.Request(f"{server.url}{path}", method=method, data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})})
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return json.loads(response.read() or b"null")
-    server.token = getattr(server, "token", None) or call("POST", "/v1/auth/login", {"email": server.email, "password": server.password})["token"]
-    return call("PATCH", "/v1/routing", change, server.token)
+    server.token = getattr(server, "token", None) or api(server, "POST", "/v1/auth/login", {"email": server.email, "password": server.password})["token"]
+    return api(server, "PATCH", "/v1/routing", change, server.token)
 
 
 def login(page, server):

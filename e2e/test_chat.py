@@ -2,28 +2,19 @@
 types, the agent's answer arrives, a voice file is sent as a voice note, the agent's read receipt shows,
 and what is typed while the server is away is sent once it is back. The terminal's text is saved as the
 story (test-artifacts/terminal/)."""
-import json
 import os
 import shutil
 import subprocess
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, running_parley
+from conftest import ROOT, api, running_parley
 
 ARTIFACTS = ROOT / "test-artifacts" / "terminal"
 BINARY = Path(os.environ.get("E2E_PARLEY_BINARY", ROOT / ".build" / "debug" / "parley")).resolve()
-
-
-def api(server, method, path, body=None, token=None):
-    request = urllib.request.Request(f"{server.url}{path}", method=method, data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read() or b"null")
 
 
 class Terminal:

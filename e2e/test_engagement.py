@@ -36,7 +36,7 @@ def test_rules_act_on_what_the_app_reports_and_agents_see_it(server, browser, si
     add_rule(section, f"Checkout help {marker}", "screen_view", "equals", "screen", "checkout", "prompt",
              "Need help with delivery options?")
     rule = section.locator(".rule-list li", has_text=f"Big carts {marker}")
-    expect(rule).to_contain_text(f"When the app reports cart_value where value is at least 100")
+    expect(rule).to_contain_text("When the app reports cart_value where value is at least 100")
     expect(rule.locator(".tag")).to_have_text("Automatic message")
     rule.scroll_into_view_if_needed()
     shoot(admin, "admin-adds-engagement-rules-1280")

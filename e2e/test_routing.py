@@ -3,23 +3,13 @@ customer is given to the online agent at once ("You're now talking to…"), the 
 their place in the queue, live; when the agent resolves, the next is given to them; a manager
 transfers a conversation to a colleague with a private note. Each at phone, tablet and desktop
 widths, on a server of its own (routing is brand-wide). Screenshots are numbered steps."""
-import json
-import re
-import urllib.request
 import uuid
 
 import pytest
-from conftest import login, running_parley
+from conftest import api, login, running_parley
 from playwright.sync_api import expect
 from test_agent_tools import SIZES, open_account, show_details
 from test_workspace import open_widget, start_conversation
-
-
-def call(server, method, path, body, token):
-    request = urllib.request.Request(f"{server.url}{path}", method=method, data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read() or b"null")
 
 
 @pytest.mark.parametrize("name,size", SIZES)
@@ -75,8 +65,8 @@ def test_queue_automatic_assignment_and_transfer(browser, shoot, console_errors,
         shoot(third, "third-customer-moves-up-360")
 
         # A manager (here the admin) transfers the second customer to a colleague, with a note.
-        token = call(server, "POST", "/v1/auth/login", {"email": server.email, "password": server.password}, None)
-        colleague = call(server, "POST", "/v1/agents", {"email": f"sam-{marker}@demo.test", "name": "Sam Rivera", "password": "a long password",
+        token = api(server, "POST", "/v1/auth/login", {"email": server.email, "password": server.password}, None)
+        colleague = api(server, "POST", "/v1/agents", {"email": f"sam-{marker}@demo.test", "name": "Sam Rivera", "password": "a long password",
                                                          "role": "agent", "permissions": []}, token["token"])
         if size["width"] < 1000:
             agent.keyboard.press("Escape")

@@ -10,7 +10,6 @@ import json
 import re
 import time
 import urllib.error
-import urllib.request
 
 import http_ece
 import pytest
@@ -19,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from playwright.sync_api import expect
 
-from conftest import ProviderEndpoint, ProviderHandler, running_parley
+from conftest import ProviderEndpoint, ProviderHandler, api, running_parley
 from test_workspace import open_widget, start_conversation
 
 
@@ -30,13 +29,6 @@ def b64url(data):
 
 def unb64url(text):
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def api(server, method, path, body=None, token=None):
-    request = urllib.request.Request(f"{server.url}{path}", method=method, data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read() or b"null")
 
 
 class PushService(ProviderEndpoint):

@@ -74,15 +74,16 @@ extension Parley {
                 try await ensureSession()
                 let response = try await client.reportActivity(batch)
                 for prompt in response.prompts { emit(.prompt(prompt)) }
-            } catch ParleyClientError.api(let status, _) where status == 401 {
-                session = nil
-                return true
-            } catch ParleyClientError.api(let status, _) where status == 429 || status >= 500 {
-                return true
-            } catch ParleyClientError.api {
-                // Refused (too old, say): final.
             } catch {
-                return true
+                switch SendFailure(error) {
+                case .sessionEnded:
+                    session = nil
+                    return true
+                case .later:
+                    return true
+                case .refused:
+                    break  // refused (too old, say): final
+                }
             }
             // `report` may have added (or dropped the oldest) while the batch was out.
             let sent = Set(batch.map(\.clientEventId))

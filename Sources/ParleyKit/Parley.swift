@@ -360,17 +360,16 @@ public actor Parley {
                     }
                 }
                 return .sent(try await client.send(message.text, clientMessageId: message.clientMessageId, attempts: 1).message)
-            } catch ParleyClientError.api(let status, let detail) where status == 401 {
-                // The session expired or was revoked: a new one, then once more.
-                session = nil
-                _ = detail
-                continue
-            } catch ParleyClientError.api(let status, let detail) where status == 429 || status >= 500 {
-                return .later("\(status) \(detail.code)")
-            } catch ParleyClientError.api(_, let detail) {
-                return .refused(code: detail.code, message: detail.message)
             } catch {
-                return .later("\(error)")
+                switch SendFailure(error) {
+                case .sessionEnded:
+                    session = nil  // expired or revoked: a new one, then once more
+                    continue
+                case .later(let reason):
+                    return .later(reason)
+                case .refused(let code, let message):
+                    return .refused(code: code, message: message)
+                }
             }
         }
         return .later("the server refused the session")
@@ -392,6 +391,24 @@ public actor Parley {
             changed = true
         }
         if changed { try? persistOutbox() }
+    }
+
+    /// What a failed call means for something waiting on the device to be sent (a message, a batch
+    /// of activity): the session ended (get a new one), try again later (no network, 429, 5xx),
+    /// or refused for good with the server's reason.
+    enum SendFailure {
+        case sessionEnded
+        case later(String)
+        case refused(code: String, message: String)
+
+        init(_ error: any Error) {
+            switch error {
+            case ParleyClientError.api(401, _): self = .sessionEnded
+            case ParleyClientError.api(let status, let detail) where status == 429 || status >= 500: self = .later("\(status) \(detail.code)")
+            case ParleyClientError.api(_, let detail): self = .refused(code: detail.code, message: detail.message)
+            default: self = .later("\(error)")
+            }
+        }
     }
 
     func ensureSession() async throws {

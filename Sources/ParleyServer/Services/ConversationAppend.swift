@@ -1,6 +1,7 @@
 import Foundation
 import ParleyAPI
 import ParleyDomain
+import Logging
 import ParleyStore
 
 /// One transaction's additions to one conversation's log, and the only code that allocates sequence
@@ -239,5 +240,22 @@ struct ConversationAppend: Sendable {
         event.seq = nextSeq()
         events.append(event)
         return event
+    }
+}
+
+extension EventBus {
+    /// Publishes what a written append logged, once its transaction has committed: its events to
+    /// the conversation's consumer and the brand's agents (private notes to the agents only), then
+    /// the conversation to the agents when anything was logged.
+    func publish(_ log: ConversationAppend, logger: Logger) async {
+        let conversation = log.conversation
+        for event in log.events {
+            let audience: RealtimeEvent.Audience =
+                event.kind == .note ? .agents(brandId: conversation.brandId) : .conversation(brandId: conversation.brandId, consumerId: conversation.consumerId)
+            await publish(.event(event), to: audience, logger: logger)
+        }
+        if !log.isEmpty {
+            await publish(.conversation(conversation), to: .agents(brandId: conversation.brandId), logger: logger)
+        }
     }
 }

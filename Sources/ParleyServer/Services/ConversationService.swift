@@ -410,14 +410,8 @@ public struct ConversationService: Sendable {
             if !log.isEmpty { try await log.write(in: repo) }
             return log
         }
-        let conversation = log.conversation
-        for event in log.events {
-            await publish(.event(event), to: .conversation(brandId: conversation.brandId, consumerId: conversation.consumerId))
-        }
-        if !log.isEmpty {
-            await publish(.conversation(conversation), to: .agents(brandId: conversation.brandId))
-        }
-        return conversation
+        await bus.publish(log, logger: logger)
+        return log.conversation
     }
 
     // MARK: Reading

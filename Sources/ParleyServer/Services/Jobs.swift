@@ -64,11 +64,14 @@ public struct JobQueue: Sendable {
     }
 
     /// The row to enqueue in the caller's transaction (`repo.enqueueJob`); call `wake()` after commit.
-    func make<Payload: Encodable>(_ kind: String, _ payload: Payload, brandId: BrandID?, lane: String? = nil, dedupeKey: String? = nil) throws -> JobRecord {
+    /// `after`: due that long from now (a timer), else at once.
+    func make<Payload: Encodable>(
+        _ kind: String, _ payload: Payload, brandId: BrandID?, lane: String? = nil, dedupeKey: String? = nil, after: TimeInterval = 0
+    ) throws -> JobRecord {
         let now = clock.now()
         return JobRecord(
             brandId: brandId, kind: kind, lane: lane, payload: String(decoding: try JSONEncoder().encode(payload), as: UTF8.self),
-            dedupeKey: dedupeKey, maxAttempts: maxAttempts, runAt: now, createdAt: now)
+            dedupeKey: dedupeKey, maxAttempts: maxAttempts, runAt: now.addingTimeInterval(after), createdAt: now)
     }
 
     func wake() { signal.wake() }

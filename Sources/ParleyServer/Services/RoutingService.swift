@@ -186,15 +186,11 @@ public final class RoutingService: Sendable {
             try await log.write(in: repo)
             return log
         }
-        let conversation = log.conversation
-        for event in log.events {
-            // Notes are for agents only; the consumer hears who they now talk to.
-            let audience: RealtimeEvent.Audience =
-                event.kind == .note ? .agents(brandId: conversation.brandId) : .conversation(brandId: conversation.brandId, consumerId: conversation.consumerId)
-            await bus.publish(.event(event), to: audience, logger: logger)
-        }
-        await bus.publish(.conversation(conversation), to: .agents(brandId: conversation.brandId), logger: logger)
-        return conversation
+        // The consumer hears who they now talk to; the note goes to the agents only.
+        await bus.publish(log, logger: logger)
+        // A conversation moved to another team's queue logs nothing, yet may now be routable.
+        wake(manager.brandId)
+        return log.conversation
     }
 
     // MARK: The queue, as consumers see it
@@ -285,13 +281,7 @@ public final class RoutingService: Sendable {
             }
             return (logs, waiting)
         }
-        for log in outcome.0 {
-            let conversation = log.conversation
-            for event in log.events {
-                await bus.publish(.event(event), to: .conversation(brandId: brandId, consumerId: conversation.consumerId), logger: logger)
-            }
-            await bus.publish(.conversation(conversation), to: .agents(brandId: brandId), logger: logger)
-        }
+        for log in outcome.0 { await bus.publish(log, logger: logger) }
         await publishPositions(brandId: brandId, queue: outcome.1)
         return outcome.0.compactMap { log in log.conversation.assigneeId.map { (log.conversation.id, $0) } }
     }
@@ -356,12 +346,10 @@ public final class RoutingService: Sendable {
     private func scheduleRequeue(brandId: BrandID, presence: AgentPresenceDTO) async {
         do {
             let grace = try await store.read { repo in try await repo.routingSettings(brandId: brandId) }.requeueGraceSeconds
-            var job = try jobs.make(
+            let job = try jobs.make(
                 Self.requeueJob, Requeue(brandId: brandId, agentId: presence.agentId), brandId: brandId, lane: "routing:\(brandId)",
-                dedupeKey: "requeue:\(presence.agentId):\(StoredTime.millis(clock.now()) / 1000)")
-            job.runAt = clock.now().addingTimeInterval(TimeInterval(grace))
-            let scheduled = job
-            _ = try await store.write { repo in try await repo.enqueueJob(scheduled) }
+                dedupeKey: "requeue:\(presence.agentId):\(StoredTime.millis(clock.now()) / 1000)", after: TimeInterval(grace))
+            _ = try await store.write { repo in try await repo.enqueueJob(job) }
             jobs.wake()
         } catch {
             logger.warning("could not schedule a requeue", metadata: ["agent": "\(presence.agentId)", "error": "\(error)"])
@@ -386,12 +374,7 @@ public final class RoutingService: Sendable {
             }
             return logs
         }
-        for log in logs {
-            for event in log.events {
-                await bus.publish(.event(event), to: .conversation(brandId: payload.brandId, consumerId: log.conversation.consumerId), logger: logger)
-            }
-            await bus.publish(.conversation(log.conversation), to: .agents(brandId: payload.brandId), logger: logger)
-        }
+        for log in logs { await bus.publish(log, logger: logger) }
         if !logs.isEmpty { logger.info("conversations back in the queue", metadata: ["agent": "\(payload.agentId)", "count": "\(logs.count)"]) }
     }
 }
