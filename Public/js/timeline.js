@@ -192,6 +192,31 @@ export class Timeline {
     if (!element.isConnected) this.place(element, { seq: event.seq });
   }
 
+  /** Any row of the page's own (the widget's rating card) at a sequence number, keyed to replace it later. */
+  custom(key, seq, node) {
+    const existing = this.rows.get(key);
+    if (existing) existing.element.remove();
+    node.dataset.seq = seq;
+    this.rows.set(key, { element: node, message: { seq } });
+    this.place(node, { seq });
+  }
+
+  /**
+   * A closed conversation's rows become the record above a new conversation's (whose sequence
+   * numbers start again at 1): they move into one block that sorts first, and only the new
+   * conversation's rows are live. Rows still being sent stay live.
+   */
+  archive() {
+    const block = Object.assign(document.createElement("div"), { className: "earlier" });
+    block.dataset.seq = "0";
+    const moved = [...this.element.children].filter((child) => !child.classList.contains("pending"));
+    if (!moved.length) return;
+    block.append(...moved);
+    this.element.prepend(block);
+    for (const key of [...this.rows.keys()]) if (!key.startsWith("pending:")) this.rows.delete(key);
+    this.receipts = {};
+  }
+
   /** Scrolls to a message and marks it for a moment (a search hit). */
   highlight(messageId) {
     const row = this.rows.get(messageId);
@@ -319,7 +344,7 @@ export class Timeline {
 
   /** Day separators between messages of different days. */
   days() {
-    for (const separator of this.element.querySelectorAll(".day")) separator.remove();
+    for (const separator of this.element.querySelectorAll(":scope > .day")) separator.remove();
     let last = "";
     for (const child of [...this.element.children]) {
       if (!child.dataset.time) continue;

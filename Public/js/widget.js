@@ -127,7 +127,8 @@ async function session() {
     try { await api.get("/v1/consumer/me"); return false; } catch (error) { if (!(error instanceof ApiError) || error.status !== 401) throw error; }
   }
   const page = pageToReport;  // the launcher's report may arrive while the session is created
-  const created = await api.post("/v1/consumer/session", { appId, ...(page ?? {}) });
+  // The visitor's language, for the brand's automatic messages.
+  const created = await api.post("/v1/consumer/session", { appId, language: navigator.language || undefined, ...(page ?? {}) });
   if (page) localStorage.setItem(pageKey, page.pageUrl);
   api.token = created.token;
   localStorage.setItem(storageKey, created.token);
@@ -175,6 +176,7 @@ async function start() {
     meetAgent(history.items.findLast((message) => message.senderKind === "agent"));
     callHistory.items.filter((call) => call.seq).forEach((call) => timeline.callRecord({ seq: call.seq, call, createdAt: call.endedAt }));
     api.get(`/v1/consumer/conversations/${conversationId}/queue`).then(showQueue).catch(() => {});
+    if (conversations[0].state === "resolved") showClosed(conversations[0], { seq: conversations[0].lastSeq + 0.5 });
   }
   realtime = new Realtime({ token: api.token });
   calls = new CallSession({ realtime, api, role: "consumer" });
@@ -195,7 +197,7 @@ async function start() {
 
 function receive(frame) {
   if (frame.type === "message") {
-    conversationId ??= frame.message.conversationId;
+    follow(frame.message.conversationId);
     timeline.upsert(frame.message);
     if (frame.message.senderKind !== "consumer") {
       meetAgent(frame.message);
@@ -208,11 +210,104 @@ function receive(frame) {
     if (event.kind === "voice_processed" && event.message) timeline.upsert(event.message);
     if (event.kind === "call") timeline.callRecord(event);
     if (event.kind === "assigned") introduce(event);
+    if (event.conversationId === conversationId && event.kind === "state_changed" && event.state === "resolved") {
+      api.get(`/v1/consumer/conversations/${event.conversationId}`).then((conversation) => showClosed(conversation, event)).catch(() => {});
+    }
+    if (event.conversationId === conversationId && event.kind === "rated") rated(event.rating);
   } else if (frame.type === "queue") {
     showQueue(frame.queue);
   } else if (frame.type === "typing" && frame.participant.kind === "agent" && frame.conversationId === conversationId) {
     showTyping(frame.isTyping);
   }
+}
+
+/**
+ * The conversation the visitor is in. A message of another one means the closed conversation was
+ * followed by a new one (the visitor wrote again): the closed one stays above as the record.
+ */
+function follow(id) {
+  if (!conversationId) { conversationId = id; return; }
+  if (id === conversationId) return;
+  timeline.archive();
+  conversationId = id;
+  acknowledged.delivered = acknowledged.read = 0;
+  brand.agent = null;
+  renderHeader();
+}
+
+/**
+ * "This conversation has been closed", and the rating card when the brand asks for one: five
+ * stars, an optional comment, then thanks. Writing again starts a new conversation.
+ */
+function showClosed(conversation, event) {
+  if (conversation.id !== conversationId) return;
+  $(".queue-note").hidden = true;
+  showTyping(false);
+  timeline.system({ seq: event.seq, createdAt: event.createdAt ?? conversation.updatedAt }, "This conversation has been closed");
+  if (conversation.survey === "offered" || conversation.rating) timeline.custom("rating", event.seq + 0.25, ratingCard(conversation));
+  textarea.placeholder = "Write to start a new conversation…";
+}
+
+function ratingCard(conversation) {
+  const card = Object.assign(document.createElement("form"), { className: "row rating-card" });
+  card.setAttribute("aria-label", "Rate this conversation");
+  if (conversation.rating) { thank(card, conversation.rating); return card; }
+  const title = Object.assign(document.createElement("p"), { className: "rating-title", textContent: `How did ${brand.agent?.name ?? brand.name} do?` });
+  const stars = Object.assign(document.createElement("div"), { className: "stars" });
+  stars.setAttribute("role", "radiogroup");
+  stars.setAttribute("aria-label", "Your rating, 1 (bad) to 5 (great)");
+  const words = ["Bad", "Poor", "OK", "Good", "Great"];
+  let score = 0;
+  const comment = Object.assign(document.createElement("textarea"), { rows: 2, maxLength: 1000, placeholder: "Tell us more (optional)", hidden: true });
+  comment.setAttribute("aria-label", "Comment");
+  const submit = Object.assign(document.createElement("button"), { type: "submit", className: "button primary small", textContent: "Send rating", hidden: true });
+  const choose = (value) => {
+    score = value;
+    stars.querySelectorAll("button").forEach((star, index) => {
+      star.setAttribute("aria-checked", String(index + 1 === value));
+      star.classList.toggle("on", index < value);
+    });
+    comment.hidden = submit.hidden = false;
+  };
+  words.forEach((word, index) => {
+    const star = Object.assign(document.createElement("button"), { type: "button", innerHTML: icon("star"), title: word });
+    star.setAttribute("role", "radio");
+    star.setAttribute("aria-checked", "false");
+    star.setAttribute("aria-label", `${index + 1} of 5: ${word}`);
+    star.addEventListener("click", () => choose(index + 1));
+    stars.append(star);
+  });
+  const error = Object.assign(document.createElement("p"), { className: "rating-error", role: "alert" });
+  card.append(title, stars, comment, submit, error);
+  card.addEventListener("submit", async (submitted) => {
+    submitted.preventDefault();
+    if (!score) return;
+    submit.disabled = true;
+    try {
+      const updated = await api.post(`/v1/consumer/conversations/${conversation.id}/rating`, { score, comment: comment.value.trim() || undefined });
+      thank(card, updated.rating);
+    } catch (failure) {
+      error.textContent = failure.message;
+      submit.disabled = false;
+    }
+  });
+  return card;
+}
+
+function thank(card, rating) {
+  const stars = Object.assign(document.createElement("div"), { className: "stars readonly" });
+  stars.setAttribute("aria-label", `You rated ${rating.score} out of 5`);
+  for (let index = 0; index < 5; index++) {
+    stars.append(Object.assign(document.createElement("span"), { className: index < rating.score ? "on" : "", innerHTML: icon("star") }));
+  }
+  card.replaceChildren(Object.assign(document.createElement("p"), { className: "rating-title", textContent: "Thanks for your rating!" }), stars);
+  if (rating.comment) card.append(Object.assign(document.createElement("p"), { className: "rating-comment", textContent: `“${rating.comment}”` }));
+}
+
+/** The rating arrived from elsewhere (another tab): the card says thanks. */
+function rated(rating) {
+  const card = document.querySelector(".rating-card");
+  if (card && rating) thank(card, rating);
 }
 
 /** "You're number 2 in line · about 3 min" while the conversation waits for an agent. */
@@ -332,7 +427,8 @@ const writer = new Composer({
       file, onProgress);
   },
   sent: (response) => {
-    conversationId = response.message.conversationId;
+    follow(response.message.conversationId);
+    if (response.conversation?.state !== "resolved") textarea.placeholder = "Write a message…";
     realtime.seen(conversationId, response.message.seq);
     timeline.upsert(response.message);
   },

@@ -9,6 +9,7 @@ import { PresenceControl, presenceLabels } from "./presence.js";
 import { ReplyPicker, SavedRepliesAdmin } from "./saved-replies.js";
 import { EngagementAdmin, renderActivity } from "./engagement.js";
 import { RoutingAdmin, TransferDialog } from "./routing.js";
+import { LifecycleAdmin } from "./lifecycle.js";
 import { ChannelsAdmin, TemplateSender } from "./channels.js";
 import "./call-view.js";
 import "./voice-recorder.js";
@@ -182,6 +183,7 @@ $(".send-template").addEventListener("click", () => state.current && templates.o
 const savedAdmin = new SavedRepliesAdmin({ section: $(".saved-replies"), api, onChange: () => picker.refresh() });
 const engagementAdmin = new EngagementAdmin({ section: $(".engagement"), api });
 const routingAdmin = new RoutingAdmin({ section: $(".routing"), api });
+const lifecycleAdmin = new LifecycleAdmin({ section: $(".lifecycle"), api });
 const transfer = new TransferDialog({ dialog: $(".transfer-dialog"), api, onDone: (conversation) => update(conversation) });
 $(".transfer").addEventListener("click", () => transfer.open(state.current, state.me.id));
 
@@ -257,6 +259,7 @@ async function renderTeam() {
   $(".saved-replies").hidden = !admin;
   $(".engagement").hidden = !admin;
   $(".routing").hidden = !admin;
+  $(".lifecycle").hidden = !admin;
   $(".widget-settings").hidden = !admin;
   $(".channel-settings").hidden = !admin;
   if (team.hidden) return;
@@ -265,6 +268,7 @@ async function renderTeam() {
     savedAdmin.render();
     engagementAdmin.render();
     routingAdmin.render();
+    lifecycleAdmin.render();
     channelsAdmin.render();
     fillWidgetForm();
     api.get("/v1/presence").then((page) => page.items.forEach((member) => state.team.set(member.agentId, member))).then(() => renderTeam());
@@ -582,7 +586,9 @@ function renderDetails(conversation, person) {
   $(".d-channel").textContent = channelNames[conversation.channel] ?? conversation.channel;
   $(".d-app").textContent = "…";
   appName(conversation.appId).then((name) => { if (state.current?.id === conversation.id) $(".d-app").textContent = name; });
-  $(".d-state").textContent = conversation.state;
+  const stars = conversation.rating ? ` · rated ${"★".repeat(conversation.rating.score)}${"☆".repeat(5 - conversation.rating.score)}` : "";
+  $(".d-state").textContent = conversation.state + stars;
+  $(".d-state").title = conversation.rating?.comment ?? "";
   const assignee = conversation.assigneeId;
   $(".d-assignee").textContent = !assignee ? "Nobody" : assignee === state.me.id ? "You" : (state.team.get(assignee)?.name ?? "Another agent");
   $(".d-first-seen").textContent = dateFormat.format(new Date(person.createdAt));
@@ -832,7 +838,7 @@ function receive(frame) {
     if (event.kind === "receipt") timeline.receipt(event);
     if ((event.kind === "voice_processed" || event.kind === "delivery") && event.message) timeline.upsert(event.message);
     if (event.kind === "call") timeline.callRecord(event);
-    if (["note", "assigned", "state_changed"].includes(event.kind)) showEvent(event);
+    if (["note", "assigned", "state_changed", "rated"].includes(event.kind)) showEvent(event);
   } else if (frame.type === "presence") {
     teamMember(frame.presence);
   } else if (frame.type === "typing" && state.current?.id === frame.conversationId && frame.participant.kind === "consumer") {
@@ -892,9 +898,13 @@ async function showEvent(event) {
       : event.assigneeId === event.actorId ? `${actor === "You" ? "You" : actor} took the conversation`
       : `${actor} assigned it to ${target === "You" ? "you" : target}`;
   } else if (event.kind === "state_changed") {
-    line = event.state === "resolved" ? `${actor} resolved the conversation`
+    line = event.state === "resolved" && event.actorId === "lifecycle" ? "Closed automatically: the customer had gone quiet"
+      : event.state === "resolved" ? `${actor} resolved the conversation`
       : event.state === "reopened" ? (event.actorKind === "consumer" ? "The customer wrote again: reopened" : `${actor} reopened the conversation`)
       : null;
+  }
+  } else if (event.kind === "rated" && event.rating) {
+    line = `The customer rated it ${event.rating.score} out of 5${event.rating.comment ? `: “${event.rating.comment}”` : ""}`;
   }
   if (line) timeline.system(event, line);
 }

@@ -18,7 +18,9 @@ public enum Channel: String, Codable, Sendable, CaseIterable, Hashable {
     }
 }
 
-/// Life cycle of a conversation: `open` -> `resolved` -> (the consumer writes again) `reopened`.
+/// Life cycle of a conversation: `open` -> `resolved` (by an agent, or closed automatically) ->
+/// (an agent reopens it) `reopened`. A customer writing after the close starts a new conversation
+/// that links to the old one.
 public enum ConversationState: String, Codable, Sendable, CaseIterable, Hashable {
     case open
     case resolved

@@ -36,7 +36,10 @@ public struct ConsumerSessionRequest: Codable, Sendable {
     /// Later pages are reported with `POST /v1/consumer/visits`.
     public var pageUrl: String?
     public var pageTitle: String?
-    public init(appId: AppID, identityToken: String? = nil, displayName: String? = nil, pageUrl: String? = nil, pageTitle: String? = nil) {
+    /// The customer's language (BCP 47, like "pt-BR"), for automatic messages.
+    public var language: String?
+    public init(appId: AppID, identityToken: String? = nil, displayName: String? = nil, pageUrl: String? = nil, pageTitle: String? = nil, language: String? = nil) {
+        self.language = language
         self.pageUrl = pageUrl
         self.pageTitle = pageTitle
         self.appId = appId

@@ -91,6 +91,8 @@ public struct ConsumerDTO: Codable, Sendable, Hashable {
     public var lastPageTitle: String?
     public var lastBrowser: String?
     public var lastSeenAt: Date?
+    /// The language their automatic messages are in (from the widget or app), if known.
+    public var language: String?
 
     public init(
         id: ConsumerID, brandId: BrandID, appId: AppID, externalId: String?, displayName: String,
@@ -140,11 +142,18 @@ public struct ConversationDTO: Codable, Sendable, Hashable {
     public var lastMessageAt: Date?
     public var createdAt: Date
     public var updatedAt: Date
-    /// On channels with a reply window (WhatsApp, Messenger): when the customer last wrote.
+    /// When the customer last wrote (what automatic closing and channels' reply windows count from).
     public var lastConsumerMessageAt: Date?
     /// On channels with a reply window: until when agents may answer freely (after it, WhatsApp
     /// takes only templates). Absent where the channel has no window or the customer never wrote.
     public var replyWindowEndsAt: Date?
+    /// The closed conversation this one continues (the customer wrote again after it closed).
+    public var previousConversationId: ConversationID?
+    /// Once closed: whether the customer was asked for a rating, and whether they gave it.
+    public var survey: SurveyState?
+    public var rating: RatingDTO?
+    /// When the customer was last warned that the conversation will close on its own.
+    public var closeWarnedAt: Date?
 
     public init(
         id: ConversationID, brandId: BrandID, appId: AppID, consumerId: ConsumerID, channel: Channel,
@@ -378,6 +387,8 @@ public struct ConversationEventDTO: Codable, Sendable, Hashable {
         /// A message's delivery through its messaging channel failed (or was retried); `message`
         /// carries it as it is now, with `channelDelivery`.
         case delivery
+        /// The customer rated the closed conversation; `rating` carries it.
+        case rated
     }
 
     public var conversationId: ConversationID
@@ -399,6 +410,8 @@ public struct ConversationEventDTO: Codable, Sendable, Hashable {
     /// For `note`: its text, and the id its author's page chose (a retry returns the same note).
     public var text: String?
     public var clientNoteId: String?
+    /// For `rated`: the score and comment.
+    public var rating: RatingDTO?
     public var createdAt: Date
 
     public init(

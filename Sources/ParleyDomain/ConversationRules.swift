@@ -3,10 +3,13 @@ import ParleyAPI
 /// The conversation state machine.
 ///
 /// ```
-///  (first consumer message) -> open --resolve--> resolved --consumer writes / agent reopens--> reopened
-///                                                    ^                                            |
-///                                                    +------------------resolve-------------------+
+///  (first consumer message) -> open --resolve / auto-close--> resolved --agent reopens--> reopened
+///                                                                 ^                          |
+///                                                                 +---------resolve----------+
 /// ```
+///
+/// A customer never writes into a resolved conversation: their next message starts a new one that
+/// links to it (`previousConversationId`), so a closed conversation's record and rating stay as they were.
 public enum ConversationRules {
     public enum Action: Sendable, Hashable {
         case consumerWrites
@@ -22,7 +25,9 @@ public enum ConversationRules {
         case (.open, .consumerWrites), (.reopened, .consumerWrites):
             return state
         case (.resolved, .consumerWrites):
-            return .reopened
+            throw ParleyError(
+                .conflict, code: "conversation_closed",
+                message: "This conversation has been closed. A new message starts a new conversation.")
         case (.open, .agentWrites), (.reopened, .agentWrites):
             return state
         case (.resolved, .agentWrites):

@@ -34,6 +34,7 @@ public struct ParleyServices: Sendable {
     public let push: PushService
     public let activity: ActivityService
     public let routing: RoutingService
+    public let lifecycle: LifecycleService
     let links: SharedLinks
     /// Runs durable jobs (channel delivery, media fetches, webhook processing).
     public let jobRunner: JobRunner
@@ -162,7 +163,8 @@ public struct ParleyServices: Sendable {
         push.watch(bus)
         let routing = RoutingService(store: store, hub: hub, bus: bus, jobs: jobs, clock: clock, logger: logger)
         routing.watch(bus)
-        let handlers: [any JobHandler] = [
+        let lifecycle = LifecycleService(store: store, conversations: conversations, bus: bus, jobs: jobs, clock: clock, logger: logger)
+        let handlers: [any JobHandler] = lifecycle.handlers + [
             PushSender(
                 store: store, secrets: secrets, http: providerHTTP, apnsURL: configuration.apnsAPIURL, tokens: APNsTokens(),
                 fcm: FCMSender(http: providerHTTP, apiURL: configuration.fcmAPIURL, tokenURL: configuration.fcmTokenURL, tokens: FCMTokens()),
@@ -193,7 +195,7 @@ public struct ParleyServices: Sendable {
             workspace: WorkspaceService(store: store, hub: hub, bus: bus, clock: clock, logger: logger),
             whatsapp: whatsapp, messenger: messenger, sms: sms, apple: apple, push: push,
             activity: ActivityService(store: store, conversations: conversations, limits: limits, clock: clock, logger: logger),
-            routing: routing, links: links, jobRunner: jobRunner, httpClient: httpClient,
+            routing: routing, lifecycle: lifecycle, links: links, jobRunner: jobRunner, httpClient: httpClient,
             attachments: attachments,
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
             searchIndexer: SearchIndexer(store: store, interval: .milliseconds(250), logger: logger),
@@ -243,6 +245,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     PushController(push: services.push, configuration: services.configuration).addRoutes(to: routes)
     ActivityController(activity: services.activity, configuration: services.configuration).addRoutes(to: routes)
     RoutingController(routing: services.routing, configuration: services.configuration).addRoutes(to: routes)
+    LifecycleController(lifecycle: services.lifecycle, configuration: services.configuration).addRoutes(to: routes)
     WorkspaceController(
         workspace: services.workspace, voice: services.voice, identity: services.identity, limits: services.limits,
         configuration: services.configuration

@@ -10,7 +10,6 @@ struct ConversationRulesTests {
         (ConversationState.open, Action.consumerWrites, ConversationState.open),
         (.open, .agentWrites, .open),
         (.open, .resolve, .resolved),
-        (.resolved, .consumerWrites, .reopened),
         (.resolved, .reopen, .reopened),
         (.reopened, .consumerWrites, .reopened),
         (.reopened, .agentWrites, .reopened),
@@ -22,6 +21,7 @@ struct ConversationRulesTests {
 
     @Test("every refused transition has its own code", arguments: [
         (ConversationState.resolved, Action.agentWrites, "conversation_resolved"),
+        (.resolved, .consumerWrites, "conversation_closed"),
         (.resolved, .resolve, "already_resolved"),
         (.open, .reopen, "not_resolved"),
         (.reopened, .reopen, "not_resolved"),

@@ -61,6 +61,10 @@ struct CrossTenantTests {
             let team = try await server.post("/v1/teams", token: acme.adminToken, json: SaveTeamRequest(name: "Acme billing", memberIds: [acmeAgent.id]))
                 .decode(TeamDTO.self)
 
+            _ = try await server.request(.patch, "/v1/lifecycle", token: acme.adminToken, json: UpdateLifecycleRequest(survey: true, timeZone: "Europe/Lisbon"))
+            _ = try await server.request(
+                .put, "/v1/automatic-messages/welcome/en", token: acme.adminToken, json: SaveAutomaticMessageRequest(text: "private to Acme: welcome", enabled: true))
+
             let globex = try await BrandScenario.make(server, name: "Globex")
             let (globexAgentToken, _) = try await globex.agent(permissions: AgentPermission.allCases)
             let (globexConsumerToken, _) = try await globex.consumer(name: "Mallory")
@@ -86,6 +90,7 @@ struct CrossTenantTests {
                 case (.post, let path) where path.hasSuffix("/notes"): json = AddNoteRequest(clientNoteId: UUID().uuidString, text: "peek")
                 case (.post, let path) where path.hasSuffix("/transfer"): json = TransferRequest(agentId: globex.admin.id, note: "stolen")
                 case (.put, let path) where path.hasSuffix("/capacity"): json = AgentCapacityRequest(maxConversations: 50)
+                case (.post, let path) where path.hasSuffix("/rating"): json = RateConversationRequest(score: 1, comment: "stolen")
                 case (.put, let path) where path.hasPrefix("/v1/teams/"): json = SaveTeamRequest(name: "Renamed by Globex", memberIds: [globex.admin.id])
                 case (.post, let path) where path.hasSuffix("/calls"): json = StartCallRequest(media: .voice, connectionId: "ws_none")
                 case (.post, let path) where path.hasSuffix("/keys"):
@@ -118,7 +123,10 @@ struct CrossTenantTests {
             var checked = 0
             // Providers' webhooks are authenticated by the provider's signature, not a principal
             // (WhatsAppTests covers them).
-            for route in routes where !route.template.hasPrefix("/v1/webhooks/") {
+            // An automatic message's path names a kind and a language, never another brand's ids:
+            // each brand edits its own (checked below with the routes without ids).
+            let brandScoped = { (route: Route) in route.template.hasPrefix("/v1/webhooks/") || route.template.hasPrefix("/v1/automatic-messages/") }
+            for route in routes where !brandScoped(route) {
                 var path = route.template
                 if route.template.hasPrefix("/v1/files/") {
                     path = path.replacingOccurrences(of: "{messageId}", with: image.id.rawValue).replacingOccurrences(of: "{variant}", with: "original")
@@ -135,7 +143,7 @@ struct CrossTenantTests {
                     checked += 1
                 }
             }
-            #expect(checked == routes.filter { !$0.template.hasPrefix("/v1/webhooks/") }.count * 3)
+            #expect(checked == routes.filter { !brandScoped($0) }.count * 3)
             // Routes without ids answer with Globex's own data only: search, saved replies, presence.
             for token in [globex.adminToken, globexAgentToken] {
                 let search = try await server.get("/v1/search?q=private", token: token)
@@ -184,6 +192,19 @@ struct CrossTenantTests {
                 await socket.close()
             }
             #expect(try await HTTPErrorTests.rowCounts(server) == before)
+            // Lifecycle settings and automatic messages are the brand's own: Globex reads its own and
+            // its changes stay with it.
+            #expect(try await server.get("/v1/lifecycle", token: globex.adminToken).decode(LifecycleSettingsDTO.self) == .default)
+            let globexMessages = try await server.get("/v1/automatic-messages", token: globexAgentToken)
+            #expect(globexMessages.status == .ok && !globexMessages.text.contains("private to Acme"))
+            _ = try await server.request(.put, "/v1/automatic-messages/welcome/en", token: globex.adminToken, json: SaveAutomaticMessageRequest(text: "Globex says hi", enabled: false))
+            _ = try await server.request(.delete, "/v1/automatic-messages/welcome/en", token: globex.adminToken)
+            _ = try await server.request(.patch, "/v1/lifecycle", token: globex.adminToken, json: UpdateLifecycleRequest(survey: false, timeZone: "Asia/Tokyo"))
+            let acmeWelcome = try await server.get("/v1/automatic-messages", token: acme.adminToken).decode(ListResponse<AutomaticMessageDTO>.self)
+                .items.first { $0.kind == .welcome && $0.language == "en" }
+            #expect(acmeWelcome?.text == "private to Acme: welcome" && acmeWelcome?.enabled == true)
+            let acmeLifecycle = try await server.get("/v1/lifecycle", token: acme.adminToken).decode(LifecycleSettingsDTO.self)
+            #expect(acmeLifecycle.survey && acmeLifecycle.timeZone == "Europe/Lisbon")
         }
     }
 }

@@ -176,7 +176,7 @@ struct MessagingTests {
         }
     }
 
-    @Test("resolve, consumer writes again: reopened; agents cannot write to a resolved conversation")
+    @Test("resolve; the consumer writing again starts a new, linked conversation; agents cannot write to a resolved one but may reopen it")
     func lifecycle() async throws {
         try await TestServer.run { server in
             let acme = try await BrandScenario.make(server)
@@ -192,14 +192,16 @@ struct MessagingTests {
             #expect(try refused.error.code == "conversation_resolved")
 
             let again = try await acme.send("it broke again", as: token)
-            #expect(again.conversation.id == id)
-            #expect(again.conversation.state == .reopened)
-            // seq: 1 message, 2 resolved, 3 reopened, 4 message
-            #expect(again.message.seq == 4)
+            #expect(again.conversation.id != id)
+            #expect(again.conversation.previousConversationId == id)
+            #expect(again.conversation.state == .open)
+            #expect(again.message.seq == 1)
+            // The closed conversation is as it was: seq 1 message, 2 resolved.
             let events = try await server.get("/v1/conversations/\(id)/events", token: acme.adminToken).decode(ListResponse<ConversationEventDTO>.self).items
-            #expect(events.map(\.seq) == [2, 3])
-            #expect(events.map(\.state) == [.resolved, .reopened])
-            #expect(events.map(\.actorKind) == [.agent, .consumer])
+            #expect(events.map(\.seq) == [2])
+            #expect(events.map(\.state) == [.resolved])
+            let reopened = try await server.post("/v1/conversations/\(id)/reopen", token: acme.adminToken).decode(ConversationDTO.self)
+            #expect(reopened.state == .reopened && reopened.lastSeq == 3)
         }
     }
 

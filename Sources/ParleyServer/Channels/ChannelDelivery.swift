@@ -174,14 +174,14 @@ extension ConversationService {
 
 extension ConversationService {
     /// A read receipt that names a time, not messages (Messenger's `watermark`): every message the
-    /// agents sent to this customer on the app up to then was read.
+    /// brand sent this customer on the app (agents' and automatic) up to then was read.
     func providerRead(channel: Channel, externalId: String, appId: AppID, brandId: BrandID, upTo watermark: Date) async throws {
         let found = try await store.read { repo -> (ConversationDTO, Int64)? in
             guard let consumer = try await repo.consumer(brandId: brandId, externalId: externalId),
                 let conversation = try await repo.latestConversation(consumerId: consumer.id, appId: appId, channel: channel, lock: false)
             else { return nil }
             let recent = try await repo.messages(conversationId: conversation.id, afterSeq: max(0, conversation.lastSeq - 200), limit: 200)
-            guard let seq = recent.filter({ $0.senderKind == .agent && $0.createdAt <= watermark }).map(\.seq).max() else { return nil }
+            guard let seq = recent.filter({ $0.senderKind != .consumer && $0.createdAt <= watermark }).map(\.seq).max() else { return nil }
             return (conversation, seq)
         }
         guard let (conversation, seq) = found else { return }

@@ -41,7 +41,7 @@ struct PushSender: JobHandler {
                 .first(where: { $0.id == payload.registrationId })
             else { return nil }
             let unread = try await repo.messages(conversationId: announcement.conversationId, afterSeq: 0, limit: 500)
-                .filter { $0.senderKind == .agent && $0.deliveryState != .read }.count
+                .filter { $0.senderKind != .consumer && $0.deliveryState != .read }.count
             return (
                 registration, try await repo.pushCredentials(appId: registration.appId, provider: registration.provider),
                 try await repo.brand(id: registration.brandId), try await repo.brandSettings(brandId: registration.brandId), unread

@@ -165,7 +165,7 @@ public struct PushService: Sendable {
             else { return }
             let announcement: Announcement?
             switch frame {
-            case .message(let message) where message.senderKind == .agent:
+            case .message(let message) where message.senderKind != .consumer:
                 announcement = Announcement(
                     key: message.id.rawValue, brandId: brandId, consumerId: consumerId, conversationId: message.conversationId,
                     kind: message.kind == .voice ? .voice : message.kind == .attachment ? .attachment : .text,

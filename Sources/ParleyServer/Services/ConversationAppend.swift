@@ -30,6 +30,19 @@ struct ConversationAppend: Sendable {
     private var windowOpened = false
     /// What this append does to the routing queue (`write` applies it).
     private(set) var queueChange: QueueChange?
+    /// Lifecycle: the conversation was resolved or reopened by this append, and who the customer
+    /// should hear about (an agent joined, a transfer). `write` turns them into timers and automatic
+    /// messages, from the brand's settings.
+    private var closing = false
+    private var reopening = false
+    private var announcements: [Announcement] = []
+    /// `write` queued jobs (automatic messages, the close timer): wake the job runner after commit.
+    private(set) var queuedJobs = false
+
+    enum Announcement: Sendable, Equatable {
+        case joined(AgentID)
+        case transferred(agent: AgentID?, team: TeamID?)
+    }
 
     enum QueueChange: Sendable, Equatable {
         /// Waits for an agent: of `team`, or of the team the app routes to.
@@ -51,10 +64,14 @@ struct ConversationAppend: Sendable {
     mutating func apply(_ action: ConversationRules.Action, by actor: ParticipantRef) throws(ParleyError) {
         let state = try ConversationRules.transition(from: conversation.state, on: action)
         // A new conversation, or one the customer reopened, waits for an agent unless it has one.
-        if action == .consumerWrites, isNew || state == .reopened && conversation.state == .resolved, conversation.assigneeId == nil {
+        if action == .consumerWrites, isNew, conversation.assigneeId == nil {
             queueChange = .enqueue(team: nil)
         }
-        if action == .resolve { queueChange = .dequeue(assigned: false) }
+        if action == .resolve {
+            queueChange = .dequeue(assigned: false)
+            closing = true
+        }
+        if action == .reopen { reopening = true }
         guard state != conversation.state else { return }
         conversation.state = state
         conversation.updatedAt = now
@@ -65,8 +82,9 @@ struct ConversationAppend: Sendable {
     mutating func assign(to assigneeId: AgentID?, by actor: ParticipantRef) {
         guard conversation.assigneeId != assigneeId else { return }
         // Taken by an agent: out of the queue. Given up (unassigned) while open: back in it.
-        if assigneeId != nil {
+        if let assigneeId {
             queueChange = .dequeue(assigned: true)
+            announcements = [.joined(assigneeId)]
         } else if conversation.state != .resolved {
             queueChange = .enqueue(team: nil)
         }
@@ -88,9 +106,9 @@ struct ConversationAppend: Sendable {
         conversation.lastMessageKind = message.kind
         conversation.lastMessageAt = now
         conversation.updatedAt = now
-        if message.senderKind == .consumer, ChannelRules.of(conversation.channel).replyWindowHours != nil {
+        if message.senderKind == .consumer {
             conversation.lastConsumerMessageAt = now
-            windowOpened = true
+            windowOpened = ChannelRules.of(conversation.channel).replyWindowHours != nil
         }
         self.message = message
         self.voice = voice
@@ -127,6 +145,26 @@ struct ConversationAppend: Sendable {
             $0.upToSeq = upToSeq
             $0.deliveryState = state
         })
+    }
+
+    /// The customer hears of a manager's transfer (to `agent`, or to `team`'s queue) rather than of
+    /// an agent joining.
+    mutating func announceTransfer(agent: AgentID?, team: TeamID?) {
+        announcements = [.transferred(agent: agent, team: team)]
+    }
+
+    /// Logs a customer's rating of the closed conversation, attached to the agent it closed with.
+    mutating func logRating(_ rating: RateConversationRequest, by actor: ParticipantRef) -> ConversationEventDTO {
+        let stored = RatingDTO(score: rating.score, comment: rating.comment, agentId: conversation.assigneeId, createdAt: now)
+        conversation.rating = stored
+        conversation.survey = .answered
+        conversation.updatedAt = now
+        return append(event(.rated, by: actor) { $0.rating = stored })
+    }
+
+    /// Marks that the customer was warned of the automatic close now.
+    mutating func markWarned() {
+        conversation.closeWarnedAt = now
     }
 
     /// Logs an agent's private note.
@@ -166,6 +204,7 @@ struct ConversationAppend: Sendable {
 
     /// Writes the conversation row and everything logged, in the caller's transaction.
     mutating func write(in repo: any Repository) async throws {
+        let lifecycleJobs = try await planLifecycle(in: repo)
         if windowOpened {
             conversation.replyWindowEndsAt = ChannelRules.of(conversation.channel).replyWindowEnd(
                 lastConsumerMessageAt: conversation.lastConsumerMessageAt, hours: try await Self.replyWindowHours(conversation, in: repo))
@@ -191,6 +230,10 @@ struct ConversationAppend: Sendable {
             try await repo.saveChannelDelivery(record)
             try await repo.enqueueJob(job)
         }
+        for job in lifecycleJobs {
+            try await repo.enqueueJob(job)
+        }
+        queuedJobs = !lifecycleJobs.isEmpty
         switch queueChange {
         case .enqueue(let team?):
             try await repo.dequeue(conversation.id, assignedAt: nil)
@@ -203,6 +246,60 @@ struct ConversationAppend: Sendable {
         case nil:
             break
         }
+    }
+
+    /// The brand's lifecycle for what this append did: the close timer of a conversation that opens
+    /// (new, or reopened by an agent), the rating question and the closing line when it closes, and
+    /// the automatic messages the brand has on (welcome or outside hours, an agent joined, a transfer,
+    /// the place in line on messaging channels). Reads the brand's settings only when there is
+    /// something to decide. Sets the conversation's survey state; returns the jobs to enqueue.
+    private mutating func planLifecycle(in repo: any Repository) async throws -> [JobRecord] {
+        let greets = isNew && message?.senderKind == .consumer
+        let waitsOnChannel = conversation.channel.isMessagingApp && isNew && queueChange == .enqueue(team: nil)
+        guard greets || isNew || reopening || closing || !announcements.isEmpty || waitsOnChannel else { return [] }
+        let settings = try await repo.lifecycleSettings(brandId: conversation.brandId)
+        var jobs: [JobRecord] = []
+        if (isNew || reopening), settings.autoCloseMinutes[conversation.channel.rawValue] != nil {
+            jobs.append(try LifecycleJobs.timer(for: conversation, at: now))
+        }
+        var says: [(AutomaticMessageKind, LifecycleJobs.Say)] = []
+        func say(_ kind: AutomaticMessageKind, key: String, agent: AgentID? = nil, team: TeamID? = nil) {
+            says.append((kind, LifecycleJobs.Say(
+                conversationId: conversation.id, brandId: conversation.brandId, kind: kind, key: key, agentId: agent, teamId: team)))
+        }
+        if greets {
+            say(LifecycleRules.isOpen(at: now, settings) ? .welcome : .outsideHours, key: "greeting")
+        }
+        if waitsOnChannel { say(.queuePosition, key: "queue:\(conversation.lastSeq)") }
+        for announcement in announcements {
+            switch announcement {
+            case .joined(let agent): say(.agentJoined, key: "joined:\(conversation.lastSeq)", agent: agent)
+            case .transferred(let agent, let team): say(.transferred, key: "transferred:\(conversation.lastSeq)", agent: agent, team: team)
+            }
+        }
+        if closing {
+            // Asked once: a conversation rated before it was reopened keeps its rating.
+            let asks = settings.survey && conversation.rating == nil
+            if conversation.rating == nil { conversation.survey = nil }
+            if conversation.channel.isMessagingApp {
+                let open = (try? ChannelRules.of(conversation.channel).authorizeFreeForm(windowEndsAt: conversation.replyWindowEndsAt, now: now)) != nil
+                say(.closed, key: "closed:\(conversation.lastSeq)")
+                if asks {
+                    // Where the channel's window has closed, the question cannot be sent.
+                    conversation.survey = open ? .offered : .skipped
+                    if open { say(.survey, key: "survey:\(conversation.lastSeq)") }
+                }
+            } else if asks {
+                conversation.survey = .offered
+            }
+        }
+        if !says.isEmpty {
+            let texts = try await repo.automaticMessages(brandId: conversation.brandId)
+            for (kind, payload) in says where texts.isEnabled(kind) {
+                jobs.append(try LifecycleJobs.say(payload, at: now))
+            }
+        }
+        return jobs
     }
 
     /// How long the customer's conversation stays open for agents' free-form replies: the channel's

@@ -172,6 +172,11 @@ public struct ConversationService: Sendable {
     ) async throws -> AppendOutcome {
         if let original = try await Self.retried(request, content: content, by: principal, sender: sender, in: repo) { return original }
         let now = clock.now()
+        if case .consumer(let consumer) = principal, case .text(let text) = content, request.conversationId == nil, request.newConversation != true,
+            let rated = try await rateByText(text, request, by: consumer, sender: sender, in: repo, now: now)
+        {
+            return rated
+        }
         let (conversation, isNew) = try await Self.conversationToWrite(request, by: principal, in: repo, now: now)
         let rules = ChannelRules.of(conversation.channel)
         if sender.kind == .agent {
@@ -220,10 +225,39 @@ public struct ConversationService: Sendable {
             queued = true
         }
         try await log.write(in: repo)
-        if queued { jobs.wake() }
+        if queued || log.queuedJobs { jobs.wake() }
         return AppendOutcome(
             message: message, conversation: log.conversation, created: true, conversationCreated: isNew, events: log.events,
             unmaskedForSender: body.unmaskedForSender)
+    }
+
+    /// On a messaging channel, a customer's answer to the rating question of their closed
+    /// conversation ("4", "5 great"): logged in that conversation with the rating, and thanked. Nil
+    /// when the text is not a rating or no question is waiting (it is then an ordinary message).
+    private func rateByText(
+        _ text: String, _ request: SendMessageRequest, by consumer: ConsumerPrincipal, sender: ParticipantRef, in repo: any Repository, now: Date
+    ) async throws -> AppendOutcome? {
+        guard let rating = LifecycleRules.parseRating(text), let app = try await repo.app(id: consumer.appId), app.channel.isMessagingApp
+        else { return nil }
+        try await repo.lockConsumer(brandId: consumer.brandId, id: consumer.consumerId)
+        guard let latest = try await repo.latestConversation(consumerId: consumer.consumerId, appId: app.id, channel: app.channel, lock: true),
+            latest.state == .resolved, latest.survey == .offered, now.timeIntervalSince(latest.updatedAt) < LifecycleRules.surveyAnswerWindow
+        else { return nil }
+        let valid = try MessageRules.validateText(text, channel: latest.channel, sender: .consumer)
+        var log = ConversationAppend(latest, now: now)
+        let message = log.log(
+            MessageDTO(
+                id: MessageID.make(), conversationId: latest.id, seq: 0, senderKind: .consumer, senderId: sender.id,
+                clientMessageId: request.clientMessageId, kind: .text, text: valid, deliveryState: .sent, createdAt: now),
+            preview: MessageRules.preview(of: valid))
+        _ = log.logRating(rating, by: sender)
+        try await log.write(in: repo)
+        if try await repo.automaticMessages(brandId: latest.brandId).isEnabled(.surveyThanks) {
+            try await repo.enqueueJob(
+                try LifecycleJobs.say(.init(conversationId: latest.id, brandId: latest.brandId, kind: .surveyThanks, key: "thanks"), at: now))
+            jobs.wake()
+        }
+        return AppendOutcome(message: message, conversation: log.conversation, created: true, conversationCreated: false, events: log.events)
     }
 
     /// The stored text and list preview of a new message. Card numbers in consumers' texts are masked
@@ -293,17 +327,21 @@ public struct ConversationService: Sendable {
 
     /// The conversation a consumer's message goes to, and whether it is new: the one named; else a
     /// new one when asked for and the brand's `openConversationsPerConsumer` allows it; else their
-    /// latest in the app (reopened by the message if resolved); else a new one (only a consumer opens a
-    /// conversation, with their first message). The channel is the app's, never the client's choice:
+    /// open one in the app; else a new one (only a consumer opens a conversation, with their first
+    /// message). A closed conversation is never written to: the message starts a new one linked to it. The channel is the app's, never the client's choice:
     /// a web visitor cannot write as if from Apple Messages to get its longer messages.
     private static func conversationToWrite(
         _ request: SendMessageRequest, by consumer: ConsumerPrincipal, in repo: any Repository, now: Date
     ) async throws -> (ConversationDTO, isNew: Bool) {
+        var previous: ConversationDTO?
         if let id = request.conversationId {
             if request.newConversation == true {
                 throw ParleyError.invalidField("newConversation", "'newConversation' cannot be combined with 'conversationId'.")
             }
-            return (try await authorizedConversation(.consumer(consumer), id: id, in: repo, lock: true), false)
+            let named = try await authorizedConversation(.consumer(consumer), id: id, in: repo, lock: true)
+            guard named.state == .resolved else { return (named, false) }
+            // Closed: the customer's message starts a new conversation that continues it.
+            previous = named
         }
         guard let app = try await repo.app(id: consumer.appId) else { throw ParleyError.notFound("App") }
         if let requested = request.channel, requested != app.channel {
@@ -317,15 +355,18 @@ public struct ConversationService: Sendable {
             let limit = try await repo.brandSettings(brandId: consumer.brandId).openConversationsPerConsumer
             let open = try await repo.openConversationCount(consumerId: consumer.consumerId, appId: app.id)
             try ConversationRules.validateNewConversation(openCount: open, limit: limit)
-        } else if let latest = try await repo.latestConversation(
+        } else if previous == nil, let latest = try await repo.latestConversation(
             consumerId: consumer.consumerId, appId: app.id, channel: app.channel, lock: true)
         {
-            return (latest, false)
+            // Their open conversation, or (all are closed) a new one after the latest.
+            guard latest.state == .resolved else { return (latest, false) }
+            previous = latest
         }
-        let conversation = ConversationDTO(
+        var conversation = ConversationDTO(
             id: ConversationID.make(), brandId: consumer.brandId, appId: app.id, consumerId: consumer.consumerId,
             channel: app.channel, state: .open, assigneeId: nil, lastSeq: 0, lastMessagePreview: nil, lastMessageAt: nil,
             createdAt: now, updatedAt: now)
+        conversation.previousConversationId = previous?.id
         return (conversation, true)
     }
 
@@ -411,6 +452,7 @@ public struct ConversationService: Sendable {
             return log
         }
         await bus.publish(log, logger: logger)
+        if log.queuedJobs { jobs.wake() }
         return log.conversation
     }
 

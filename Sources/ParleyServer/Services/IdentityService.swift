@@ -119,6 +119,7 @@ public struct IdentityService: Sendable {
         }
         let visit = request.pageUrl.map { ConsumerVisitRequest(pageUrl: $0, pageTitle: request.pageTitle) }
         if let visit { try WorkspaceRules.validateVisit(visit) }
+        let language = try request.language.map { language throws(ParleyError) in try LifecycleRules.validateLanguage(language, field: "language") }
         var consumer: ConsumerDTO
         if let identityToken = request.identityToken {
             let keys = try await store.read { repo in try await repo.appKeys(appId: app.id) }
@@ -136,25 +137,28 @@ public struct IdentityService: Sendable {
                     if var existing = try await repo.consumer(brandId: app.brandId, externalId: claims.sub.value) {
                         let before = existing
                         if let name { existing.displayName = name }
+                        if let language { existing.language = language }
                         (existing.email, existing.phone, existing.attributes) = (email, phone, attributes)
                         if existing != before { try await repo.updateConsumer(existing) }
                         return existing
                     }
                     let id = ConsumerID.make()
-                    let created = ConsumerDTO(
+                    var created = ConsumerDTO(
                         id: id, brandId: app.brandId, appId: app.id, externalId: claims.sub.value,
                         displayName: name ?? IdentityRules.visitorName(for: id), anonymous: false, createdAt: clock.now(),
                         email: email, phone: phone, attributes: attributes)
+                    created.language = language
                     try await repo.insertConsumer(created)
                     return created
                 }
             }
         } else {
             let id = ConsumerID.make()
-            let created = ConsumerDTO(
+            var created = ConsumerDTO(
                 id: id, brandId: app.brandId, appId: app.id, externalId: nil,
                 displayName: requestedName ?? IdentityRules.visitorName(for: id), anonymous: true, createdAt: clock.now())
-            try await store.write { repo in try await repo.insertConsumer(created) }
+            created.language = language
+            try await store.write { [created] repo in try await repo.insertConsumer(created) }
             consumer = created
         }
         if let visit {

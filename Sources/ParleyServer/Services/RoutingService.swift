@@ -175,12 +175,14 @@ public final class RoutingService: Sendable {
                     throw ParleyError(.unprocessable, code: "agent_not_found", message: "There is no such agent in this brand.", field: "agentId")
                 }
                 log.assign(to: agentId, by: actor)
+                log.announceTransfer(agent: agentId, team: nil)
             } else if let teamId = request.teamId {
                 guard try await repo.teams(brandId: manager.brandId).contains(where: { $0.id == teamId }) else {
                     throw ParleyError(.unprocessable, code: "team_not_found", message: "There is no such team in this brand.", field: "teamId")
                 }
                 log.assign(to: nil, by: actor)
                 log.enqueue(team: teamId)
+                log.announceTransfer(agent: nil, team: teamId)
             }
             if let note, !note.isEmpty { log.logNote(note, clientNoteId: UUID().uuidString, by: actor) }
             try await log.write(in: repo)
@@ -188,6 +190,7 @@ public final class RoutingService: Sendable {
         }
         // The consumer hears who they now talk to; the note goes to the agents only.
         await bus.publish(log, logger: logger)
+        if log.queuedJobs { jobs.wake() }
         // A conversation moved to another team's queue logs nothing, yet may now be routable.
         wake(manager.brandId)
         return log.conversation
@@ -282,6 +285,7 @@ public final class RoutingService: Sendable {
             return (logs, waiting)
         }
         for log in outcome.0 { await bus.publish(log, logger: logger) }
+        if outcome.0.contains(where: \.queuedJobs) { jobs.wake() }
         await publishPositions(brandId: brandId, queue: outcome.1)
         return outcome.0.compactMap { log in log.conversation.assigneeId.map { (log.conversation.id, $0) } }
     }

@@ -51,7 +51,7 @@ extension SQLRepository: ConversationStore {
             """
             SELECT * FROM conversations
             WHERE consumer_id = \(bind: consumerId) AND app_id = \(bind: appId) AND channel = \(bind: channel.rawValue)
-            ORDER BY updated_at DESC, id DESC LIMIT 1\(lockClause(lock))
+            ORDER BY CASE WHEN state = 'resolved' THEN 1 ELSE 0 END, updated_at DESC, id DESC LIMIT 1\(lockClause(lock))
             """
         ).first(ConversationRow.self)?.dto
     }
@@ -163,8 +163,8 @@ extension SQLRepository: ConversationStore {
             }
         }
         let attachments = try await attachments(of: rows.filter { $0.kind == .attachment }.map(\.id))
-        // Agents' messages may have gone out through a messaging channel.
-        let deliveries = try await channelDeliveries(messageIds: rows.filter { $0.senderKind == .agent }.map(\.id))
+        // The brand's messages (agents' and automatic) may have gone out through a messaging channel.
+        let deliveries = try await channelDeliveries(messageIds: rows.filter { $0.senderKind != .consumer }.map(\.id))
         return try rows.map { row in
             var message = try row.dto(voice: voices[row.id])
             message.attachment = attachments[row.id]
@@ -237,8 +237,17 @@ struct ConversationRow: TableRow {
     var updatedAt: Int64
     var lastConsumerMessageAt: Int64?
     var replyWindowEndsAt: Int64?
+    var previousConversationId: ConversationID?
+    var survey: SurveyState?
+    var ratingScore: Int?
+    var ratingComment: String?
+    var ratingAgentId: AgentID?
+    var ratedAt: Int64?
+    var closeWarnedAt: Int64?
 
     init(_ c: ConversationDTO) {
+        (previousConversationId, survey, closeWarnedAt) = (c.previousConversationId, c.survey, c.closeWarnedAt.map(StoredTime.millis))
+        (ratingScore, ratingComment, ratingAgentId, ratedAt) = (c.rating?.score, c.rating?.comment, c.rating?.agentId, c.rating.map { StoredTime.millis($0.createdAt) })
         lastConsumerMessageAt = c.lastConsumerMessageAt.map(StoredTime.millis)
         replyWindowEndsAt = c.replyWindowEndsAt.map(StoredTime.millis)
         (id, brandId, appId, consumerId, channel, state) = (c.id, c.brandId, c.appId, c.consumerId, c.channel, c.state)
@@ -255,6 +264,11 @@ struct ConversationRow: TableRow {
             createdAt: StoredTime.date(createdAt), updatedAt: StoredTime.date(updatedAt))
         conversation.lastConsumerMessageAt = lastConsumerMessageAt.map(StoredTime.date)
         conversation.replyWindowEndsAt = replyWindowEndsAt.map(StoredTime.date)
+        (conversation.previousConversationId, conversation.survey) = (previousConversationId, survey)
+        conversation.closeWarnedAt = closeWarnedAt.map(StoredTime.date)
+        if let ratingScore, let ratedAt {
+            conversation.rating = RatingDTO(score: ratingScore, comment: ratingComment, agentId: ratingAgentId, createdAt: StoredTime.date(ratedAt))
+        }
         return conversation
     }
 }
@@ -310,19 +324,28 @@ struct EventRow: TableRow {
     var body: String?
     /// The id a note's author chose.
     var clientId: String?
+    /// A rating's score (its comment is the body).
+    var score: Int?
     var createdAt: Int64
 
     init(_ e: ConversationEventDTO, brandId: BrandID) {
         (body, clientId) = (e.text, e.clientNoteId)
+        if let rating = e.rating { (score, body, clientId) = (rating.score, rating.comment, rating.agentId?.rawValue) }
         (conversationId, seq, self.brandId, kind, actorKind, actorId) = (e.conversationId, e.seq, brandId, e.kind, e.actorKind, e.actorId)
         (upToSeq, deliveryState, state, assigneeId, messageId, callId) = (e.upToSeq, e.deliveryState, e.state, e.assigneeId, e.messageId, e.callId)
         createdAt = StoredTime.millis(e.createdAt)
     }
 
     var dto: ConversationEventDTO {
-        ConversationEventDTO(
+        var event = ConversationEventDTO(
             conversationId: conversationId, seq: seq, kind: kind, actorKind: actorKind, actorId: actorId, upToSeq: upToSeq,
             deliveryState: deliveryState, state: state, assigneeId: assigneeId, messageId: messageId, callId: callId,
             text: body, clientNoteId: clientId, createdAt: StoredTime.date(createdAt))
+        if kind == .rated, let score {
+            // A rating keeps its comment in the body and the rated agent in the client id column.
+            event.rating = RatingDTO(score: score, comment: body, agentId: clientId.map(AgentID.init(rawValue:)), createdAt: event.createdAt)
+            (event.text, event.clientNoteId) = (nil, nil)
+        }
+        return event
     }
 }

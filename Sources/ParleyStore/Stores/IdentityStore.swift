@@ -320,8 +320,10 @@ struct ConsumerRow: TableRow {
     var lastPageTitle: String?
     var lastBrowser: String?
     var lastSeenAt: Int64?
+    var language: String?
 
     init(_ consumer: ConsumerDTO) {
+        language = consumer.language
         (id, brandId, appId, externalId, displayName) = (consumer.id, consumer.brandId, consumer.appId, consumer.externalId, consumer.displayName)
         createdAt = StoredTime.millis(consumer.createdAt)
         (email, phone) = (consumer.email, consumer.phone)
@@ -331,11 +333,13 @@ struct ConsumerRow: TableRow {
     }
 
     var dto: ConsumerDTO {
-        ConsumerDTO(
+        var consumer = ConsumerDTO(
             id: id, brandId: brandId, appId: appId, externalId: externalId, displayName: displayName, anonymous: externalId == nil,
             createdAt: StoredTime.date(createdAt), email: email, phone: phone,
             attributes: attributes.flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) },
             lastPageUrl: lastPageUrl, lastPageTitle: lastPageTitle, lastBrowser: lastBrowser, lastSeenAt: lastSeenAt.map(StoredTime.date))
+        consumer.language = language
+        return consumer
     }
 }
 
