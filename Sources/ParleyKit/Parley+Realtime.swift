@@ -32,6 +32,10 @@ public enum ParleyEvent: Sendable {
     /// The consumer's conversation waits for an agent: its place in the queue and the expected
     /// wait (a nil `position`: an agent has it; an `.event` of kind `assigned` says who).
     case queue(QueuePositionDTO)
+    /// A conversation closed (an agent resolved it, or it closed on its own after the customer went
+    /// quiet). Show "This conversation has been closed"; when `survey == .offered`, ask for a rating
+    /// (`rate`). The consumer's next message starts a new conversation.
+    case closed(ConversationDTO)
 
     public enum ConnectionState: Sendable, Equatable {
         case connecting
@@ -145,6 +149,9 @@ extension Parley {
         case .event(let event):
             guard advance(event.conversationId, to: event.seq) else { return }
             emit(.event(event))
+            if event.kind == .stateChanged, event.state == .resolved, let conversation = try? await client.conversation(id: event.conversationId) {
+                emit(.closed(conversation))
+            }
             if event.kind == .receipt, event.actorKind == .agent, let seq = event.upToSeq, let state = event.deliveryState {
                 applyReceipt(state, upTo: seq, in: event.conversationId)
             }

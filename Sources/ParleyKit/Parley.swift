@@ -230,6 +230,15 @@ public actor Parley {
         return try await client.queuePosition(conversationId: conversationId)
     }
 
+    /// Rates a closed conversation: 1 (bad) to 5 (great), with an optional comment. Offer it when a
+    /// `.closed` event's conversation has `survey == .offered`; once per conversation (the same rating
+    /// again is accepted, another is refused with `already_rated`).
+    @discardableResult
+    public func rate(_ conversationId: ConversationID, score: Int, comment: String? = nil) async throws -> ConversationDTO {
+        try await ensureSession()
+        return try await client.rate(conversationId: conversationId, score: score, comment: comment)
+    }
+
     /// The consumer's conversations, newest first.
     public func conversations() async throws -> [ConversationDTO] {
         try await ensureSession()

@@ -30,11 +30,15 @@ public actor ParleyClient {
 
     /// Signs in as a consumer of the brand's app: anonymous without `identityToken`, otherwise as the
     /// user the brand's backend vouches for in that JWT.
+    /// `language` (BCP 47) picks the language of the brand's automatic messages; by default the
+    /// device's first preferred language.
     @discardableResult
-    public func startSession(appId: AppID, identityToken: String? = nil, displayName: String? = nil) async throws -> ConsumerDTO {
+    public func startSession(
+        appId: AppID, identityToken: String? = nil, displayName: String? = nil, language: String? = ParleyClient.deviceLanguage
+    ) async throws -> ConsumerDTO {
         let response: ConsumerSessionResponse = try await request(
             "POST", "v1/consumer/session",
-            body: ConsumerSessionRequest(appId: appId, identityToken: identityToken, displayName: displayName))
+            body: ConsumerSessionRequest(appId: appId, identityToken: identityToken, displayName: displayName, language: language))
         token = response.token
         consumer = response.consumer
         return response.consumer
@@ -124,6 +128,25 @@ public actor ParleyClient {
     /// The brand's settings for the consumer (voice notes on, their longest length, name, colour).
     public func settings() async throws -> ConsumerSettingsDTO {
         try await request("GET", "v1/consumer/settings")
+    }
+
+    /// The device's first preferred language as a BCP 47 tag ("pt-BR"), when it is one.
+    public static var deviceLanguage: String? {
+        guard let preferred = Locale.preferredLanguages.first?.replacingOccurrences(of: "_", with: "-") else { return nil }
+        let parts = preferred.split(separator: "-")
+        guard let first = parts.first, (2...3).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isLetter }),
+            parts.dropFirst().allSatisfy({ (1...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } })
+        else { return nil }
+        return preferred
+    }
+
+    public func conversation(id: ConversationID) async throws -> ConversationDTO {
+        try await request("GET", "v1/consumer/conversations/\(id)")
+    }
+
+    /// Rates a closed conversation whose `survey` is `offered`: 1 (bad) to 5 (great), and an optional comment.
+    public func rate(conversationId: ConversationID, score: Int, comment: String? = nil) async throws -> ConversationDTO {
+        try await request("POST", "v1/consumer/conversations/\(conversationId)/rating", body: RateConversationRequest(score: score, comment: comment))
     }
 
     public func conversations() async throws -> [ConversationDTO] {

@@ -16,7 +16,7 @@ struct Chat: AsyncParsableCommand {
         abstract: "Chat with a brand as a consumer, from the terminal (ParleyKit).",
         discussion: """
             Type a message and press Enter. Commands: /voice <file> sends an audio file as a voice \
-            note; /read marks the conversation read; /event <name> [key=value ...] reports what an app would \
+            note; /read marks the conversation read; /rate <1-5> [comment] rates a closed conversation; /event <name> [key=value ...] reports what an app would \
             (ParleyKit's report); /quit leaves (what is not sent yet is kept and \
             sent next time).
             """)
@@ -55,13 +55,22 @@ struct Chat: AsyncParsableCommand {
 
         // The conversation so far (when the server can be reached).
         let current = CurrentConversation()
+        // The closed conversation waiting for a rating, if any.
+        let closed = CurrentConversation()
         do {
             if let conversation = try await parley.conversations().first {
                 current.id.withLock { $0 = conversation.id }
                 let history = try await parley.messages(in: conversation.id)
                 for message in history.suffix(20) { screen.show(message) }
+                if conversation.state == .resolved {
+                    screen.note("This conversation has been closed. Writing again starts a new one.")
+                    if conversation.survey == .offered {
+                        closed.id.withLock { $0 = conversation.id }
+                        screen.note("How did we do? /rate 1-5, and a comment if you like (/rate 5 quick and kind)")
+                    }
+                }
             }
-            screen.note("Connected to \(serverURL.absoluteString). Type a message; /voice <file>, /event <name> [key=value], /read, /quit.")
+            screen.note("Connected to \(serverURL.absoluteString). Type a message; /voice <file>, /event <name> [key=value], /read, /rate <1-5> [comment], /quit.")
         } catch {
             screen.note("The server cannot be reached: what you write is kept and sent when it can.")
         }
@@ -97,6 +106,10 @@ struct Chat: AsyncParsableCommand {
                         let wait = place.expectedWaitSeconds.map { " · about \(max(1, $0 / 60)) min" } ?? ""
                         screen.note((position == 1 ? "you're next in line" : "you're number \(position) in line") + wait)
                     }
+                case .closed(let conversation):
+                    closed.id.withLock { $0 = conversation.survey == .offered ? conversation.id : nil }
+                    screen.note("This conversation has been closed. Writing again starts a new one.")
+                    if conversation.survey == .offered { screen.note("How did we do? /rate 1-5, and a comment if you like (/rate 5 quick and kind)") }
                 case .event(let event) where event.kind == .assigned && event.assigneeId != nil:
                     screen.note("an agent has your conversation")
                 case .typing(_, let participant, let isTyping) where participant.kind == .agent:
@@ -118,6 +131,25 @@ struct Chat: AsyncParsableCommand {
             if text == "/quit" { break }
             if text == "/read" {
                 if let id = current.id.withLock({ $0 }) { await parley.markRead(id) }
+                continue
+            }
+            if text.hasPrefix("/rate ") {
+                guard let id = closed.id.withLock({ $0 }) else {
+                    screen.note("nothing to rate: a closed conversation asks for a rating")
+                    continue
+                }
+                let words = text.dropFirst(6).split(separator: " ", maxSplits: 1).map(String.init)
+                guard let score = words.first.flatMap(Int.init) else {
+                    screen.note("/rate takes a score from 1 to 5")
+                    continue
+                }
+                do {
+                    try await parley.rate(id, score: score, comment: words.count > 1 ? words[1] : nil)
+                    closed.id.withLock { $0 = nil }
+                    screen.note("thanks for your rating")
+                } catch {
+                    screen.note("cannot rate it: \(error)")
+                }
                 continue
             }
             if text.hasPrefix("/event ") {

@@ -177,6 +177,36 @@ struct ParleyKitActivityTests {
         }
     }
 
+    @Test("an app hears its conversation close, rates it, and its next message starts a new conversation linked to the closed one")
+    func closeAndRate() async throws {
+        let root = try Self.root()
+        defer { try? FileManager.default.removeItem(at: root) }
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            _ = try await server.request(.patch, "/v1/lifecycle", token: acme.adminToken, json: UpdateLifecycleRequest(survey: true))
+            let parley = try await Parley.configure(
+                brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(server.port)/")!,
+                identity: .anonymous(), storage: ParleyKitTests.storage(root))
+            try await parley.send("Where is my parcel?")
+            #expect(await parley.flush() == false)
+            let first = try #require(await parley.outgoing.first?.state.stored).conversationId
+            let log = EventLog(parley)
+            await parley.connect()
+            try await log.wait { $0.contains { if case .connection(.connected) = $0 { true } else { false } } }
+            _ = try await server.post("/v1/conversations/\(first)/resolve", token: acme.adminToken)
+            try await log.wait { $0.contains { if case .closed(let conversation) = $0 { conversation.id == first && conversation.survey == .offered } else { false } } }
+            let rated = try await parley.rate(first, score: 5, comment: "Found it, thanks")
+            #expect(rated.rating?.score == 5 && rated.survey == .answered)
+            try await parley.send("Another question")
+            #expect(await parley.flush() == false)
+            let second = try #require(await parley.outgoing.last?.state.stored).conversationId
+            #expect(second != first)
+            #expect(try await parley.conversations().first { $0.id == second }?.previousConversationId == first)
+            await parley.disconnect()
+            log.task.cancel()
+        }
+    }
+
     @Test("the file recorder: pauses not counted, stops at the brand's limit, a level only while recording, states checked")
     func fileRecorder() async throws {
         let root = try Self.root()
