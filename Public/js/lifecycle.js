@@ -134,7 +134,7 @@ export class LifecycleAdmin extends AdminList {
         () => this.api.json("PUT", `/v1/automatic-messages/${kind}/${this.language}`, { enabled: enabled.checked }),
         `${enabled.checked ? "Turned on" : "Turned off"} “${title}”.`));
       const text = element("textarea", { id, rows: 2, maxLength: 1000, value: message.text ?? "" });
-      text.setAttribute("aria-label", `“${title}” in ${this.language}`);
+      text.setAttribute("aria-label", `Text of “${title}” in ${this.language}`);
       const save = AdminList.button("Save", `“${title}” in ${this.language}`, () => this.request(
         () => this.api.json("PUT", `/v1/automatic-messages/${kind}/${this.language}`, { text: text.value }), `Saved “${title}” (${this.language}).`));
       const actions = element("div", { className: "team-actions" }, save);

@@ -245,7 +245,7 @@ function showClosed(conversation, event) {
   showTyping(false);
   timeline.system({ seq: event.seq, createdAt: event.createdAt ?? conversation.updatedAt }, "This conversation has been closed");
   if (conversation.survey === "offered" || conversation.rating) timeline.custom("rating", event.seq + 0.25, ratingCard(conversation));
-  textarea.placeholder = "Write to start a new conversation…";
+  textarea.placeholder = "Start a new conversation…";
 }
 
 function ratingCard(conversation) {

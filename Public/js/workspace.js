@@ -900,9 +900,8 @@ async function showEvent(event) {
   } else if (event.kind === "state_changed") {
     line = event.state === "resolved" && event.actorId === "lifecycle" ? "Closed automatically: the customer had gone quiet"
       : event.state === "resolved" ? `${actor} resolved the conversation`
-      : event.state === "reopened" ? (event.actorKind === "consumer" ? "The customer wrote again: reopened" : `${actor} reopened the conversation`)
+      : event.state === "reopened" ? `${actor} reopened the conversation`
       : null;
-  }
   } else if (event.kind === "rated" && event.rating) {
     line = `The customer rated it ${event.rating.score} out of 5${event.rating.comment ? `: “${event.rating.comment}”` : ""}`;
   }

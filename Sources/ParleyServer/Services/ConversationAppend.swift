@@ -153,9 +153,9 @@ struct ConversationAppend: Sendable {
         announcements = [.transferred(agent: agent, team: team)]
     }
 
-    /// Logs a customer's rating of the closed conversation, attached to the agent it closed with.
-    mutating func logRating(_ rating: RateConversationRequest, by actor: ParticipantRef) -> ConversationEventDTO {
-        let stored = RatingDTO(score: rating.score, comment: rating.comment, agentId: conversation.assigneeId, createdAt: now)
+    /// Logs a customer's rating of the closed conversation, attached to `agent` (`LifecycleService.ratedAgent`).
+    mutating func logRating(_ rating: RateConversationRequest, agent: AgentID?, by actor: ParticipantRef) -> ConversationEventDTO {
+        let stored = RatingDTO(score: rating.score, comment: rating.comment, agentId: agent, createdAt: now)
         conversation.rating = stored
         conversation.survey = .answered
         conversation.updatedAt = now

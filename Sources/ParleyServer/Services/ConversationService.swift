@@ -250,7 +250,7 @@ public struct ConversationService: Sendable {
                 id: MessageID.make(), conversationId: latest.id, seq: 0, senderKind: .consumer, senderId: sender.id,
                 clientMessageId: request.clientMessageId, kind: .text, text: valid, deliveryState: .sent, createdAt: now),
             preview: MessageRules.preview(of: valid))
-        _ = log.logRating(rating, by: sender)
+        _ = log.logRating(rating, agent: try await LifecycleService.ratedAgent(latest, in: repo), by: sender)
         try await log.write(in: repo)
         if try await repo.automaticMessages(brandId: latest.brandId).isEnabled(.surveyThanks) {
             try await repo.enqueueJob(

@@ -177,13 +177,20 @@ public struct LifecycleService: Sendable {
                     .conflict, code: "rating_not_requested", message: "Only a closed conversation whose rating was asked for can be rated.")
             }
             var log = ConversationAppend(conversation, now: clock.now())
-            _ = log.logRating(rating, by: actor)
+            _ = log.logRating(rating, agent: try await Self.ratedAgent(conversation, in: repo), by: actor)
             try await log.write(in: repo)
             return log
         }
         guard let log else { return try await conversations.conversation(.consumer(consumer), id: conversationId) }
         await bus.publish(log, logger: logger)
         return log.conversation
+    }
+
+    /// The agent a rating is for: the conversation's agent, or (nobody had it) the agent who wrote last.
+    static func ratedAgent(_ conversation: ConversationDTO, in repo: any Repository) async throws -> AgentID? {
+        if let assignee = conversation.assigneeId { return assignee }
+        let recent = try await repo.messages(conversationId: conversation.id, afterSeq: max(0, conversation.lastSeq - 200), limit: 200)
+        return recent.last { $0.senderKind == .agent }.map { AgentID(rawValue: $0.senderId) }
     }
 
     // MARK: Jobs
