@@ -14,8 +14,9 @@ if [[ "${1:-}" == "--test" ]]; then
     # coturn: the TURN server the call tests relay media through; iproute2: `ip` for their private
     # network namespaces. clamav-daemon: the malware tests scan with a real clamd. openssl: the Apple
     # Messages story encrypts attachments (AES-256-CTR) as its local gateway. tmux: the terminal
-    # client (`parley chat`) is driven in it.
-    packages+=(clamav-daemon postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux)
+    # client (`parley chat`) is driven in it. libxml2-utils: xmllint checks transcripts against their
+    # schema (docs/transcript.xsd).
+    packages+=(clamav-daemon postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux libxml2-utils)
 fi
 
 missing=()

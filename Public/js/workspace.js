@@ -586,6 +586,10 @@ function renderDetails(conversation, person) {
   $(".d-channel").textContent = channelNames[conversation.channel] ?? conversation.channel;
   $(".d-app").textContent = "…";
   appName(conversation.appId).then((name) => { if (state.current?.id === conversation.id) $(".d-app").textContent = name; });
+  for (const link of document.querySelectorAll(".d-transcript")) {
+    link.href = `/v1/conversations/${conversation.id}/transcript?format=${link.dataset.format}`;
+    link.setAttribute("aria-label", `Download the transcript as ${link.textContent}`);
+  }
   const stars = conversation.rating ? ` · rated ${"★".repeat(conversation.rating.score)}${"☆".repeat(5 - conversation.rating.score)}` : "";
   $(".d-state").textContent = conversation.state + stars;
   $(".d-state").title = conversation.rating?.comment ?? "";

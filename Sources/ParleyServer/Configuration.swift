@@ -118,6 +118,8 @@ public struct ParleyConfiguration: Sendable {
     public var rateConsumerMessages: Int = 60
     /// Activity batches (ParleyKit's `report`, at most 50 events each) one consumer may send per minute.
     public var rateConsumerActivity: Int = 30
+    /// Date-range transcript exports one brand may run at once (each streams a page at a time).
+    public var transcriptExports: Int = 2
     /// Consumer writes (messages, uploads, new sessions) per minute from one IP address.
     public var rateIPWrites: Int = 600
     /// New consumer sessions per minute from one IP address.

@@ -100,6 +100,9 @@ extension ParleyConfiguration {
         Setting(flag: "rate-consumer-activity", environment: "PARLEY_RATE_CONSUMER_ACTIVITY", help: "activity batches (up to 50 events) per minute per consumer, 0 for no limit (default 30)") { c, v, name throws(ConfigurationError) in
             c.rateConsumerActivity = try parseInt(v, name, range: 0...1_000_000, what: "a count")
         },
+        Setting(flag: "transcript-exports", environment: "PARLEY_TRANSCRIPT_EXPORTS", help: "date-range transcript exports one brand may run at once (default 2)") { c, v, name throws(ConfigurationError) in
+            c.transcriptExports = try parseInt(v, name, range: 1...100, what: "a count")
+        },
         Setting(flag: "rate-ip-writes", environment: "PARLEY_RATE_IP_WRITES", help: "consumer writes per minute per IP address (default 600)") { c, v, name throws(ConfigurationError) in
             c.rateIPWrites = try parseInt(v, name, range: 0...10_000_000, what: "a count")
         },

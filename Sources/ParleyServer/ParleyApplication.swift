@@ -35,6 +35,7 @@ public struct ParleyServices: Sendable {
     public let activity: ActivityService
     public let routing: RoutingService
     public let lifecycle: LifecycleService
+    public let transcripts: TranscriptService
     let links: SharedLinks
     /// Runs durable jobs (channel delivery, media fetches, webhook processing).
     public let jobRunner: JobRunner
@@ -195,7 +196,11 @@ public struct ParleyServices: Sendable {
             workspace: WorkspaceService(store: store, hub: hub, bus: bus, clock: clock, logger: logger),
             whatsapp: whatsapp, messenger: messenger, sms: sms, apple: apple, push: push,
             activity: ActivityService(store: store, conversations: conversations, limits: limits, clock: clock, logger: logger),
-            routing: routing, lifecycle: lifecycle, links: links, jobRunner: jobRunner, httpClient: httpClient,
+            routing: routing, lifecycle: lifecycle,
+            transcripts: TranscriptService(
+                store: store, clock: clock, publicURL: configuration.publicURL, running: RunningExports(), maxExports: configuration.transcriptExports,
+                logger: logger),
+            links: links, jobRunner: jobRunner, httpClient: httpClient,
             attachments: attachments,
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
             searchIndexer: SearchIndexer(store: store, interval: .milliseconds(250), logger: logger),
@@ -246,6 +251,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     ActivityController(activity: services.activity, configuration: services.configuration).addRoutes(to: routes)
     RoutingController(routing: services.routing, configuration: services.configuration).addRoutes(to: routes)
     LifecycleController(lifecycle: services.lifecycle, configuration: services.configuration).addRoutes(to: routes)
+    TranscriptController(transcripts: services.transcripts).addRoutes(to: routes)
     WorkspaceController(
         workspace: services.workspace, voice: services.voice, identity: services.identity, limits: services.limits,
         configuration: services.configuration

@@ -205,6 +205,10 @@ struct CrossTenantTests {
             #expect(acmeWelcome?.text == "private to Acme: welcome" && acmeWelcome?.enabled == true)
             let acmeLifecycle = try await server.get("/v1/lifecycle", token: acme.adminToken).decode(LifecycleSettingsDTO.self)
             #expect(acmeLifecycle.survey && acmeLifecycle.timeZone == "Europe/Lisbon")
+            // A date-range transcript export holds the brand's own conversations only.
+            let day = String(Date().formatted(.iso8601).prefix(10))
+            let export = try await server.get("/v1/transcripts?from=\(day)&to=\(day)&format=json", token: globex.adminToken)
+            #expect(export.status == .ok && export.text.contains("hello from Globex") && !export.text.contains("private to Acme"))
         }
     }
 }

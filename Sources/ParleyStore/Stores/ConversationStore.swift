@@ -30,6 +30,8 @@ public protocol ConversationStore: Sendable {
         conversationId: ConversationID, senderKind: ParticipantKind, upToSeq: Int64, to state: DeliveryState, at: Date
     ) async throws -> Int
     func insertEvent(_ event: ConversationEventDTO, brandId: BrandID) async throws
+    /// The brand's conversations begun in `[from, to)`, oldest first, after `after` (a page).
+    func conversationsBegun(brandId: BrandID, from: Date, to: Date, after: (Date, ConversationID)?, limit: Int) async throws -> [ConversationDTO]
     /// A conversation's events after `afterSeq`; private notes only when `includeNotes` (agents).
     func events(conversationId: ConversationID, afterSeq: Int64, limit: Int, includeNotes: Bool) async throws -> [ConversationEventDTO]
     /// The note an author already stored with this client id (a retry), if any.
@@ -64,6 +66,26 @@ extension SQLRepository: ConversationStore {
             """
         ).first()
         return try row?.decode(column: "n", as: Int.self) ?? 0
+    }
+
+    public func conversationsBegun(brandId: BrandID, from: Date, to: Date, after: (Date, ConversationID)?, limit: Int) async throws -> [ConversationDTO] {
+        let (start, end) = (StoredTime.millis(from), StoredTime.millis(to))
+        guard let (at, id) = after else {
+            return try await db.raw(
+                """
+                SELECT * FROM conversations WHERE brand_id = \(bind: brandId) AND created_at >= \(bind: start) AND created_at < \(bind: end)
+                ORDER BY created_at, id LIMIT \(bind: limit)
+                """
+            ).all(ConversationRow.self).map(\.dto)
+        }
+        let last = StoredTime.millis(at)
+        return try await db.raw(
+            """
+            SELECT * FROM conversations WHERE brand_id = \(bind: brandId) AND created_at < \(bind: end)
+                AND (created_at > \(bind: last) OR (created_at = \(bind: last) AND id > \(bind: id)))
+            ORDER BY created_at, id LIMIT \(bind: limit)
+            """
+        ).all(ConversationRow.self).map(\.dto)
     }
 
     public func updateConversation(_ conversation: ConversationDTO) async throws {
