@@ -61,6 +61,8 @@ public enum IDTags {
     public enum SavedReply: IDTag { public static let prefix = "rpl" }
     public enum EngagementRule: IDTag { public static let prefix = "eng" }
     public enum Team: IDTag { public static let prefix = "team" }
+    public enum LegalHold: IDTag { public static let prefix = "hold" }
+    public enum Purge: IDTag { public static let prefix = "purge" }
 }
 
 public typealias BrandID = ID<IDTags.Brand>
@@ -78,3 +80,7 @@ public typealias SavedReplyID = ID<IDTags.SavedReply>
 public typealias EngagementRuleID = ID<IDTags.EngagementRule>
 /// A team (skill) of agents that apps route to.
 public typealias TeamID = ID<IDTags.Team>
+/// A legal hold: a conversation or a customer kept past the retention period.
+public typealias LegalHoldID = ID<IDTags.LegalHold>
+/// One entry of the audit log of what retention or an erasure removed.
+public typealias PurgeID = ID<IDTags.Purge>

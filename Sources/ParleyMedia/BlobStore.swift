@@ -113,6 +113,21 @@ public struct LocalBlobStore: BlobStore {
     }
 
     /// Keys cannot climb out of the root: no empty, `.`-led or oddly spelled segments.
+    /// Removes everything stored for one message (a voice note's original, renditions and quarantine
+    /// copy; a file and its thumbnail): `voice/`, `quarantine/voice/` and `files/` under
+    /// `BRAND/MESSAGE/`. Returns how many files went.
+    public func removeMessageMedia(brandId: String, messageId: String) throws -> Int {
+        guard Self.isValidKey("\(brandId)/\(messageId)") else { return 0 }
+        var removed = 0
+        for prefix in ["voice", "quarantine/voice", "files"] {
+            let directory = root.appendingPathComponent(prefix).appendingPathComponent(brandId).appendingPathComponent(messageId)
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { continue }
+            removed += names.count
+            try FileManager.default.removeItem(at: directory)
+        }
+        return removed
+    }
+
     public static func isValidKey(_ key: String) -> Bool {
         let segments = key.split(separator: "/", omittingEmptySubsequences: false)
         return !segments.isEmpty && key.utf8.count <= 512

@@ -120,6 +120,8 @@ public struct ParleyConfiguration: Sendable {
     public var rateConsumerActivity: Int = 30
     /// Date-range transcript exports one brand may run at once (each streams a page at a time).
     public var transcriptExports: Int = 2
+    /// Hours between two runs of each brand's retention job (what is older than the brand's period goes).
+    public var retentionIntervalHours: Int = 24
     /// Consumer writes (messages, uploads, new sessions) per minute from one IP address.
     public var rateIPWrites: Int = 600
     /// New consumer sessions per minute from one IP address.

@@ -103,6 +103,9 @@ extension ParleyConfiguration {
         Setting(flag: "transcript-exports", environment: "PARLEY_TRANSCRIPT_EXPORTS", help: "date-range transcript exports one brand may run at once (default 2)") { c, v, name throws(ConfigurationError) in
             c.transcriptExports = try parseInt(v, name, range: 1...100, what: "a count")
         },
+        Setting(flag: "retention-interval", environment: "PARLEY_RETENTION_INTERVAL_HOURS", help: "hours between two runs of each brand's retention (default 24)") { c, v, name throws(ConfigurationError) in
+            c.retentionIntervalHours = try parseInt(v, name, range: 1...720, what: "a number of hours")
+        },
         Setting(flag: "rate-ip-writes", environment: "PARLEY_RATE_IP_WRITES", help: "consumer writes per minute per IP address (default 600)") { c, v, name throws(ConfigurationError) in
             c.rateIPWrites = try parseInt(v, name, range: 0...10_000_000, what: "a count")
         },

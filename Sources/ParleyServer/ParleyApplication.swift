@@ -36,6 +36,7 @@ public struct ParleyServices: Sendable {
     public let routing: RoutingService
     public let lifecycle: LifecycleService
     public let transcripts: TranscriptService
+    public let records: RecordsService
     let links: SharedLinks
     /// Runs durable jobs (channel delivery, media fetches, webhook processing).
     public let jobRunner: JobRunner
@@ -165,7 +166,10 @@ public struct ParleyServices: Sendable {
         let routing = RoutingService(store: store, hub: hub, bus: bus, jobs: jobs, clock: clock, logger: logger)
         routing.watch(bus)
         let lifecycle = LifecycleService(store: store, conversations: conversations, bus: bus, jobs: jobs, clock: clock, logger: logger)
+        let records = RecordsService(
+            store: store, blobs: blobs, hub: hub, clock: clock, interval: TimeInterval(configuration.retentionIntervalHours) * 3600, logger: logger)
         let handlers: [any JobHandler] = lifecycle.handlers + [
+            PayloadJobHandler(kind: RecordsService.retentionJob, run: records.runRetention),
             PushSender(
                 store: store, secrets: secrets, http: providerHTTP, apnsURL: configuration.apnsAPIURL, tokens: APNsTokens(),
                 fcm: FCMSender(http: providerHTTP, apiURL: configuration.fcmAPIURL, tokenURL: configuration.fcmTokenURL, tokens: FCMTokens()),
@@ -200,6 +204,7 @@ public struct ParleyServices: Sendable {
             transcripts: TranscriptService(
                 store: store, clock: clock, publicURL: configuration.publicURL, running: RunningExports(), maxExports: configuration.transcriptExports,
                 logger: logger),
+            records: records,
             links: links, jobRunner: jobRunner, httpClient: httpClient,
             attachments: attachments,
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
@@ -252,6 +257,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     RoutingController(routing: services.routing, configuration: services.configuration).addRoutes(to: routes)
     LifecycleController(lifecycle: services.lifecycle, configuration: services.configuration).addRoutes(to: routes)
     TranscriptController(transcripts: services.transcripts).addRoutes(to: routes)
+    RecordsController(records: services.records, configuration: services.configuration).addRoutes(to: routes)
     WorkspaceController(
         workspace: services.workspace, voice: services.voice, identity: services.identity, limits: services.limits,
         configuration: services.configuration

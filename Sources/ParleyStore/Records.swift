@@ -165,6 +165,8 @@ public struct ConversationFilter: Sendable, Hashable {
     public var limit: Int
     /// Keyset cursor: the `(updatedAt, id)` of the last row of the previous page.
     public var before: (updatedAt: Int64, id: ConversationID)?
+    /// Only conversations active since then (a customer's history goes back so far).
+    public var activeSince: Date?
 
     public init(
         states: [ConversationState] = [], assignee: Assignee = .any, channel: Channel? = nil, limit: Int = 50,

@@ -60,6 +60,9 @@ struct CrossTenantTests {
 
             let team = try await server.post("/v1/teams", token: acme.adminToken, json: SaveTeamRequest(name: "Acme billing", memberIds: [acmeAgent.id]))
                 .decode(TeamDTO.self)
+            let hold = try await server.post(
+                "/v1/legal-holds", token: acme.adminToken, json: CreateLegalHoldRequest(conversationId: sent.conversation.id, reason: "private to Acme: dispute"))
+                .decode(LegalHoldDTO.self)
 
             _ = try await server.request(.patch, "/v1/lifecycle", token: acme.adminToken, json: UpdateLifecycleRequest(survey: true, timeZone: "Europe/Lisbon"))
             _ = try await server.request(
@@ -74,7 +77,7 @@ struct CrossTenantTests {
             let ids = [
                 "{conversationId}": sent.conversation.id.rawValue, "{consumerId}": acmeConsumer.id.rawValue,
                 "{agentId}": acmeAgent.id.rawValue, "{appId}": acme.app.id.rawValue, "{messageId}": voice.id.rawValue, "{format}": "original",
-                "{replyId}": savedReply.id.rawValue, "{ruleId}": rule.id.rawValue, "{teamId}": team.id.rawValue,
+                "{replyId}": savedReply.id.rawValue, "{ruleId}": rule.id.rawValue, "{teamId}": team.id.rawValue, "{holdId}": hold.id.rawValue,
                 // Logos are public by design (the brand shows them on its pages); Acme has none here.
                 "{brandId}": acme.brand.id.rawValue,
                 // Shared links carry their own signature, not a principal: an unsigned one is nothing.
@@ -205,6 +208,10 @@ struct CrossTenantTests {
             #expect(acmeWelcome?.text == "private to Acme: welcome" && acmeWelcome?.enabled == true)
             let acmeLifecycle = try await server.get("/v1/lifecycle", token: acme.adminToken).decode(LifecycleSettingsDTO.self)
             #expect(acmeLifecycle.survey && acmeLifecycle.timeZone == "Europe/Lisbon")
+            // Records, holds and the purge log are the brand's own.
+            #expect(try await server.get("/v1/legal-holds", token: globex.adminToken).decode(ListResponse<LegalHoldDTO>.self).items.isEmpty)
+            #expect(try await server.get("/v1/records", token: globex.adminToken).decode(RecordsSettingsDTO.self) == .default)
+            #expect(try await server.get("/v1/legal-holds", token: acme.adminToken).decode(ListResponse<LegalHoldDTO>.self).items == [hold])
             // A date-range transcript export holds the brand's own conversations only.
             let day = String(Date().formatted(.iso8601).prefix(10))
             let export = try await server.get("/v1/transcripts?from=\(day)&to=\(day)&format=json", token: globex.adminToken)

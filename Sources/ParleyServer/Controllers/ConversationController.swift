@@ -164,10 +164,13 @@ struct ConversationController {
 
     // MARK: Consumers
 
-    @Sendable func consumerList(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<ConversationDTO>> {
+    @Sendable func consumerList(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<Page<ConversationDTO>> {
         let consumer = try context.requireConsumer()
         let limit = try request.queryInt("limit", default: 50, range: 1...ConversationService.maxPage)
-        return JSONResponse(.ok, ListResponse(items: try await conversations.conversations(consumer, limit: limit)))
+        let before = try request.queryString("cursor").map { cursor throws(ParleyError) in try Self.parseCursor(cursor) }
+        let items = try await conversations.conversations(consumer, limit: limit, before: before)
+        let next = items.count == limit ? items.last.map { Self.cursor(for: $0) } : nil
+        return JSONResponse(.ok, Page(items: items, nextCursor: next))
     }
 
     @Sendable func consumerSend(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<SendMessageResponse> {

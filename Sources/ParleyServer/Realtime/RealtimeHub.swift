@@ -121,6 +121,17 @@ public final class RealtimeHub: Service {
         for outbox in targets { outbox.close(code: code, text: reason) }
     }
 
+    /// Closes every connection of one consumer (their data was erased).
+    public func disconnect(consumerId: ConsumerID, code: UInt16, reason: String) {
+        let targets = state.withLock { state in
+            state.connections.values.filter { outbox in
+                if case .consumer(let consumer) = outbox.principal { return consumer.consumerId == consumerId }
+                return false
+            }
+        }
+        for outbox in targets { outbox.close(code: code, text: reason) }
+    }
+
     public var connectionCount: Int { state.withLock { $0.connections.count } }
 
     /// The brand's agents with at least one open connection to this node.

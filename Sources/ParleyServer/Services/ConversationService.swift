@@ -466,9 +466,20 @@ public struct ConversationService: Sendable {
         try await store.read { repo in try await repo.conversations(brandId: agent.brandId, filter: filter) }
     }
 
-    public func conversations(_ consumer: ConsumerPrincipal, limit: Int) async throws -> [ConversationDTO] {
+    /// The customer's conversations, newest activity first, as far back as the brand lets customers
+    /// see (`historyMonths`) and in the states it shows (`historyStates`; open ones always); `before`
+    /// continues a page.
+    public func conversations(
+        _ consumer: ConsumerPrincipal, limit: Int, before: (updatedAt: Int64, id: ConversationID)? = nil
+    ) async throws -> [ConversationDTO] {
         try await store.read { repo in
-            try await repo.conversations(consumerId: consumer.consumerId, brandId: consumer.brandId, limit: limit)
+            let records = try await repo.recordsSettings(brandId: consumer.brandId)
+            // Conversations still open are the customer's current ones, never history: always shown.
+            let states = ConversationState.allCases.filter { records.historyStates.contains($0) || $0 != .resolved }
+            var filter = ConversationFilter(states: states, limit: limit, before: before)
+            filter.consumerId = consumer.consumerId
+            filter.activeSince = RecordsService.cutoff(now: clock.now(), months: records.historyMonths)
+            return try await repo.conversations(brandId: consumer.brandId, filter: filter)
         }
     }
 

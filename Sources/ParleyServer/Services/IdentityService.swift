@@ -380,7 +380,10 @@ public struct IdentityService: Sendable {
     public func createBrand(name: String, adminEmail: String, adminName: String, appName: String) async throws -> NewBrand {
         let brandName = try IdentityRules.validateName(name)
         let brand = BrandDTO(id: BrandID.make(), name: brandName, createdAt: clock.now())
-        try await store.write { repo in try await repo.insertBrand(brand) }
+        try await store.write { repo in
+            try await repo.insertBrand(brand)
+            try await repo.enqueueJob(try RecordsService.retentionJob(brandId: brand.id, at: brand.createdAt))
+        }
         let app = try await createApp(brandId: brand.id, CreateAppRequest(name: appName, channel: .web))
         let password = Identifier.random(20)
         let admin = try await createAgent(

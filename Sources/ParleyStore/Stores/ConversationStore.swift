@@ -127,6 +127,10 @@ extension SQLRepository: ConversationStore {
             query.appendInterpolation(unsafeRaw: " AND consumer_id = ")
             query.appendInterpolation(bind: consumerId)
         }
+        if let since = filter.activeSince {
+            query.appendInterpolation(unsafeRaw: " AND updated_at >= ")
+            query.appendInterpolation(bind: StoredTime.millis(since))
+        }
         if let before = filter.before {
             query.appendInterpolation(unsafeRaw: " AND (updated_at < ")
             query.appendInterpolation(bind: before.updatedAt)
