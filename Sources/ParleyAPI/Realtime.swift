@@ -74,6 +74,8 @@ public enum ServerFrame: Sendable {
     case callMedia(callId: CallID, from: ParticipantKind, CallMediaState)
     /// The consumer's conversation waits for an agent: its place in the queue (consumers only).
     case queue(QueuePositionDTO)
+    /// The contact centre now (managers: everyone; agents: themselves), whenever it changes.
+    case report(LiveReportDTO)
 }
 
 
@@ -93,7 +95,7 @@ public enum ClientFrameType: String, Codable, Sendable, CaseIterable {
 
 /// The `type` of a server frame: the one list of tags the coder and the pre-encoded fast path use.
 public enum ServerFrameType: String, Codable, Sendable, CaseIterable {
-    case hello, ack, error, message, event, conversation, typing, resumed, call, presence, queue
+    case hello, ack, error, message, event, conversation, typing, resumed, call, presence, queue, report
     case callSignal = "call.signal"
     case callMedia = "call.media"
 }
@@ -141,6 +143,7 @@ extension ServerFrame {
         case .call: .call
         case .presence: .presence
         case .queue: .queue
+        case .report: .report
         case .callSignal: .callSignal
         case .callMedia: .callMedia
         }
@@ -281,6 +284,8 @@ extension ServerFrame: Codable {
             self = .presence(try c.decode(AgentPresenceDTO.self, forKey: .presence))
         case .queue:
             self = .queue(try c.decode(QueuePositionDTO.self, forKey: .queue))
+        case .report:
+            self = .report(try c.decode(LiveReportDTO.self, forKey: .report))
         case .typing:
             self = .typing(
                 conversationId: try c.decode(ConversationID.self, forKey: .conversationId),
@@ -330,6 +335,8 @@ extension ServerFrame: Codable {
             try c.encode(presence, forKey: .presence)
         case .queue(let position):
             try c.encode(position, forKey: .queue)
+        case .report(let report):
+            try c.encode(report, forKey: .report)
         case .typing(let conversationId, let participant, let isTyping):
             try c.encode(conversationId, forKey: .conversationId)
             try c.encode(participant, forKey: .participant)

@@ -37,6 +37,7 @@ public struct ParleyServices: Sendable {
     public let lifecycle: LifecycleService
     public let transcripts: TranscriptService
     public let records: RecordsService
+    public let reports: ReportsService
     let links: SharedLinks
     /// Runs durable jobs (channel delivery, media fetches, webhook processing).
     public let jobRunner: JobRunner
@@ -168,6 +169,8 @@ public struct ParleyServices: Sendable {
         let lifecycle = LifecycleService(store: store, conversations: conversations, bus: bus, jobs: jobs, clock: clock, logger: logger)
         let records = RecordsService(
             store: store, blobs: blobs, hub: hub, clock: clock, interval: TimeInterval(configuration.retentionIntervalHours) * 3600, logger: logger)
+        let reports = ReportsService(store: store, hub: hub, bus: bus, clock: clock, logger: logger)
+        reports.watch(bus)
         let handlers: [any JobHandler] = lifecycle.handlers + [
             PayloadJobHandler(kind: RecordsService.retentionJob, run: records.runRetention),
             PushSender(
@@ -204,7 +207,7 @@ public struct ParleyServices: Sendable {
             transcripts: TranscriptService(
                 store: store, clock: clock, publicURL: configuration.publicURL, running: RunningExports(), maxExports: configuration.transcriptExports,
                 logger: logger),
-            records: records,
+            records: records, reports: reports,
             links: links, jobRunner: jobRunner, httpClient: httpClient,
             attachments: attachments,
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
@@ -258,6 +261,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     LifecycleController(lifecycle: services.lifecycle, configuration: services.configuration).addRoutes(to: routes)
     TranscriptController(transcripts: services.transcripts).addRoutes(to: routes)
     RecordsController(records: services.records, configuration: services.configuration).addRoutes(to: routes)
+    ReportsController(reports: services.reports).addRoutes(to: routes)
     WorkspaceController(
         workspace: services.workspace, voice: services.voice, identity: services.identity, limits: services.limits,
         configuration: services.configuration

@@ -12,6 +12,10 @@ public struct RealtimeEvent: Sendable {
         case participants(brandId: BrandID, consumerId: ConsumerID, conversationId: ConversationID, assigneeId: AgentID?)
         /// The brand's agents only.
         case agents(brandId: BrandID)
+        /// The brand's managers and admins (the contact centre's live report).
+        case managers(brandId: BrandID)
+        /// One agent's devices.
+        case agent(AgentID)
         /// One consumer's devices only (their place in the queue).
         case consumer(ConsumerID)
         /// One connection (the other side of a call).

@@ -174,6 +174,13 @@ public final class RealtimeHub: Service {
                 if let consumers = state.byConsumer[consumerId] { ids.append(contentsOf: consumers) }
             case .agents(let brandId):
                 if let agents = state.agentsByBrand[brandId] { ids.append(contentsOf: agents) }
+            case .managers(let brandId):
+                ids.append(contentsOf: (state.agentsByBrand[brandId] ?? []).filter { id in
+                    if case .agent(let agent) = state.connections[id]?.principal { return agent.role >= .manager }
+                    return false
+                })
+            case .agent(let agentId):
+                if let devices = state.byAgent[agentId] { ids.append(contentsOf: devices) }
             case .consumer(let consumerId):
                 if let consumers = state.byConsumer[consumerId] { ids.append(contentsOf: consumers) }
             case .connection(let id):
