@@ -10,6 +10,7 @@ import { ReplyPicker, SavedRepliesAdmin } from "./saved-replies.js";
 import { EngagementAdmin, renderActivity } from "./engagement.js";
 import { RoutingAdmin, TransferDialog } from "./routing.js";
 import { LifecycleAdmin } from "./lifecycle.js";
+import { Reports } from "./reports.js";
 import { ChannelsAdmin, TemplateSender } from "./channels.js";
 import "./call-view.js";
 import "./voice-recorder.js";
@@ -36,6 +37,8 @@ $(".send-text").innerHTML = icon("send");
 $(".start-call[data-media=voice]").innerHTML = icon("phone");
 $(".start-call[data-media=video]").innerHTML = icon("video");
 $(".shortcuts-open").innerHTML = icon("keyboard");
+$(".reports-open").innerHTML = icon("chart");
+$(".reports-close").innerHTML = icon("close");
 $(".shortcuts-close").innerHTML = icon("close");
 
 async function boot() {
@@ -167,6 +170,9 @@ $(".account-open").addEventListener("click", () => {
   renderTeam();
 });
 $(".account-close").addEventListener("click", () => $(".account").close());
+const reports = new Reports({ dialog: $(".reports"), api, me: () => state.me });
+$(".reports-open").addEventListener("click", () => reports.open());
+$(".reports-close").addEventListener("click", () => $(".reports").close());
 $(".account").addEventListener("close", () => { renderTeam.started = false; });
 
 const channelsAdmin = new ChannelsAdmin({ section: $(".channel-settings"), api });
@@ -843,6 +849,8 @@ function receive(frame) {
     if ((event.kind === "voice_processed" || event.kind === "delivery") && event.message) timeline.upsert(event.message);
     if (event.kind === "call") timeline.callRecord(event);
     if (["note", "assigned", "state_changed", "rated"].includes(event.kind)) showEvent(event);
+  } else if (frame.type === "report") {
+    reports.live(frame.report);
   } else if (frame.type === "presence") {
     teamMember(frame.presence);
   } else if (frame.type === "typing" && state.current?.id === frame.conversationId && frame.participant.kind === "consumer") {
