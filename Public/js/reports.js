@@ -48,10 +48,10 @@ export function barChart(rows, chart) {
   const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "chart", role: "img", "aria-label": `${chart.title}, by ${rows.length} groups` });
   for (const fraction of [0, 0.5, 1]) {
     const y = top + plot * (1 - fraction);
-    // Counts are whole; a scale of durations or ratings keeps its fractions.
-      const tick = chart.max || chart.format === duration ? max * fraction : Math.round(max * fraction);
-      root.append(svg("line", { x1: left, x2: width - 4, y1: y, y2: y, class: "grid" }),
-        svg("text", { x: left - 6, y: y + 4, class: "axis", "text-anchor": "end" }, chart.format(chart.format === duration ? Math.round(tick) : tick)));
+    // Counts are whole; a scale of ratings keeps its fractions.
+    const tick = chart.max ? max * fraction : Math.round(max * fraction);
+    root.append(svg("line", { x1: left, x2: width - 4, y1: y, y2: y, class: "grid" }),
+      svg("text", { x: left - 6, y: y + 4, class: "axis", "text-anchor": "end" }, chart.format(tick)));
   }
   rows.forEach((row, index) => {
     const x0 = left + index * step + (step - barWidth * chart.series.length) / 2;
