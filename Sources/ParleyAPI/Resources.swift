@@ -154,6 +154,9 @@ public struct ConversationDTO: Codable, Sendable, Hashable {
     public var rating: RatingDTO?
     /// When the customer was last warned that the conversation will close on its own.
     public var closeWarnedAt: Date?
+    /// An agent's first reply: when, and who (automatic messages are not replies).
+    public var firstReplyAt: Date?
+    public var firstReplyBy: AgentID?
 
     public init(
         id: ConversationID, brandId: BrandID, appId: AppID, consumerId: ConsumerID, channel: Channel,

@@ -106,6 +106,10 @@ struct ConversationAppend: Sendable {
         conversation.lastMessageKind = message.kind
         conversation.lastMessageAt = now
         conversation.updatedAt = now
+        if message.senderKind == .agent, conversation.firstReplyAt == nil {
+            conversation.firstReplyAt = now
+            conversation.firstReplyBy = AgentID(rawValue: message.senderId)
+        }
         if message.senderKind == .consumer {
             conversation.lastConsumerMessageAt = now
             windowOpened = ChannelRules.of(conversation.channel).replyWindowHours != nil

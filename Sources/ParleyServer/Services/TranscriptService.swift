@@ -81,12 +81,14 @@ public struct TranscriptService: Sendable {
                 let page = try await store.read { [after] repo in
                     try await repo.conversationsBegun(brandId: agent.brandId, from: from, to: to, after: after, limit: Self.conversationPage)
                 }
-                for conversation in page {
-                    buffer += try Transcript.write(try await self.record(conversation, names: names), as: format, first: first)
-                    first = false
-                    if buffer.utf8.count >= 32 * 1024 {
-                        try await sink(buffer)
-                        buffer = ""
+                for batch in Self.batches(page) {
+                    for record in try await self.records(batch, names: names) {
+                        buffer += try Transcript.write(record, as: format, first: first)
+                        first = false
+                        if buffer.utf8.count >= 32 * 1024 {
+                            try await sink(buffer)
+                            buffer = ""
+                        }
                     }
                 }
                 guard page.count == Self.conversationPage, let last = page.last else { break }
@@ -110,6 +112,53 @@ public struct TranscriptService: Sendable {
             Names(
                 agents: Dictionary(try await repo.agents(brandId: brandId).map { ($0.id.rawValue, $0.name) }, uniquingKeysWith: { first, _ in first }),
                 apps: Dictionary(try await repo.apps(brandId: brandId).map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first }))
+        }
+    }
+
+    /// Conversations read together: as many as hold at most `batchEntries` entries between them; a
+    /// longer conversation alone (it is read a page at a time).
+    static let batchEntries: Int64 = 5_000
+
+    static func batches(_ conversations: [ConversationDTO]) -> [[ConversationDTO]] {
+        var batches: [[ConversationDTO]] = []
+        var current: [ConversationDTO] = []
+        var size: Int64 = 0
+        for conversation in conversations {
+            if !current.isEmpty, size + conversation.lastSeq > batchEntries {
+                batches.append(current)
+                (current, size) = ([], 0)
+            }
+            current.append(conversation)
+            size += conversation.lastSeq
+        }
+        if !current.isEmpty { batches.append(current) }
+        return batches
+    }
+
+    /// A batch's records: a conversation too long for a batch on its own, a page at a time; the rest
+    /// in three queries for the whole batch (customers, messages, events).
+    func records(_ batch: [ConversationDTO], names: Names) async throws -> [Transcript.Conversation] {
+        if batch.count == 1, let only = batch.first, only.lastSeq > Self.batchEntries { return [try await record(only, names: names)] }
+        let kinds: [ConversationEventDTO.Kind] = [.stateChanged, .assigned, .call, .rated]
+        let ids = batch.map(\.id)
+        let (customers, messages, events) = try await store.read { repo in
+            let customers = Dictionary(
+                try await repo.consumers(brandId: batch[0].brandId, ids: Array(Set(batch.map(\.consumerId)))).map { ($0.id, $0) },
+                uniquingKeysWith: { first, _ in first })
+            let events = try await ConversationService.withMessages(
+                try await repo.events(conversationIds: ids, kinds: kinds), brandId: batch[0].brandId, repo: repo)
+            return (customers, Dictionary(grouping: try await repo.messages(conversationIds: ids), by: \.conversationId), Dictionary(grouping: events, by: \.conversationId))
+        }
+        return batch.map { conversation in
+            let customer = customers[conversation.consumerId]
+            var entries = (messages[conversation.id] ?? []).map { entry(for: $0, customer: customer?.displayName ?? "The customer") }
+            entries += (events[conversation.id] ?? []).compactMap { entry(for: $0, names: names) }
+            entries.sort { $0.seq < $1.seq }
+            return Transcript.Conversation(
+                id: conversation.id, channel: conversation.channel, app: names.apps[conversation.appId] ?? conversation.appId.rawValue,
+                state: conversation.state, customer: customer?.displayName ?? "A customer", customerId: conversation.consumerId,
+                anonymous: customer?.anonymous ?? true, createdAt: conversation.createdAt, previousConversationId: conversation.previousConversationId,
+                rating: conversation.rating, entries: entries)
         }
     }
 

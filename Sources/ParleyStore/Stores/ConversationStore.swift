@@ -30,6 +30,10 @@ public protocol ConversationStore: Sendable {
         conversationId: ConversationID, senderKind: ParticipantKind, upToSeq: Int64, to state: DeliveryState, at: Date
     ) async throws -> Int
     func insertEvent(_ event: ConversationEventDTO, brandId: BrandID) async throws
+    /// Every message of several conversations (a transcript export's batch), in conversation and sequence order.
+    func messages(conversationIds: [ConversationID]) async throws -> [MessageDTO]
+    /// Every event of several conversations of these kinds, in conversation and sequence order.
+    func events(conversationIds: [ConversationID], kinds: [ConversationEventDTO.Kind]) async throws -> [ConversationEventDTO]
     /// The brand's conversations begun in `[from, to)`, oldest first, after `after` (a page).
     func conversationsBegun(brandId: BrandID, from: Date, to: Date, after: (Date, ConversationID)?, limit: Int) async throws -> [ConversationDTO]
     /// A conversation's events after `afterSeq`; private notes only when `includeNotes` (agents).
@@ -179,6 +183,22 @@ extension SQLRepository: ConversationStore {
         return try await withVoice(rows)
     }
 
+    public func messages(conversationIds: [ConversationID]) async throws -> [MessageDTO] {
+        guard !conversationIds.isEmpty else { return [] }
+        let list = SQLList(conversationIds.map { SQLBind($0.rawValue) })
+        let rows = try await db.raw("SELECT * FROM messages WHERE conversation_id IN (\(list)) ORDER BY conversation_id, seq").all(MessageRow.self)
+        return try await withVoice(rows)
+    }
+
+    public func events(conversationIds: [ConversationID], kinds: [ConversationEventDTO.Kind]) async throws -> [ConversationEventDTO] {
+        guard !conversationIds.isEmpty, !kinds.isEmpty else { return [] }
+        let list = SQLList(conversationIds.map { SQLBind($0.rawValue) })
+        let kindList = SQLList(kinds.map { SQLBind($0.rawValue) })
+        return try await db.raw(
+            "SELECT * FROM conversation_events WHERE conversation_id IN (\(list)) AND kind IN (\(kindList)) ORDER BY conversation_id, seq"
+        ).all(EventRow.self).map(\.dto)
+    }
+
     /// The messages with their voice notes, read in one more query when any of them is a voice note.
     private func withVoice(_ rows: [MessageRow]) async throws -> [MessageDTO] {
         let voiceIds = rows.filter { $0.kind == .voice }.map(\.id)
@@ -270,8 +290,11 @@ struct ConversationRow: TableRow {
     var ratingAgentId: AgentID?
     var ratedAt: Int64?
     var closeWarnedAt: Int64?
+    var firstReplyAt: Int64?
+    var firstReplyBy: AgentID?
 
     init(_ c: ConversationDTO) {
+        (firstReplyAt, firstReplyBy) = (c.firstReplyAt.map(StoredTime.millis), c.firstReplyBy)
         (previousConversationId, survey, closeWarnedAt) = (c.previousConversationId, c.survey, c.closeWarnedAt.map(StoredTime.millis))
         (ratingScore, ratingComment, ratingAgentId, ratedAt) = (c.rating?.score, c.rating?.comment, c.rating?.agentId, c.rating.map { StoredTime.millis($0.createdAt) })
         lastConsumerMessageAt = c.lastConsumerMessageAt.map(StoredTime.millis)
@@ -292,6 +315,7 @@ struct ConversationRow: TableRow {
         conversation.replyWindowEndsAt = replyWindowEndsAt.map(StoredTime.date)
         (conversation.previousConversationId, conversation.survey) = (previousConversationId, survey)
         conversation.closeWarnedAt = closeWarnedAt.map(StoredTime.date)
+        (conversation.firstReplyAt, conversation.firstReplyBy) = (firstReplyAt.map(StoredTime.date), firstReplyBy)
         if let ratingScore, let ratedAt {
             conversation.rating = RatingDTO(score: ratingScore, comment: ratingComment, agentId: ratingAgentId, createdAt: StoredTime.date(ratedAt))
         }

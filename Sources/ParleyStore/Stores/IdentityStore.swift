@@ -30,6 +30,8 @@ public protocol IdentityStore: Sendable {
     func updateConsumer(_ consumer: ConsumerDTO) async throws
     func consumer(brandId: BrandID, id: ConsumerID) async throws -> ConsumerDTO?
     func consumer(brandId: BrandID, externalId: String) async throws -> ConsumerDTO?
+    /// Several of the brand's consumers at once (the ones that exist).
+    func consumers(brandId: BrandID, ids: [ConsumerID]) async throws -> [ConsumerDTO]
     /// Holds the consumer's row until the transaction ends (PostgreSQL; SQLite's writers are serial),
     /// so that two first messages of one consumer cannot each open a conversation.
     func lockConsumer(brandId: BrandID, id: ConsumerID) async throws
@@ -118,6 +120,12 @@ extension SQLRepository: IdentityStore {
 
     public func consumer(brandId: BrandID, id: ConsumerID) async throws -> ConsumerDTO? {
         try await db.raw("SELECT * FROM consumers WHERE id = \(bind: id) AND brand_id = \(bind: brandId)").first(ConsumerRow.self)?.dto
+    }
+
+    public func consumers(brandId: BrandID, ids: [ConsumerID]) async throws -> [ConsumerDTO] {
+        guard !ids.isEmpty else { return [] }
+        let list = SQLList(ids.map { SQLBind($0.rawValue) })
+        return try await db.raw("SELECT * FROM consumers WHERE brand_id = \(bind: brandId) AND id IN (\(list))").all(ConsumerRow.self).map(\.dto)
     }
 
     public func consumer(brandId: BrandID, externalId: String) async throws -> ConsumerDTO? {

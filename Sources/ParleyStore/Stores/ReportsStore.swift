@@ -66,14 +66,10 @@ public protocol ReportsStore: Sendable {
 
 extension SQLRepository: ReportsStore {
     public func begun(brandId: BrandID, from: Date, to: Date) async throws -> [ReportFacts.Begun] {
-        // The first agent message of each conversation, found by its (conversation_id, seq) index.
         try await db.raw(
             """
-            SELECT c.created_at, c.channel, c.app_id, c.assignee_id,
-                (SELECT m.created_at FROM messages m WHERE m.conversation_id = c.id AND m.sender_kind = 'agent' ORDER BY m.seq LIMIT 1) AS first_reply_at,
-                (SELECT m.sender_id FROM messages m WHERE m.conversation_id = c.id AND m.sender_kind = 'agent' ORDER BY m.seq LIMIT 1) AS first_reply_by
-            FROM conversations c
-            WHERE c.brand_id = \(bind: brandId) AND c.created_at >= \(bind: StoredTime.millis(from)) AND c.created_at < \(bind: StoredTime.millis(to))
+            SELECT created_at, channel, app_id, assignee_id, first_reply_at, first_reply_by FROM conversations
+            WHERE brand_id = \(bind: brandId) AND created_at >= \(bind: StoredTime.millis(from)) AND created_at < \(bind: StoredTime.millis(to))
             """
         ).all().map { row in
             ReportFacts.Begun(
