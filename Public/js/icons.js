@@ -9,6 +9,7 @@ const paths = {
   download: '<path d="M12 4v11M7 10l5 5 5-5M5 20h14"/>',
   retry: '<path d="M4 12a8 8 0 1 0 3-6.2M4 4v5h5"/>',
   check: '<path d="M5 12l5 5 9-10"/>',
+  history: '<path d="M3 12a9 9 0 1 0 3-6.7M3 4v5h5M12 7v5l3 2"/>',
   chart: '<path d="M4 20V10M10 20V4M16 20v-7M22 20H2"/>',
   star: '<path d="M12 3.5l2.6 5.3 5.9.9-4.3 4.1 1 5.8L12 16.9l-5.2 2.7 1-5.8-4.3-4.1 5.9-.9z"/>',
   checks: '<path d="M2 12l5 5 9-10M11 16l1 1 9-10"/>',

@@ -165,7 +165,8 @@ async function start() {
     perspective: "consumer", api, nameOf: (message) => message.senderKind === "agent" ? message.senderName ?? brand.name : message.senderKind === "system" ? brand.name : null,
   });
   // A visitor whose session was just created has no conversations yet: no request for them.
-  const conversations = newVisitor ? [] : (await api.get("/v1/consumer/conversations?limit=1")).items;
+  const conversations = newVisitor ? [] : (await api.get("/v1/consumer/conversations?limit=2")).items;
+  $(".history-open").hidden = conversations.length < 2;
   if (conversations.length) {
     conversationId = conversations[0].id;
     const [history, callHistory] = await Promise.all([
@@ -229,6 +230,7 @@ function follow(id) {
   if (!conversationId) { conversationId = id; return; }
   if (id === conversationId) return;
   timeline.archive();
+  $(".history-open").hidden = false;
   conversationId = id;
   acknowledged.delivered = acknowledged.read = 0;
   brand.agent = null;
@@ -308,6 +310,69 @@ function thank(card, rating) {
 function rated(rating) {
   const card = document.querySelector(".rating-card");
   if (card && rating) thank(card, rating);
+}
+
+/**
+ * Earlier conversations (as far back as the brand keeps them for visitors), a page at a time; one
+ * opens read-only over the chat, and Back returns to the list, then to the chat.
+ */
+const history = { cursor: null, timeline: null };
+$(".history-open").innerHTML = icon("history");
+$(".history-back").innerHTML = icon("back");
+$(".history-open").addEventListener("click", async () => {
+  $(".history-panel").hidden = false;
+  $(".history-list").replaceChildren();
+  history.cursor = null;
+  showHistoryList();
+  await loadHistory();
+  $(".history-back").focus();
+});
+$(".history-back").addEventListener("click", () => {
+  if (!$(".history-timeline").hidden) { showHistoryList(); return; }
+  $(".history-panel").hidden = true;
+  $(".history-open").focus();
+});
+$(".history-more").addEventListener("click", () => loadHistory());
+
+function showHistoryList() {
+  $(".history-timeline").hidden = true;
+  $(".history-list").hidden = false;
+  $(".history-more").hidden = !history.cursor;
+  $("#history-title").textContent = "Your conversations";
+}
+
+async function loadHistory() {
+  const page = await api.get(`/v1/consumer/conversations?limit=20${history.cursor ? `&cursor=${encodeURIComponent(history.cursor)}` : ""}`);
+  history.cursor = page.nextCursor ?? null;
+  const day = new Intl.DateTimeFormat(undefined, { day: "numeric", month: "short", year: "numeric" });
+  $(".history-list").append(...page.items.map((conversation) => {
+    const current = conversation.id === conversationId;
+    const button = document.createElement("button");
+    button.type = "button";
+    const title = Object.assign(document.createElement("span"), { className: "history-preview", textContent: conversation.lastMessagePreview ?? "No messages" });
+    const meta = Object.assign(document.createElement("span"), { className: "history-meta",
+      textContent: `${day.format(new Date(conversation.updatedAt))} · ${current ? "Now" : conversation.state === "resolved" ? "Closed" : "Open"}${conversation.rating ? ` · ${"★".repeat(conversation.rating.score)}` : ""}` });
+    button.append(title, meta);
+    button.addEventListener("click", () => current ? $(".history-back").click() : openEarlier(conversation));
+    const item = document.createElement("li");
+    item.append(button);
+    return item;
+  }));
+  $(".history-more").hidden = !history.cursor;
+}
+
+async function openEarlier(conversation) {
+  const element = $(".history-timeline");
+  history.timeline ??= new Timeline(element, {
+    perspective: "consumer", api, nameOf: (message) => message.senderKind === "agent" ? message.senderName ?? brand.name : message.senderKind === "system" ? brand.name : null,
+  });
+  history.timeline.clear();
+  $(".history-list").hidden = true;
+  $(".history-more").hidden = true;
+  element.hidden = false;
+  $("#history-title").textContent = new Intl.DateTimeFormat(undefined, { day: "numeric", month: "long", year: "numeric" }).format(new Date(conversation.createdAt));
+  const messages = await api.get(`/v1/consumer/conversations/${conversation.id}/messages?limit=200`);
+  messages.items.forEach((message) => history.timeline.upsert(message));
 }
 
 /** "You're number 2 in line · about 3 min" while the conversation waits for an agent. */

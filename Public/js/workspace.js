@@ -11,6 +11,7 @@ import { EngagementAdmin, renderActivity } from "./engagement.js";
 import { RoutingAdmin, TransferDialog } from "./routing.js";
 import { LifecycleAdmin } from "./lifecycle.js";
 import { Reports } from "./reports.js";
+import { RecordsAdmin, RecordsActions } from "./records.js";
 import { ChannelsAdmin, TemplateSender } from "./channels.js";
 import "./call-view.js";
 import "./voice-recorder.js";
@@ -190,6 +191,18 @@ const savedAdmin = new SavedRepliesAdmin({ section: $(".saved-replies"), api, on
 const engagementAdmin = new EngagementAdmin({ section: $(".engagement"), api });
 const routingAdmin = new RoutingAdmin({ section: $(".routing"), api });
 const lifecycleAdmin = new LifecycleAdmin({ section: $(".lifecycle"), api });
+const recordsAdmin = new RecordsAdmin({ section: $(".records"), api });
+const recordsActions = new RecordsActions({
+  container: $(".records-actions"), api,
+  // The customer is gone: their conversations leave the list, and the page says what was deleted.
+  onErased: (purge, consumerId) => {
+    for (const [id, conversation] of state.conversations) if (conversation.consumerId === consumerId) state.conversations.delete(id);
+    showDetails(false);
+    $(".back").click();
+    $(".workspace").classList.remove("open");
+    $(".topbar .status").textContent = `Erased the customer: ${purge.conversations} conversations, ${purge.messages} messages, ${purge.voiceNotes + purge.attachments} files`;
+  },
+});
 const transfer = new TransferDialog({ dialog: $(".transfer-dialog"), api, onDone: (conversation) => update(conversation) });
 $(".transfer").addEventListener("click", () => transfer.open(state.current, state.me.id));
 
@@ -266,6 +279,7 @@ async function renderTeam() {
   $(".engagement").hidden = !admin;
   $(".routing").hidden = !admin;
   $(".lifecycle").hidden = !admin;
+  $(".records").hidden = !admin;
   $(".widget-settings").hidden = !admin;
   $(".channel-settings").hidden = !admin;
   if (team.hidden) return;
@@ -275,6 +289,7 @@ async function renderTeam() {
     engagementAdmin.render();
     routingAdmin.render();
     lifecycleAdmin.render();
+    recordsAdmin.render();
     channelsAdmin.render();
     fillWidgetForm();
     api.get("/v1/presence").then((page) => page.items.forEach((member) => state.team.set(member.agentId, member))).then(() => renderTeam());
@@ -592,6 +607,7 @@ function renderDetails(conversation, person) {
   $(".d-channel").textContent = channelNames[conversation.channel] ?? conversation.channel;
   $(".d-app").textContent = "…";
   appName(conversation.appId).then((name) => { if (state.current?.id === conversation.id) $(".d-app").textContent = name; });
+  recordsActions.show(conversation, state.me);
   for (const link of document.querySelectorAll(".d-transcript")) {
     link.href = `/v1/conversations/${conversation.id}/transcript?format=${link.dataset.format}`;
     link.setAttribute("aria-label", `Download the transcript as ${link.textContent}`);
