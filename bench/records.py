@@ -270,7 +270,8 @@ def main():
     parser.add_argument("--parley", default=str(ROOT / ".build/release/parley"))
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--postgres", help="a PostgreSQL server URL; a database parley_records_bench is made on it")
-    parser.add_argument("--output")
+    parser.add_argument("--output", help="also write the table here")
+    parser.add_argument("--results", help="replace the \"Records at scale\" section of this file (bench/RESULTS.md)")
     args = parser.parse_args()
     binary = Path(args.parley).resolve()
     sections = []
@@ -311,6 +312,21 @@ def main():
     print(table)
     if args.output:
         Path(args.output).write_text(table + "\n")
+    if args.results:
+        # Replaces the "Records at scale" section of bench/RESULTS.md (the last section; `bench/run.sh` keeps it).
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain"], capture_output=True, text=True).stdout.strip()
+        section = (f"\n## Records at scale: reports and transcripts on a year of {args.messages:,} messages\n\n"
+                   f"Date {datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}, commit {commit}{' (with uncommitted changes)' if dirty else ''}, "
+                   f"{os.cpu_count()} cores, `{binary.relative_to(ROOT) if binary.is_relative_to(ROOT) else binary}`. Command: "
+                   f"`python3 bench/records.py --messages {args.messages}{' --postgres URL' if args.postgres else ''} --results bench/RESULTS.md` "
+                   "(see bench/README.md). Each request timed from a client on the same machine, the median of 3 runs "
+                   "(the year-long export once); \"first byte\" shows the export streaming; peak memory is the server's VmHWM so far.\n\n"
+                   + table + "\n")
+        results = Path(args.results)
+        text = results.read_text() if results.exists() else ""
+        start = text.find("\n## Records at scale")
+        results.write_text((text if start < 0 else text[:start]).rstrip("\n") + "\n" + section)
 
 
 if __name__ == "__main__":

@@ -98,3 +98,26 @@ def test_queue_automatic_assignment_and_transfer(browser, shoot, console_errors,
         assert agent.evaluate("document.documentElement.scrollWidth") <= size["width"]
         assert colleague["name"] == "Sam Rivera"
     assert console_errors.errors == []
+
+
+@pytest.mark.parametrize("name,size", [SIZES[0], SIZES[2]])
+def test_manager_puts_a_customer_first_in_line(browser, shoot, console_errors, name, size):
+    with running_parley() as server:  # manual take: both wait
+        marker = uuid.uuid4().hex[:5]
+        first = open_widget(browser, server, console_errors)
+        start_conversation(first, f"Waiting first {marker}")
+        second = open_widget(browser, server, console_errors)
+        start_conversation(second, f"Urgent: my account is locked {marker}")
+        expect(second.locator(".queue-note")).to_have_text("You're number 2 in line", timeout=10000)
+        agent = console_errors(browser.new_context(viewport=size).new_page())
+        login(agent, server)
+        agent.locator(".filters [data-filter=unassigned]").click()
+        agent.locator(".conversations li button", has_text=f"account is locked {marker}").click()
+        show_details(agent, size["width"])
+        button = agent.locator(".details-pane").get_by_role("button", name="Put first in line")
+        button.click()
+        expect(agent.locator(".details-pane .prioritise")).to_have_text("First in line")
+        shoot(agent, f"priority-01-put-first-{name}")
+        expect(second.locator(".queue-note")).to_have_text("You're next in line", timeout=10000)
+        expect(first.locator(".queue-note")).to_have_text("You're number 2 in line", timeout=10000)
+        shoot(second, "priority-02-the-customer-moves-up-360")

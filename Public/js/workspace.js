@@ -205,6 +205,15 @@ const recordsActions = new RecordsActions({
 });
 const transfer = new TransferDialog({ dialog: $(".transfer-dialog"), api, onDone: (conversation) => update(conversation) });
 $(".transfer").addEventListener("click", () => transfer.open(state.current, state.me.id));
+$(".prioritise").addEventListener("click", async () => {
+  const button = $(".prioritise");
+  try {
+    const place = await api.json("PUT", `/v1/conversations/${state.current.id}/priority`, { priority: 9 });
+    button.textContent = place.position === 1 ? "First in line" : `Number ${place.position} in line`;
+  } catch (error) {
+    button.textContent = error.code === "not_waiting" ? "Not waiting any more" : error.message;
+  }
+});
 
 /** The brand's widget: colour, what it says while agents are there or away, and the idle time. */
 function fillWidgetForm() {
@@ -635,6 +644,9 @@ function renderDetails(conversation, person) {
   ]));
   $(".assign").hidden = conversation.assigneeId === state.me.id;
   $(".transfer").hidden = conversation.state === "resolved" || !["manager", "admin"].includes(state.me.role);
+  // A waiting conversation (nobody has it) can be moved to the front of the queue by a manager.
+  $(".prioritise").hidden = conversation.state === "resolved" || Boolean(conversation.assigneeId) || !["manager", "admin"].includes(state.me.role);
+  $(".prioritise").textContent = "Put first in line";
   const resolve = $(".resolve");
   const resolved = conversation.state === "resolved";
   resolve.textContent = resolved ? "Reopen" : "Resolve";

@@ -101,3 +101,10 @@ public struct QueuePositionDTO: Codable, Sendable, Hashable {
         (self.conversationId, self.position, self.expectedWaitSeconds) = (conversationId, position, expectedWaitSeconds)
     }
 }
+
+/// `PUT /v1/conversations/{id}/priority` (managers): a waiting conversation's place among the waiting
+/// ones, 0 (normal) to 9 (first); higher priorities are offered first, oldest first within one.
+public struct SetPriorityRequest: Codable, Sendable, Hashable {
+    public var priority: Int
+    public init(priority: Int) { self.priority = priority }
+}

@@ -34,6 +34,9 @@ public enum RoutingRules {
 
     /// What a consumer is told: the median of recent waits, times the place in the queue, in whole
     /// seconds; nil without at least three recent waits.
+    /// Waiting conversations' priorities: 0 (normal) to 9 (first).
+    public static let priorityRange = 0...9
+
     public static func expectedWait(position: Int, recentWaits: [TimeInterval]) -> Int? {
         guard recentWaits.count >= 3 else { return nil }
         let sorted = recentWaits.sorted()

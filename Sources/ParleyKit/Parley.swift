@@ -239,6 +239,13 @@ public actor Parley {
         return try await client.rate(conversationId: conversationId, score: score, comment: comment)
     }
 
+    /// The consumer's earlier conversations, newest first, a page at a time (as far back, and in the
+    /// states, the brand lets customers see; open ones always); `cursor` is the previous page's `nextCursor`.
+    public func history(cursor: String? = nil, limit: Int = 20) async throws -> Page<ConversationDTO> {
+        try await ensureSession()
+        return try await client.history(cursor: cursor, limit: limit)
+    }
+
     /// The consumer's conversations, newest first.
     public func conversations() async throws -> [ConversationDTO] {
         try await ensureSession()

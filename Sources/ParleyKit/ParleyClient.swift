@@ -149,6 +149,16 @@ public actor ParleyClient {
         try await request("POST", "v1/consumer/conversations/\(conversationId)/rating", body: RateConversationRequest(score: score, comment: comment))
     }
 
+    /// The customer's conversations, newest first, a page at a time (as far back as the brand lets
+    /// customers see); pass the page's `nextCursor` for the next.
+    public func history(cursor: String? = nil, limit: Int = 20) async throws -> Page<ConversationDTO> {
+        var path = "v1/consumer/conversations?limit=\(limit)"
+        if let cursor, let escaped = cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "._-"))) {
+            path += "&cursor=\(escaped)"
+        }
+        return try await request("GET", path)
+    }
+
     public func conversations() async throws -> [ConversationDTO] {
         let list: ListResponse<ConversationDTO> = try await request("GET", "v1/consumer/conversations")
         return list.items

@@ -94,6 +94,7 @@ struct CrossTenantTests {
                 case (.post, let path) where path.hasSuffix("/transfer"): json = TransferRequest(agentId: globex.admin.id, note: "stolen")
                 case (.put, let path) where path.hasSuffix("/capacity"): json = AgentCapacityRequest(maxConversations: 50)
                 case (.post, let path) where path.hasSuffix("/rating"): json = RateConversationRequest(score: 1, comment: "stolen")
+                case (.put, let path) where path.hasSuffix("/priority"): json = SetPriorityRequest(priority: 9)
                 case (.put, let path) where path.hasPrefix("/v1/teams/"): json = SaveTeamRequest(name: "Renamed by Globex", memberIds: [globex.admin.id])
                 case (.post, let path) where path.hasSuffix("/calls"): json = StartCallRequest(media: .voice, connectionId: "ws_none")
                 case (.post, let path) where path.hasSuffix("/keys"):

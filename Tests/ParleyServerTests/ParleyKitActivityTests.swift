@@ -202,6 +202,11 @@ struct ParleyKitActivityTests {
             let second = try #require(await parley.outgoing.last?.state.stored).conversationId
             #expect(second != first)
             #expect(try await parley.conversations().first { $0.id == second }?.previousConversationId == first)
+            // Its history, a page at a time.
+            let page = try await parley.history(limit: 1)
+            #expect(page.items.map(\.id) == [second])
+            let older = try await parley.history(cursor: try #require(page.nextCursor), limit: 1)
+            #expect(older.items.map(\.id) == [first])
             await parley.disconnect()
             log.task.cancel()
         }

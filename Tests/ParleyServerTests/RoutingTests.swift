@@ -262,4 +262,41 @@ struct RoutingTests {
             _ = await listener.close()
         }
     }
+
+    @Test("a manager puts a waiting conversation first: its place moves, routing offers it before older ones; only waiting ones, only managers")
+    func priority() async throws {
+        try await TestServer.run(configure: { $0.rateConsumerSessions = 0 }) { server in
+            let acme = try await BrandScenario.make(server)  // manual: nothing is assigned meanwhile
+            var ids: [ConversationID] = []
+            var tokens: [String] = []
+            for index in 0..<3 {
+                let (token, _) = try await acme.consumer(name: "C\(index)")
+                ids.append(try await acme.send("Question \(index)", as: token).conversation.id)
+                tokens.append(token)
+            }
+            func place(_ index: Int) async throws -> Int? {
+                try await server.get("/v1/consumer/conversations/\(ids[index])/queue", token: tokens[index]).decode(QueuePositionDTO.self).position
+            }
+            #expect(try await place(2) == 3)
+            let (agentToken, _) = try await acme.agent()
+            #expect(try await server.request(.put, "/v1/conversations/\(ids[2])/priority", token: agentToken, json: SetPriorityRequest(priority: 9)).status == .forbidden)
+            #expect(try await server.request(.put, "/v1/conversations/\(ids[2])/priority", token: acme.adminToken, json: SetPriorityRequest(priority: 10)).status == .badRequest)
+            let moved = try await server.request(.put, "/v1/conversations/\(ids[2])/priority", token: acme.adminToken, json: SetPriorityRequest(priority: 9))
+            #expect(try moved.decode(QueuePositionDTO.self).position == 1)
+            #expect(try await place(2) == 1)
+            #expect(try await place(0) == 2)
+            #expect(try await place(1) == 3)
+
+            // One agent with room for one, automatic routing: the prioritised conversation goes first.
+            _ = try await server.request(.patch, "/v1/routing", token: acme.adminToken, json: UpdateRoutingRequest(maxConversations: 1))
+            let agent = try await Self.connectedAgent(acme, server: server)
+            _ = try await server.request(.patch, "/v1/routing", token: acme.adminToken, json: UpdateRoutingRequest(mode: .automatic))
+            let settled = try await Self.settle(server, token: acme.adminToken) { all in all.contains { $0.assigneeId == agent.agent.id } }
+            #expect(settled.filter { $0.assigneeId == agent.agent.id }.map(\.id) == [ids[2]])
+            let taken = try await server.request(.put, "/v1/conversations/\(ids[2])/priority", token: acme.adminToken, json: SetPriorityRequest(priority: 1))
+            #expect(taken.status == .conflict)
+            #expect(try taken.error.code == "not_waiting")
+            _ = await agent.socket.close()
+        }
+    }
 }

@@ -20,6 +20,7 @@ struct RoutingController {
         routes.admins.put("/v1/agents/{agentId}/capacity", use: capacity)
         // Managers and admins (checked by the service: the role, not a route group).
         routes.agents.post("/v1/conversations/{conversationId}/transfer", use: transfer)
+        routes.agents.put("/v1/conversations/{conversationId}/priority", use: priority)
         routes.consumers.get("/v1/consumer/conversations/{conversationId}/queue", use: queue)
     }
 
@@ -71,6 +72,13 @@ struct RoutingController {
         let id = try context.id("conversationId", as: ConversationID.self, what: "Conversation")
         let body = try await request.decodeJSON(TransferRequest.self, limit: configuration.maxJSONBodyBytes)
         return JSONResponse(.ok, try await routing.transfer(manager, conversationId: id, body))
+    }
+
+    @Sendable func priority(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<QueuePositionDTO> {
+        let manager = try context.requireAgent()
+        let id = try context.id("conversationId", as: ConversationID.self, what: "Conversation")
+        let body = try await request.decodeJSON(SetPriorityRequest.self, limit: configuration.maxJSONBodyBytes)
+        return JSONResponse(.ok, try await routing.setPriority(manager, conversationId: id, body))
     }
 
     @Sendable func queue(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<QueuePositionDTO> {

@@ -196,6 +196,28 @@ public final class RoutingService: Sendable {
         return log.conversation
     }
 
+    /// A manager moves a waiting conversation up (or back) the queue; routing looks again at once.
+    public func setPriority(_ manager: AgentPrincipal, conversationId: ConversationID, _ request: SetPriorityRequest) async throws -> QueuePositionDTO {
+        try manager.require(.manager)
+        guard RoutingRules.priorityRange.contains(request.priority) else {
+            throw ParleyError.invalidField("priority", "A priority is 0 (normal) to 9 (first).")
+        }
+        let place = try await store.write { repo -> QueuePositionDTO in
+            let conversation = try await ConversationService.authorizedConversation(.agent(manager), id: conversationId, in: repo, lock: true)
+            guard try await repo.setQueuePriority(conversation.id, brandId: manager.brandId, priority: request.priority),
+                let entry = try await repo.queueEntry(conversation.id)
+            else {
+                throw ParleyError(.conflict, code: "not_waiting", message: "Only a conversation waiting for an agent has a place in the queue.")
+            }
+            let position = try await repo.queuePosition(of: entry, brandId: manager.brandId)
+            let waits = try await repo.recentWaits(brandId: manager.brandId, teamId: entry.teamId, limit: RoutingRules.waitSample)
+            return QueuePositionDTO(
+                conversationId: conversation.id, position: position, expectedWaitSeconds: RoutingRules.expectedWait(position: position, recentWaits: waits))
+        }
+        wake(manager.brandId)
+        return place
+    }
+
     // MARK: The queue, as consumers see it
 
     public func queuePosition(_ consumer: ConsumerPrincipal, conversationId: ConversationID) async throws -> QueuePositionDTO {

@@ -36,6 +36,8 @@ public protocol RoutingStore: Sendable {
     /// Oldest first within a priority, the highest priority first.
     func queued(brandId: BrandID, limit: Int) async throws -> [QueuedConversation]
     func queueEntry(_ conversationId: ConversationID) async throws -> QueuedConversation?
+    /// Changes a waiting conversation's priority; false when it is not waiting.
+    func setQueuePriority(_ conversationId: ConversationID, brandId: BrandID, priority: Int) async throws -> Bool
     /// Waiting conversations of the same team ahead of this one, plus one.
     func queuePosition(of entry: QueuedConversation, brandId: BrandID) async throws -> Int
     /// How long the team's last assigned conversations waited, in seconds.
@@ -185,6 +187,15 @@ extension SQLRepository: RoutingStore {
         try await db.raw(
             "SELECT q.*, c.consumer_id FROM conversation_queue q JOIN conversations c ON c.id = q.conversation_id WHERE q.conversation_id = \(bind: conversationId)"
         ).first().map(Self.queuedConversation)
+    }
+
+    public func setQueuePriority(_ conversationId: ConversationID, brandId: BrandID, priority: Int) async throws -> Bool {
+        !(try await db.raw(
+            """
+            UPDATE conversation_queue SET priority = \(bind: priority) WHERE conversation_id = \(bind: conversationId) AND brand_id = \(bind: brandId)
+            RETURNING conversation_id
+            """
+        ).all()).isEmpty
     }
 
     public func queuePosition(of entry: QueuedConversation, brandId: BrandID) async throws -> Int {
