@@ -134,7 +134,11 @@ struct ParleyKitActivityTests {
 
             center.post(name: app.background, object: nil)
             try await log.wait { $0.contains { if case .connection(.disconnected(retrying: false)) = $0 { true } else { false } } }
-            #expect(server.services.hub.isConnected(consumerId: try #require(await parley.consumer).id) == false)
+            // The server hears of the close a moment after the app does.
+            let consumerId = try #require(await parley.consumer).id
+            let deadline = Date().addingTimeInterval(10)
+            while server.services.hub.isConnected(consumerId: consumerId), Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(server.services.hub.isConnected(consumerId: consumerId) == false)
             let connects = log.list.items.withLock { $0.filter { if case .connection(.connected) = $0 { true } else { false } }.count }
             center.post(name: app.foreground, object: nil)
             try await log.wait { events in events.filter { if case .connection(.connected) = $0 { true } else { false } }.count == connects + 1 }
