@@ -4,6 +4,7 @@ import re
 import time
 from pathlib import Path
 
+import pytest
 from conftest import brand_site, login
 from playwright.sync_api import expect
 
@@ -156,6 +157,25 @@ def test_microphone_denied(server, browser, console_errors):
     page.fill("#message", "Typing still works")
     page.keyboard.press("Enter")
     expect(page.locator(".row.out .bubble").last).to_have_text("Typing still works")
+
+
+@pytest.mark.parametrize("width", [360, 1280])
+def test_a_tap_on_the_microphone_is_not_sent(server, browser, shoot, console_errors, width):
+    """A recording shorter than the brand's minimum (1 s) is an accidental tap: the recorder says so
+    and sends nothing; the composer is back at once."""
+    page = console_errors(browser.new_context(viewport={"width": width, "height": 740 if width < 800 else 800}, permissions=["microphone"]).new_page())
+    page.goto(f"{server.url}/widget.html?app={server.app_id}")
+    expect(page.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
+    uploads = []
+    page.on("request", lambda request: uploads.append(request.url) if "voice-messages" in request.url else None)
+    page.click("button[aria-label='Record a voice message']")
+    page.wait_for_timeout(300)
+    page.click("button[aria-label='Stop and preview']")
+    expect(page.locator("[role=alert]")).to_have_text("Too short to send: hold on for at least 1 second.")
+    shoot(page, f"voice-tap-too-short-{width}")
+    page.click("button[aria-label='Dismiss']")
+    expect(page.locator("button[aria-label='Record a voice message']")).to_be_visible()
+    assert uploads == []
 
 
 def test_failed_upload_retries_without_re_recording(server, browser, shoot, console_errors):

@@ -2,14 +2,16 @@ import { icon, clock } from "./icons.js";
 import "./voice-player.js";
 
 /**
- * <parley-recorder max-seconds="120">: tap the microphone to record; pause and resume; stop to
- * preview; trash to discard; send. Emits `recorder-active` (detail: true while it has the composer)
- * and `voice-send` (detail: { blob, durationMs }).
+ * <parley-recorder max-seconds="120" min-seconds="1">: tap the microphone to record; pause and
+ * resume; stop to preview; trash to discard; send. A recording shorter than `min-seconds` (an
+ * accidental tap) is not offered for sending: the recorder says so. Emits `recorder-active` (detail:
+ * true while it has the composer) and `voice-send` (detail: { blob, durationMs }).
  */
 export class VoiceRecorder extends HTMLElement {
   connectedCallback() { if (!this.state) this.idle(); }
 
   get maxMs() { return Number(this.getAttribute("max-seconds") || 120) * 1000; }
+  get minMs() { return Number(this.getAttribute("min-seconds") ?? 1) * 1000; }
 
   setActive(active) {
     this.dispatchEvent(new CustomEvent("recorder-active", { detail: active, bubbles: true }));
@@ -148,6 +150,11 @@ export class VoiceRecorder extends HTMLElement {
     const durationMs = Math.round(this.elapsed);
     const blob = new Blob(this.chunks, { type: this.recorder.mimeType || "audio/webm" });
     this.cleanup();
+    if (durationMs < this.minMs) {
+      const seconds = this.minMs / 1000;
+      this.idle(`Too short to send: hold on for at least ${seconds === 1 ? "1 second" : `${seconds} seconds`}.`);
+      return;
+    }
     this.preview(blob, durationMs);
   }
 

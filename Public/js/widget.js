@@ -159,6 +159,7 @@ async function start() {
   configureAttachments(composer, settings.attachmentGroups);
   if (settings.voiceEnabled) {
     recorder.setAttribute("max-seconds", settings.voiceMaxSeconds);
+    recorder.setAttribute("min-seconds", settings.voiceMinSeconds ?? 1);
     recorder.hidden = false;
   }
   timeline = new Timeline($(".timeline"), {

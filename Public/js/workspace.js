@@ -376,6 +376,7 @@ function configureVoice() {
   const allowed = state.settings.voiceFromAgents && state.me.permissions.includes("send_audio");
   recorder.hidden = !allowed;
   recorder.setAttribute("max-seconds", state.settings.voiceMaxSeconds);
+  recorder.setAttribute("min-seconds", state.settings.voiceMinSeconds ?? 1);
   hint.hidden = allowed;
   hint.textContent = !state.settings.voiceFromAgents ? "Voice is off for this brand" : "Voice needs the send_audio permission";
 }

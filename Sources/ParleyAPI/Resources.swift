@@ -481,6 +481,9 @@ public struct BrandSettingsDTO: Codable, Sendable, Hashable {
     public var logoUrl: String?
     /// Whether push notifications show the message's text or only that there is one.
     public var pushPreview: PushPreview = .masked
+    /// Shortest voice note accepted, 0-10 seconds (default 1; 0 accepts any): shorter ones are
+    /// refused with `voice_too_short`, the way messaging apps discard an accidental tap.
+    public var voiceMinSeconds: Int = 1
 
     public static let defaultWidgetColor = "#4f46e5"
     public static let defaultAvailableText = "Typically replies in a few minutes"
@@ -529,6 +532,7 @@ public struct UpdateBrandSettingsRequest: Codable, Sendable {
     public var attachmentMaxMegabytes: Int?
     public var previewOrigins: [String]?
     public var pushPreview: PushPreview?
+    public var voiceMinSeconds: Int? = nil
 
     public init(
         voiceMaxSeconds: Int? = nil, voiceFromConsumers: Bool? = nil, voiceFromAgents: Bool? = nil,
@@ -559,6 +563,8 @@ public struct UpdateBrandSettingsRequest: Codable, Sendable {
 public struct ConsumerSettingsDTO: Codable, Sendable, Hashable {
     public var voiceEnabled: Bool
     public var voiceMaxSeconds: Int
+    /// Shorter notes are refused: a recorder says so instead of sending.
+    public var voiceMinSeconds: Int = 1
     public var brandName: String
     /// `#rrggbb`.
     public var widgetColor: String

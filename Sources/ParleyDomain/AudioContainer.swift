@@ -1,6 +1,8 @@
 import ParleyAPI
 /// The audio containers Parley accepts, recognised from their first bytes (the client's
-/// Content-Type and file name are never trusted).
+/// Content-Type and file name are never trusted). Every one's length is measured by decoding it
+/// (`AudioAnalyzer`), never read from its header: browser WebM has none, streamed FLAC says 0, MP3
+/// headers estimate.
 public enum AudioContainer: String, Sendable, CaseIterable, Codable {
     case webm
     case ogg
@@ -10,6 +12,9 @@ public enum AudioContainer: String, Sendable, CaseIterable, Codable {
     case amr
     case caf
     case aac
+    /// AIFF and AIFF-C: linear PCM (or compressed) as macOS and iOS apps record it.
+    case aiff
+    case flac
 
     /// The extension the stored original gets.
     public var fileExtension: String {
@@ -22,6 +27,8 @@ public enum AudioContainer: String, Sendable, CaseIterable, Codable {
         case .amr: "amr"
         case .caf: "caf"
         case .aac: "aac"
+        case .aiff: "aiff"
+        case .flac: "flac"
         }
     }
 
@@ -35,6 +42,8 @@ public enum AudioContainer: String, Sendable, CaseIterable, Codable {
         case .amr: "audio/amr"
         case .caf: "audio/x-caf"
         case .aac: "audio/aac"
+        case .aiff: "audio/aiff"
+        case .flac: "audio/flac"
         }
     }
 
@@ -53,6 +62,10 @@ public enum AudioContainer: String, Sendable, CaseIterable, Codable {
         if starts(with: Array("RIFF".utf8)), starts(with: Array("WAVE".utf8), at: 8) { return .wav }
         if starts(with: Array("#!AMR".utf8)) { return .amr }
         if starts(with: Array("caff".utf8)) { return .caf }
+        // IFF: "FORM", a size, then "AIFF" or "AIFC" (whatever the file is called: Apple's AudioFile
+        // API writes AIFF under a .caf name too).
+        if starts(with: Array("FORM".utf8)), starts(with: Array("AIFF".utf8), at: 8) || starts(with: Array("AIFC".utf8), at: 8) { return .aiff }
+        if starts(with: Array("fLaC".utf8)) { return .flac }
         if starts(with: Array("ID3".utf8)) { return .mp3 }
         if bytes.count >= 2, bytes[0] == 0xFF, bytes[1] & 0xE0 == 0xE0 {
             // An MPEG audio frame sync: layer bits 00 mean ADTS (AAC), anything else MPEG audio (MP3).
@@ -72,4 +85,9 @@ public enum VoiceRendition: String, Sendable, CaseIterable, Codable {
     public var format: VoiceFormat { self == .opus ? .opus : .aac }
     public var fileExtension: String { self == .opus ? "ogg" : "m4a" }
     public var contentType: String { self == .opus ? "audio/ogg" : "audio/mp4" }
+}
+
+extension AudioContainer {
+    /// What a refusal names: the containers, as people know them.
+    public static let acceptedNames = "WebM, Ogg, MP4/M4A/3GP, MP3, WAV, AIFF, FLAC, AMR, CAF or AAC"
 }

@@ -30,6 +30,10 @@ public enum VoiceRules {
             throw .invalidField(
                 "voiceMaxSeconds", "'voiceMaxSeconds' must be from \(maxSecondsRange.lowerBound) to \(maxSecondsRange.upperBound).")
         }
+        if let seconds = settings.voiceMinSeconds, !minSecondsRange.contains(seconds) {
+            throw .invalidField(
+                "voiceMinSeconds", "'voiceMinSeconds' must be from \(minSecondsRange.lowerBound) to \(minSecondsRange.upperBound).")
+        }
         let open = ConversationRules.openConversationsRange
         if let count = settings.openConversationsPerConsumer, !open.contains(count) {
             throw .invalidField(
@@ -52,6 +56,18 @@ public enum VoiceRules {
                 throw ParleyError(.forbidden, code: "permission_required", message: "Your profile does not allow sending voice messages (send_audio).")
             }
         }
+    }
+
+    /// The brand's shortest voice note, in seconds (0: any length).
+    public static let minSecondsRange = 0...10
+
+    /// Refuses a note shorter than the brand's minimum: an accidental tap, not a message.
+    public static func validateMinimum(milliseconds: Int, minSeconds: Int) throws(ParleyError) {
+        guard milliseconds < minSeconds * 1000 else { return }
+        let seconds = minSeconds == 1 ? "1 second" : "\(minSeconds) seconds"
+        throw ParleyError(
+            .unprocessable, code: "voice_too_short",
+            message: "The voice message is too short (\(String(format: "%.1f", Double(milliseconds) / 1000)) s); record at least \(seconds).")
     }
 
     /// Refuses a note longer than the brand allows, naming the limit.

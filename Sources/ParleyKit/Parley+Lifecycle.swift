@@ -38,7 +38,7 @@ extension Parley {
         lifecycleCenter = lifecycle.center
         lifecycleTask = Task {
             for await foreground in changes {
-                await self.appMoved(toForeground: foreground)
+                self.appMoved(toForeground: foreground)
             }
         }
         appMoved(toForeground: true)

@@ -41,7 +41,7 @@ public struct AudioAnalyzer: Sendable {
     /// The ffmpeg arguments that decode `input` to mono PCM on standard output, stopping after
     /// `limitSeconds` of audio (a note longer than that is refused without decoding the rest).
     public static func arguments(input: URL, limitSeconds: Int? = nil) -> [String] {
-        var arguments = ["-nostdin", "-v", "error", "-i", input.path, "-map", "0:a:0", "-ac", "1", "-ar", "\(sampleRate)"]
+        var arguments = ["-nostdin", "-v", "error", "-i", input.path, "-map", "0:a:0", "-vn", "-ac", "1", "-ar", "\(sampleRate)"]
         if let limitSeconds { arguments += ["-t", "\(limitSeconds)"] }
         return arguments + ["-f", "s16le", "-"]
     }
@@ -50,9 +50,12 @@ public struct AudioAnalyzer: Sendable {
     /// no more than a note of the limit's length. The samples are counted and reduced to peaks as
     /// they stream in; the PCM is never held whole.
     public func analyze(_ file: URL, maxSeconds: Int? = nil) async throws -> AudioAnalysis {
+        // AMR in MP4/3GP is measured from a raw copy of its frames (AMRUnpacking says why).
+        let unpacked = try await AMRUnpacking.unpack(file, ffmpeg: ffmpeg, timeout: timeout)
+        defer { if let unpacked { try? FileManager.default.removeItem(at: unpacked) } }
         let limit = maxSeconds.map { $0 + 1 }
         let peaks = PeakCollector()
-        let outcome = try await ffmpeg.run(Self.arguments(input: file, limitSeconds: limit), timeout: timeout) { chunk in
+        let outcome = try await ffmpeg.run(Self.arguments(input: unpacked ?? file, limitSeconds: limit), timeout: timeout) { chunk in
             peaks.add(chunk)
         }
         if outcome.timedOut { throw AudioAnalysisError.timedOut }

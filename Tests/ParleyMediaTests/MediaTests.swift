@@ -15,6 +15,9 @@ struct MediaTests {
         (Array("ID3".utf8) + [4, 0], .mp3),
         ([0xFF, 0xFB, 0x90, 0x64], .mp3),
         ([0xFF, 0xF1, 0x4C, 0x40], .aac),
+        (Array("FORM".utf8) + [0, 8, 0x4F, 0x22] + Array("AIFF".utf8), .aiff),
+        (Array("FORM".utf8) + [0, 8, 0x4F, 0x34] + Array("AIFC".utf8), .aiff),
+        (Array("fLaC".utf8) + [0, 0, 0, 0x22], .flac),
     ] as [([UInt8], AudioContainer)])
     func sniffing(bytes: [UInt8], container: AudioContainer) {
         #expect(AudioContainer.sniff(bytes) == container)
@@ -22,7 +25,8 @@ struct MediaTests {
 
     @Test("anything else is not audio")
     func notAudio() {
-        for bytes: [UInt8] in [[], Array("#!/bin/sh".utf8), [0x7F, 0x45, 0x4C, 0x46], Array("<html>".utf8), Array("RIFF\0\0\0\0AVI ".utf8), [0xFF]] {
+        for bytes: [UInt8] in [[], Array("#!/bin/sh".utf8), [0x7F, 0x45, 0x4C, 0x46], Array("<html>".utf8), Array("RIFF\0\0\0\0AVI ".utf8), [0xFF],
+                               Array("FORM\0\0\0\0ILBM".utf8)] {
             #expect(AudioContainer.sniff(bytes) == nil, "\(bytes)")
         }
     }

@@ -209,7 +209,8 @@ struct ParleyKitActivityTests {
             // Its history, a page at a time.
             let page = try await parley.history(limit: 1)
             #expect(page.items.map(\.id) == [second])
-            let older = try await parley.history(cursor: try #require(page.nextCursor), limit: 1)
+            guard let cursor = page.nextCursor else { throw TestFailure("a second page was expected") }
+            let older = try await parley.history(cursor: cursor, limit: 1)
             #expect(older.items.map(\.id) == [first])
             await parley.disconnect()
             log.task.cancel()

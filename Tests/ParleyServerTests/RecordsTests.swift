@@ -49,12 +49,15 @@ struct RecordsTests {
                 #expect(try await server.post("/v1/legal-holds", token: acme.adminToken, json: request).status == .created)
             }
 
-            // The cut-off is one month back: 31 days later, then a day and a minute.
-            clock.advance(by: .seconds(31 * 86_400))
+            // The cut-off is one month back. The job runs by itself whenever its day comes (the clock
+            // moves in steps that never put day 0 out of the period until everything is written):
+            // 20 days later the long conversation goes on and a new one begins; 12 days and a minute
+            // after that, day 0 is older than a month and day 20 is not.
+            clock.advance(by: .seconds(20 * 86_400))
             try await acme.send("Still going", as: longToken)
             let (recentToken, _) = try await acme.consumer(name: "Recent")
             let recent = try await acme.send("Just inside the period", as: recentToken).conversation.id
-            clock.advance(by: .seconds(86_400 + 60))
+            clock.advance(by: .seconds(12 * 86_400 + 60))
 
             // The job runs on its own once its day has come.
             let admin = try await Self.login(server, acme)

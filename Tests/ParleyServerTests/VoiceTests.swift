@@ -37,6 +37,7 @@ struct VoiceTests {
 
     @Test("every accepted container: measured, published at once, converted to Opus and AAC", arguments: [
         "note.webm", "note.ogg", "note.m4a", "note.mp3", "note.wav", "note.amr", "note.caf", "note.aac",
+        "note.aiff", "note-aifc.caf", "note-streamed.flac", "note-amr5.3gp", "note-amr-video.3gp",
     ])
     func containers(file: String) async throws {
         let fixtures = try AudioFixtures.files()
@@ -70,10 +71,76 @@ struct VoiceTests {
             let aac = try await server.get(MediaPaths.voice(messageId: ready.id, format: .aac), token: token)
             #expect(aac.headers[.contentType] == "audio/mp4")
             #expect(AudioContainer.sniff(aac.body) == .mp4)
+            // Every rendition holds the same audio as was measured, and only audio.
+            for (format, body) in [("opus", opus.body), ("aac", aac.body)] {
+                let (length, streams) = try Self.probe(body)
+                #expect(abs(length - done.durationMs) < 150, "\(file) \(format): \(length) ms vs \(done.durationMs) ms")
+                #expect(streams == ["audio"], "\(file) \(format): \(streams)")
+            }
             // The original comes back byte for byte.
             let original = try await server.get(MediaPaths.voice(messageId: ready.id, format: .original) + "?download=1", token: acme.adminToken)
             #expect(original.body == (try fixtures.data(file)))
             #expect(original.headers[.contentDisposition]?.hasPrefix("attachment") == true)
+        }
+    }
+
+    /// A rendition's decoded length (ffmpeg decodes it: headers are not trusted here either) and its
+    /// streams' kinds (ffprobe).
+    static func probe(_ data: Data) throws -> (milliseconds: Int, streams: [String]) {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("rendition-\(UUID().uuidString)")
+        try data.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let ffmpeg = ProcessRunner(executable: ProcessRunner.locate("ffmpeg") ?? "/usr/bin/ffmpeg")
+        let pcm = try ffmpeg.runBlocking(["-nostdin", "-v", "error", "-i", file.path, "-ac", "1", "-ar", "8000", "-f", "s16le", "-"], timeout: .seconds(60))
+        let ffprobe = ProcessRunner(executable: ProcessRunner.locate("ffprobe") ?? "/usr/bin/ffprobe")
+        let kinds = try ffprobe.runBlocking(["-v", "error", "-show_entries", "stream=codec_type", "-of", "csv=p=0", file.path], timeout: .seconds(60))
+        return (pcm.stdout.count / 2 * 1000 / 8000, String(decoding: kinds.stdout, as: UTF8.self).split(separator: "\n").map(String.init))
+    }
+
+    @Test("AMR in 3GP with five frames a sample: measured, drawn and converted as the raw AMR it holds (Debian's ffmpeg alone decodes a fifth)")
+    func amrInThreeGP() async throws {
+        let fixtures = try AudioFixtures.files()
+        let ffmpeg = ProcessRunner(executable: ProcessRunner.locate("ffmpeg") ?? "/usr/bin/ffmpeg")
+        let analyzer = AudioAnalyzer(ffmpeg: ffmpeg)
+        let raw = try await analyzer.analyze(fixtures.url("note.amr"))
+        let packed = try await analyzer.analyze(fixtures.url("note-amr5.3gp"))
+        #expect(abs(packed.durationMs - raw.durationMs) < 40, "\(packed.durationMs) ms vs \(raw.durationMs) ms")
+        #expect(packed.waveform == raw.waveform)
+        // Without the copy to raw AMR, ffmpeg 5.1 hears about a fifth of it.
+        let direct = try ffmpeg.runBlocking(AudioAnalyzer.arguments(input: fixtures.url("note-amr5.3gp")), timeout: .seconds(60))
+        #expect(direct.stdout.count / 2 * 1000 / AudioAnalyzer.sampleRate < raw.durationMs / 2)
+        // A 3GP whose audio is not AMR (or an M4A) is decoded as it is.
+        #expect(try await AMRUnpacking.unpack(fixtures.url("note.m4a"), ffmpeg: ffmpeg, timeout: .seconds(30)) == nil)
+        #expect(try await AMRUnpacking.unpack(fixtures.url("note.wav"), ffmpeg: ffmpeg, timeout: .seconds(30)) == nil)
+    }
+
+    @Test("accidental taps: shorter than the brand's minimum (1 s by default) is refused and stores nothing; the minimum is the brand's")
+    func tooShort() async throws {
+        let fixtures = try AudioFixtures.files()
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            try await acme.send("hello", as: token)
+            #expect(try await server.get("/v1/consumer/settings", token: token).decode(ConsumerSettingsDTO.self).voiceMinSeconds == 1)
+            let before = try await HTTPErrorTests.rowCounts(server)
+            for file in ["tap.wav", "tap.mp3"] {
+                let reply = try await Self.upload(server, try fixtures.data(file), token: token)
+                #expect(reply.status == .unprocessableContent, "\(file): \(reply.text)")
+                #expect(try reply.error.code == "voice_too_short", "\(file)")
+                #expect(try reply.error.message.contains("at least 1 second"), "\(file)")
+            }
+            #expect(try await HTTPErrorTests.rowCounts(server) == before)
+            #expect(Self.mediaFiles(server).isEmpty)
+            // A brand that asks for 8 s refuses the 6 s phrase; one that asks for none takes the tap.
+            var change = UpdateBrandSettingsRequest()
+            change.voiceMinSeconds = 11
+            #expect(try await server.request(.patch, "/v1/brand/settings", token: acme.adminToken, json: change).status == .badRequest)
+            change.voiceMinSeconds = 8
+            #expect(try await server.request(.patch, "/v1/brand/settings", token: acme.adminToken, json: change).decode(BrandSettingsDTO.self).voiceMinSeconds == 8)
+            #expect(try await Self.upload(server, try fixtures.data("note.webm"), token: token).error.code == "voice_too_short")
+            change.voiceMinSeconds = 0
+            _ = try await server.request(.patch, "/v1/brand/settings", token: acme.adminToken, json: change)
+            #expect(try await Self.upload(server, try fixtures.data("tap.wav"), token: token).status == .created)
         }
     }
 

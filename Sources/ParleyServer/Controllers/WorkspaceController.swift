@@ -74,11 +74,13 @@ struct WorkspaceController {
         let settings = try await voice.settings(brandId: consumer.brandId)
         let brand = try await identity.brandName(consumer.brandId)
         let available = try await workspace.agentsAvailable(brandId: consumer.brandId)
-        return JSONResponse(.ok, ConsumerSettingsDTO(
+        var answer = ConsumerSettingsDTO(
             voiceEnabled: settings.voiceFromConsumers, voiceMaxSeconds: settings.voiceMaxSeconds, brandName: brand,
             widgetColor: settings.widgetColor, agentsAvailable: available, availability: available ? settings.availableText : settings.awayText,
             attachmentGroups: settings.attachmentGroups, attachmentMaxMegabytes: settings.attachmentMaxMegabytes,
-            previewOrigins: settings.previewOrigins, logoUrl: settings.logoUrl))
+            previewOrigins: settings.previewOrigins, logoUrl: settings.logoUrl)
+        answer.voiceMinSeconds = settings.voiceMinSeconds
+        return JSONResponse(.ok, answer)
     }
 
     @Sendable func agent(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<PublicAgentDTO> {

@@ -184,7 +184,7 @@ public final class RoutingService: Sendable {
                 log.enqueue(team: teamId)
                 log.announceTransfer(agent: nil, team: teamId)
             }
-            if let note, !note.isEmpty { log.logNote(note, clientNoteId: UUID().uuidString, by: actor) }
+            if let note, !note.isEmpty { _ = log.logNote(note, clientNoteId: UUID().uuidString, by: actor) }
             try await log.write(in: repo)
             return log
         }

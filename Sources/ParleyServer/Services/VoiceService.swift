@@ -48,6 +48,7 @@ public struct VoiceService: Sendable {
         return try await store.write { repo in
             var settings = try await repo.brandSettings(brandId: agent.brandId)
             if let value = change.voiceMaxSeconds { settings.voiceMaxSeconds = value }
+            if let value = change.voiceMinSeconds { settings.voiceMinSeconds = value }
             if let value = change.voiceFromConsumers { settings.voiceFromConsumers = value }
             if let value = change.voiceFromAgents { settings.voiceFromAgents = value }
             if let value = change.scanFailurePolicy { settings.scanFailurePolicy = value }
@@ -142,7 +143,7 @@ public struct VoiceService: Sendable {
         guard let container = AudioContainer.sniff(header) else {
             throw ParleyError(
                 .unsupportedMediaType, code: "unsupported_audio",
-                message: "This is not audio Parley accepts. Send WebM, Ogg, MP4/M4A, MP3, WAV, AMR, CAF or AAC.")
+                message: "This is not audio Parley accepts. Send \(AudioContainer.acceptedNames).")
         }
         let analysis: AudioAnalysis
         do {
@@ -157,6 +158,7 @@ public struct VoiceService: Sendable {
             throw ParleyError(.unprocessable, code: "corrupt_audio", message: "The audio is damaged or empty and cannot be played.")
         }
         try VoiceRules.validateDuration(milliseconds: analysis.durationMs, maxSeconds: settings.voiceMaxSeconds, atLeast: analysis.truncated)
+        try VoiceRules.validateMinimum(milliseconds: analysis.durationMs, minSeconds: settings.voiceMinSeconds)
 
         return try await store(
             partial, principal: principal, request: request, container: container.rawValue, fileExtension: container.fileExtension,

@@ -234,10 +234,12 @@ struct BrandSettingsRow: TableRow {
     /// Bumped with every new logo (its URL changes, so caches keep each one forever); 0: none.
     var logoVersion: Int
     var pushPreview: PushPreview
+    var voiceMinSeconds: Int
     var updatedAt: Int64
 
     init(_ settings: BrandSettingsDTO, brandId: BrandID, at: Date) {
         pushPreview = settings.pushPreview
+        voiceMinSeconds = settings.voiceMinSeconds
         self.brandId = brandId
         voiceMaxSeconds = settings.voiceMaxSeconds
         voiceFromConsumers = settings.voiceFromConsumers ? 1 : 0
@@ -267,6 +269,7 @@ struct BrandSettingsRow: TableRow {
             attachmentMaxMegabytes: attachmentMaxMegabytes, previewOrigins: previewOrigins.split(separator: " ").map(String.init),
             logoUrl: logoVersion > 0 ? MediaPaths.logo(brandId: brandId, version: logoVersion) : nil)
         settings.pushPreview = pushPreview
+        settings.voiceMinSeconds = voiceMinSeconds
         return settings
     }
 }
