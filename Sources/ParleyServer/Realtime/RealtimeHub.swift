@@ -135,6 +135,11 @@ public final class RealtimeHub: Service {
     public var connectionCount: Int { state.withLock { $0.connections.count } }
 
     /// The brand's agents with at least one open connection to this node.
+    /// Whether any agent of the brand has a connection to this node (cheap: no set is built).
+    public func hasAgents(brandId: BrandID) -> Bool {
+        state.withLock { $0.agentsByBrand[brandId]?.isEmpty == false }
+    }
+
     public func connectedAgents(brandId: BrandID) -> Set<AgentID> {
         state.withLock { state in
             Set((state.agentsByBrand[brandId] ?? []).compactMap { id -> AgentID? in

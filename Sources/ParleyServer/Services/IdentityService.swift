@@ -382,7 +382,8 @@ public struct IdentityService: Sendable {
         let brand = BrandDTO(id: BrandID.make(), name: brandName, createdAt: clock.now())
         try await store.write { repo in
             try await repo.insertBrand(brand)
-            try await repo.enqueueJob(try RecordsService.retentionJob(brandId: brand.id, at: brand.createdAt))
+            // A new brand has nothing to purge for a while: its first retention run is a day away.
+            try await repo.enqueueJob(try RecordsService.retentionJob(brandId: brand.id, at: brand.createdAt, after: 86_400))
         }
         let app = try await createApp(brandId: brand.id, CreateAppRequest(name: appName, channel: .web))
         let password = Identifier.random(20)

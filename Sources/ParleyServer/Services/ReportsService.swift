@@ -59,7 +59,9 @@ public struct ReportsService: Sendable {
     func watch(_ bus: any EventBus) {
         bus.subscribe { [self] event in
             guard case .agents(let brandId) = event.audience,
-                event.frame.contains(#""type":"conversation""#) || event.frame.contains(#""type":"presence""#)
+                event.frame.contains(#""type":"conversation""#) || event.frame.contains(#""type":"presence""#),
+                // Nobody connected to this node would get a report: nothing to compute.
+                hub.hasAgents(brandId: brandId)
             else { return }
             wake(brandId)
         }
