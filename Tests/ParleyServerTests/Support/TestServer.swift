@@ -131,7 +131,9 @@ struct TestServer: Sendable {
             if headers[.contentType] == nil { headers[.contentType] = "application/octet-stream" }
         }
         let request = TestClient.Request(path, method: method, authority: "127.0.0.1:\(port)", headers: headers, body: body)
-        let response = try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+        // 60 s without a byte before the client gives up: a deadline for a 2-core machine running the
+        // whole suite in parallel (on PostgreSQL a request once waited more than the default 15 s), not a measure.
+        let response = try await TestClient.withClient(host: "127.0.0.1", port: port, configuration: .init(timeout: .seconds(60))) { client in
             try await client.execute(request)
         }
         return Reply(status: response.status, headers: response.headers, body: response.body.map { Data(buffer: $0) } ?? Data())
