@@ -151,14 +151,9 @@ public struct TranscriptService: Sendable {
         }
         return batch.map { conversation in
             let customer = customers[conversation.consumerId]
-            var entries = (messages[conversation.id] ?? []).map { entry(for: $0, customer: customer?.displayName ?? "The customer") }
-            entries += (events[conversation.id] ?? []).compactMap { entry(for: $0, names: names) }
-            entries.sort { $0.seq < $1.seq }
-            return Transcript.Conversation(
-                id: conversation.id, channel: conversation.channel, app: names.apps[conversation.appId] ?? conversation.appId.rawValue,
-                state: conversation.state, customer: customer?.displayName ?? "A customer", customerId: conversation.consumerId,
-                anonymous: customer?.anonymous ?? true, createdAt: conversation.createdAt, previousConversationId: conversation.previousConversationId,
-                rating: conversation.rating, entries: entries)
+            let entries = (messages[conversation.id] ?? []).map { entry(for: $0, customer: customer?.displayName ?? "The customer") }
+                + (events[conversation.id] ?? []).compactMap { entry(for: $0, names: names) }
+            return Self.transcript(conversation, customer: customer, entries: entries, names: names)
         }
     }
 
@@ -186,12 +181,16 @@ public struct TranscriptService: Sendable {
             guard upper != .max else { break }
             cursor = upper
         }
-        entries.sort { $0.seq < $1.seq }
-        return Transcript.Conversation(
+        return Self.transcript(conversation, customer: customer, entries: entries, names: names)
+    }
+
+    /// The record of a conversation from its entries (in any order: they are put in sequence order).
+    static func transcript(_ conversation: ConversationDTO, customer: ConsumerDTO?, entries: [Transcript.Entry], names: Names) -> Transcript.Conversation {
+        Transcript.Conversation(
             id: conversation.id, channel: conversation.channel, app: names.apps[conversation.appId] ?? conversation.appId.rawValue,
             state: conversation.state, customer: customer?.displayName ?? "A customer", customerId: conversation.consumerId,
             anonymous: customer?.anonymous ?? true, createdAt: conversation.createdAt, previousConversationId: conversation.previousConversationId,
-            rating: conversation.rating, entries: entries)
+            rating: conversation.rating, entries: entries.sorted { $0.seq < $1.seq })
     }
 
     private func entry(for message: MessageDTO, customer: String) -> Transcript.Entry {
