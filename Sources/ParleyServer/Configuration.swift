@@ -118,6 +118,8 @@ public struct ParleyConfiguration: Sendable {
     public var rateConsumerMessages: Int = 60
     /// Activity batches (ParleyKit's `report`, at most 50 events each) one consumer may send per minute.
     public var rateConsumerActivity: Int = 30
+    /// Push registrations (a device's token) per minute per consumer.
+    public var rateConsumerPush: Int = 10
     /// Date-range transcript exports one brand may run at once (each streams a page at a time).
     public var transcriptExports: Int = 2
     /// Hours between two runs of each brand's retention job (what is older than the brand's period goes).

@@ -100,6 +100,9 @@ extension ParleyConfiguration {
         Setting(flag: "rate-consumer-activity", environment: "PARLEY_RATE_CONSUMER_ACTIVITY", help: "activity batches (up to 50 events) per minute per consumer, 0 for no limit (default 30)") { c, v, name throws(ConfigurationError) in
             c.rateConsumerActivity = try parseInt(v, name, range: 0...1_000_000, what: "a count")
         },
+        Setting(flag: "rate-consumer-push", environment: "PARLEY_RATE_CONSUMER_PUSH", help: "push registrations per minute per consumer, 0 for no limit (default 10)") { c, v, name throws(ConfigurationError) in
+            c.rateConsumerPush = try parseInt(v, name, range: 0...1_000_000, what: "a count")
+        },
         Setting(flag: "transcript-exports", environment: "PARLEY_TRANSCRIPT_EXPORTS", help: "date-range transcript exports one brand may run at once (default 2)") { c, v, name throws(ConfigurationError) in
             c.transcriptExports = try parseInt(v, name, range: 1...100, what: "a count")
         },

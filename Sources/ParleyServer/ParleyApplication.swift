@@ -161,7 +161,7 @@ public struct ParleyServices: Sendable {
         let vapid = try VAPIDKey.load(configuration)
         let webPushHosts = MediaHostAllowList(configuration.webPushHosts)
         let push = PushService(
-            store: store, secrets: secrets, hub: hub, jobs: jobs, webPushHosts: webPushHosts, vapidPublicKey: vapid.publicKeyBase64URL, clock: clock,
+            store: store, secrets: secrets, hub: hub, jobs: jobs, limits: limits, webPushHosts: webPushHosts, vapidPublicKey: vapid.publicKeyBase64URL, clock: clock,
             logger: logger)
         push.watch(bus)
         let routing = RoutingService(store: store, hub: hub, bus: bus, jobs: jobs, clock: clock, logger: logger)

@@ -12,7 +12,7 @@ struct HTTPErrorTests {
     static func rowCounts(_ server: TestServer) async throws -> [String: Int] {
         try await server.services.store.database.read { db in
             var counts: [String: Int] = [:]
-            for table in ["brands", "apps", "agents", "consumers", "sessions", "conversations", "messages", "conversation_events", "saved_replies", "activity_events", "engagement_rules", "lifecycle_settings", "automatic_messages", "legal_holds", "purges", "records_settings"] {
+            for table in ["brands", "apps", "agents", "consumers", "sessions", "conversations", "messages", "conversation_events", "saved_replies", "activity_events", "engagement_rules", "lifecycle_settings", "automatic_messages", "legal_holds", "purges", "records_settings", "push_registrations"] {
                 counts[table] = try await db.raw("SELECT COUNT(*) AS n FROM \(unsafeRaw: table)").first()?.decode(column: "n", as: Int.self)
             }
             return counts

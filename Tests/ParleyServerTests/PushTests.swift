@@ -101,21 +101,7 @@ struct PushTests {
 
     @Test("FCM: the service account's JWT is exchanged for an access token once, Android devices get the notification with a collapse key, an UNREGISTERED token is deleted")
     func fcm() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fcm-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let keyFile = directory.appendingPathComponent("key.pem")
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        openssl.arguments = ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", keyFile.path]
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
-        openssl.waitUntilExit()
-        let pem = try String(contentsOf: keyFile, encoding: .utf8)
-        let privateKey = try Insecure.RSA.PrivateKey(pem: pem)
-        let account = String(decoding: try FakeFCM.fixture("service-account.json"), as: UTF8.self)
-            .replacingOccurrences(of: "\"PRIVATE_KEY\"", with: String(decoding: try JSONEncoder().encode(pem), as: UTF8.self))
-        let fake = await FakeFCM.start(publicKey: privateKey.publicKey, clientEmail: "firebase-adminsdk-x1y2z@acme-shop-b5ae1.iam.gserviceaccount.com")
+        let (account, fake) = try await Self.fcmAccount()
         do {
             try await TestServer.run(configure: {
                 $0.fcmAPIURL = fake.baseURL
@@ -152,5 +138,105 @@ struct PushTests {
             throw error
         }
         await fake.stop()
+    }
+    @Test("registrations are bounded: no credentials is 409 push_not_configured, tokens have their provider's shape and length, 10 devices per consumer (the oldest replaced), a rate limit; one reply queues at most 10 jobs")
+    func registrationLimits() async throws {
+        let clock = ManualClock()
+        try await TestServer.run(clock: clock) { server in
+            let acme = try await BrandScenario.make(server)
+            let (consumerToken, consumer) = try await acme.consumer(name: "Flo")
+            func register(_ provider: PushProvider, _ token: String) async throws -> TestServer.Reply {
+                try await server.post("/v1/consumer/push", token: consumerToken, json: RegisterPushRequest(provider: provider, token: token))
+            }
+            // The app has no APNs or FCM credentials: nothing to register, nothing stored.
+            let before = try await HTTPErrorTests.rowCounts(server)
+            for provider in [PushProvider.apns, .fcm] {
+                let refused = try await register(provider, provider == .apns ? Self.deviceToken : "fcm-" + String(repeating: "t", count: 150))
+                #expect(refused.status == .conflict)
+                #expect(try refused.error.code == "push_not_configured")
+            }
+            #expect(try await HTTPErrorTests.rowCounts(server) == before)
+
+            let key = ES256PrivateKey()
+            let credentials = ConnectAPNsRequest(teamId: "ABCDE12345", keyId: "KEY1234567", privateKey: key.pemRepresentation, topic: "com.acme.shop")
+            #expect(try await server.request(.put, "/v1/apps/\(acme.app.id)/push/apns", token: acme.adminToken, json: credentials).status == .ok)
+            // APNs tokens: hex, 64-200 digits.
+            #expect(try await register(.apns, String(repeating: "ab", count: 16)).error.field == "token")
+            #expect(try await register(.apns, String(repeating: "ab", count: 2048)).error.field == "token")
+
+            // Twelve devices, a minute apart: the two registered first are replaced.
+            let tokens = (0..<12).map { String(format: "%064x", $0 + 1) }
+            for token in tokens {
+                #expect(try await register(.apns, token).status == .ok)
+                clock.advance(by: .seconds(60))
+            }
+            let kept = try await server.services.store.read { repo in try await repo.pushRegistrations(consumerId: consumer.id) }
+            #expect(kept.count == 10)
+            #expect(Set(kept.map(\.token)) == Set(tokens.suffix(10)))
+
+            // One reply to a consumer without a connection: one job per device, never more.
+            let sent = try await acme.send("Hello", as: consumerToken)
+            _ = try await acme.reply("Hi!", in: sent.conversation.id, as: acme.adminToken)
+            let deadline = Date().addingTimeInterval(15)
+            var queued = 0
+            while Date() < deadline {
+                queued = try await Self.pushJobs(server)
+                if queued >= 10 { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await Self.pushJobs(server) == 10)
+
+            // Ten registrations a minute: the eleventh at once is refused until the bucket refills.
+            var refused: TestServer.Reply?
+            for n in 0..<11 {
+                let reply = try await register(.apns, String(format: "%064x", 100 + n))
+                if reply.status != .ok { refused = reply; break }
+            }
+            #expect(refused?.status == .tooManyRequests)
+            #expect(try refused?.error.code == "rate_limited")
+            clock.advance(by: .seconds(60))
+            #expect(try await register(.apns, String(format: "%064x", 999)).status == .ok)
+        }
+    }
+
+    @Test("FCM tokens: the shape of an FCM registration token, at most 512 characters (a 4 KB token is refused)")
+    func fcmTokenShape() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (consumerToken, _) = try await acme.consumer(name: "Gus")
+            for token in [String(repeating: "x", count: 4096), "short", "has spaces in it and is long enough to count", "slash/" + String(repeating: "y", count: 100)] {
+                let reply = try await server.post("/v1/consumer/push", token: consumerToken, json: RegisterPushRequest(provider: .fcm, token: token))
+                let field = try reply.error.field
+                #expect(reply.status == .badRequest && field == "token", "\(token.prefix(20)): \(reply.status)")
+            }
+        }
+    }
+
+    /// A service account from FCM's documented key file with a new RSA key, and a local FCM that checks it.
+    static func fcmAccount() async throws -> (account: String, fake: FakeFCM) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fcm-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keyFile = directory.appendingPathComponent("key.pem")
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        openssl.arguments = ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", keyFile.path]
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        let pem = try String(contentsOf: keyFile, encoding: .utf8)
+        let privateKey = try Insecure.RSA.PrivateKey(pem: pem)
+        let account = String(decoding: try FakeFCM.fixture("service-account.json"), as: UTF8.self)
+            .replacingOccurrences(of: "\"PRIVATE_KEY\"", with: String(decoding: try JSONEncoder().encode(pem), as: UTF8.self))
+        let fake = await FakeFCM.start(publicKey: privateKey.publicKey, clientEmail: "firebase-adminsdk-x1y2z@acme-shop-b5ae1.iam.gserviceaccount.com")
+        return (account, fake)
+    }
+
+    /// Every `push.send` job in the table, whatever its state.
+    static func pushJobs(_ server: TestServer) async throws -> Int {
+        try await server.services.store.database.read { db in
+            try await db.raw("SELECT COUNT(*) AS n FROM jobs WHERE kind = 'push.send'").first()?.decode(column: "n", as: Int.self) ?? 0
+        }
     }
 }

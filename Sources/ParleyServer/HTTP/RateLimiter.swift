@@ -77,6 +77,8 @@ public struct RateLimits: Sendable {
     public let consumerMessages: RateLimiter
     /// Activity batches one consumer may report.
     public let consumerActivity: RateLimiter
+    /// Push registrations one consumer may make (each a device's token).
+    public let pushRegistrations: RateLimiter
     /// Consumer writes (messages, uploads, new sessions) from one IP address.
     public let ipWrites: RateLimiter
     /// New anonymous consumer sessions from one IP address.
@@ -109,6 +111,7 @@ public struct RateLimits: Sendable {
         floods = FloodCooldown(duration: .seconds(configuration.realtimeFloodCooldownSeconds))
         consumerMessages = RateLimiter(name: "consumer messages", limit: configuration.rateConsumerMessages, per: .seconds(60), clock: now)
         consumerActivity = RateLimiter(name: "consumer activity", limit: configuration.rateConsumerActivity, per: .seconds(60), clock: now)
+        pushRegistrations = RateLimiter(name: "push registrations", limit: configuration.rateConsumerPush, per: .seconds(60), clock: now)
         ipWrites = RateLimiter(name: "writes per IP", limit: configuration.rateIPWrites, per: .seconds(60), clock: now)
         consumerSessions = RateLimiter(name: "consumer sessions per IP", limit: configuration.rateConsumerSessions, per: .seconds(60), clock: now)
         loginsPerIP = RateLimiter(name: "sign-ins per IP", limit: configuration.rateLogins, per: .seconds(60), clock: now)

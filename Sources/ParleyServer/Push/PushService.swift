@@ -20,6 +20,7 @@ public struct PushService: Sendable {
     let secrets: SecretBox
     let hub: RealtimeHub
     let jobs: JobQueue
+    let limits: RateLimits
     /// The push services browsers' subscriptions may point to.
     let webPushHosts: MediaHostAllowList
     let vapidPublicKey: String
@@ -27,6 +28,13 @@ public struct PushService: Sendable {
     let logger: Logger
 
     static let jobKind = "push.send"
+    /// Devices one consumer keeps registered; a further one replaces the one registered longest ago.
+    static let devicesPerConsumer = 10
+    /// APNs device tokens: 32 bytes today, in hex; Apple asks providers not to rely on the length, so up to 100 bytes.
+    static let apnsTokenLength = 64...200
+    /// FCM registration tokens: about 150-180 characters of base64url and a colon in practice.
+    static let fcmTokenLength = 32...512
+    static let fcmTokenCharacters = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_:")
 
     // MARK: Consumers' devices
 
@@ -34,12 +42,12 @@ public struct PushService: Sendable {
         let token = request.token.trimmingCharacters(in: .whitespaces)
         switch request.provider {
         case .apns:
-            guard (32...200).contains(token.count), token.allSatisfy(\.isHexDigit) else {
+            guard Self.apnsTokenLength.contains(token.count), token.allSatisfy(\.isHexDigit) else {
                 throw ParleyError.invalidField("token", "An APNs device token is hexadecimal (64 digits from the device).")
             }
         case .fcm:
-            guard (16...4096).contains(token.count), !token.contains(where: \.isWhitespace) else {
-                throw ParleyError.invalidField("token", "An FCM registration token is 16-4096 characters without spaces.")
+            guard Self.fcmTokenLength.contains(token.count), token.unicodeScalars.allSatisfy(Self.fcmTokenCharacters.contains) else {
+                throw ParleyError.invalidField("token", "An FCM registration token is \(Self.fcmTokenLength.lowerBound)-\(Self.fcmTokenLength.upperBound) characters of A-Z a-z 0-9 - _ :.")
             }
         case .webpush:
             // The endpoint comes from the browser: only known push services are ever called.
@@ -53,9 +61,19 @@ public struct PushService: Sendable {
         if let environment = request.environment, !["production", "sandbox"].contains(environment) {
             throw ParleyError.invalidField("environment", "'environment' is production or sandbox.")
         }
+        try limits.pushRegistrations.check(consumer.consumerId.rawValue, "push registrations")
+        // A device of a provider the app cannot send through would only ever queue jobs that fail
+        // (Web Push signs with the server's own key: it needs nothing from the app).
+        if request.provider != .webpush,
+            try await store.read({ repo in try await repo.pushCredentials(appId: consumer.appId, provider: request.provider) }) == nil
+        {
+            throw ParleyError(
+                .conflict, code: "push_not_configured",
+                message: "This app has no \(request.provider == .apns ? "APNs" : "FCM") credentials: the brand's admin adds them first.")
+        }
         let now = clock.now()
         let saved = try await store.write { repo in
-            try await repo.savePushRegistration(PushRegistrationRecord(
+            try await repo.savePushRegistration(keepingAtMost: Self.devicesPerConsumer, PushRegistrationRecord(
                 id: "push_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased(), brandId: consumer.brandId, appId: consumer.appId, consumerId: consumer.consumerId,
                 provider: request.provider, token: request.provider == .apns ? token.lowercased() : token,
                 environment: request.environment,
@@ -201,8 +219,17 @@ public struct PushService: Sendable {
 
     private func enqueue(_ announcement: Announcement) async {
         do {
-            let registrations = try await store.read { repo in try await repo.pushRegistrations(consumerId: announcement.consumerId) }
-            for registration in registrations where registration.brandId == announcement.brandId {
+            let (registrations, configured) = try await store.read { repo in
+                (
+                    try await repo.pushRegistrations(consumerId: announcement.consumerId),
+                    try await repo.pushCredentials(brandId: announcement.brandId)
+                )
+            }
+            // Only devices the app can reach: a registration whose provider lost its credentials queues nothing.
+            for registration in registrations
+            where registration.brandId == announcement.brandId
+                && (registration.provider == .webpush || configured.contains { $0.appId == registration.appId && $0.provider == registration.provider })
+            {
                 try await jobs.enqueue(
                     Self.jobKind, Job(registrationId: registration.id, announcement: announcement), brandId: announcement.brandId,
                     dedupeKey: "push:\(announcement.key):\(registration.id)")

@@ -154,21 +154,25 @@ public struct JobRunner: Service {
                 var claimed: [JobRecord] = []
                 if free > 0 {
                     do {
-                        let mine = running.seqs.withLock { $0 }
+                        let (mine, owners) = running.snapshot()
                         claimed = try await store.write { repo in
-                            try await repo.claimJobs(now: clock.now(), lease: lease, limit: free, excluding: mine)
+                            let now = clock.now()
+                            let waiting = try await repo.claimableJobOwners(now: now, excluding: mine)
+                            var jobs: [JobRecord] = []
+                            for (owner, slots) in Self.share(free: free, concurrency: concurrency, running: owners, waiting: waiting) {
+                                jobs += try await repo.claimJobs(now: now, lease: lease, limit: slots, excluding: mine, owner: owner)
+                            }
+                            return jobs
                         }
                     } catch {
                         logger.warning("could not claim jobs", metadata: ["error": "\(error)"])
                     }
                 }
                 for job in claimed {
-                    running.count.add(1, ordering: .relaxed)
-                    running.seqs.withLock { _ = $0.insert(job.seq) }
+                    running.start(job)
                     group.addTask {
                         await self.execute(job)
-                        running.seqs.withLock { _ = $0.remove(job.seq) }
-                        running.count.subtract(1, ordering: .releasing)
+                        running.finish(job)
                         signal.wake()  // a slot is free, and the job's lane may have a next job
                     }
                 }
@@ -179,6 +183,31 @@ public struct JobRunner: Service {
                 }
             }
         }
+    }
+
+    /// Shares `free` slots between the owners (brands) that have jobs waiting, so that one brand's
+    /// backlog never delays another brand's work: each slot in turn goes to the waiting owner with the
+    /// fewest jobs running here (ties: whose oldest job has waited longest), and no owner holds more
+    /// than `concurrency - 1` slots, so one is always left for somebody else's job (a brand's 20,000
+    /// pushes to a provider that hangs for 30 s each cannot hold every slot). With one slot in all,
+    /// that one is shared the same way.
+    static func share(free: Int, concurrency: Int, running: [JobOwner: Int], waiting: [(owner: JobOwner, due: Date)]) -> [(JobOwner, Int)] {
+        let cap = max(1, concurrency - 1)
+        var held = running
+        var given: [JobOwner: Int] = [:]
+        let oldestFirst = waiting.sorted { $0.due < $1.due }
+        var candidates = oldestFirst
+        for _ in 0..<max(0, free) {
+            candidates.removeAll { held[$0.owner, default: 0] >= cap }
+            guard let next = candidates.enumerated().min(by: { a, b in
+                let (x, y) = (held[a.element.owner, default: 0], held[b.element.owner, default: 0])
+                return x != y ? x < y : a.offset < b.offset
+            })?.element else { break }
+            held[next.owner, default: 0] += 1
+            given[next.owner, default: 0] += 1
+        }
+        // Oldest first, so that the order of claims follows the order of waiting.
+        return oldestFirst.compactMap { candidate in given[candidate.owner].map { (candidate.owner, $0) } }
     }
 
     /// Runs one claimed job and records what happened.
@@ -235,12 +264,31 @@ public struct JobRunner: Service {
     }
 }
 
-/// How many jobs this runner has started and not finished.
+/// How many jobs this runner has started and not finished, and whose they are.
 final class RunningJobs: Sendable {
     let count = Atomic<Int>(0)
     /// The jobs this node is running: never claimed again here, even once their lease has run out
-    /// (a slow job is still running; only another node may take it over).
-    let seqs = Mutex<Set<Int64>>([])
+    /// (a slow job is still running; only another node may take it over), and how many each owner has.
+    private let state = Mutex<(seqs: Set<Int64>, owners: [JobOwner: Int])>(([], [:]))
+
+    func snapshot() -> (seqs: Set<Int64>, owners: [JobOwner: Int]) { state.withLock { $0 } }
+
+    func start(_ job: JobRecord) {
+        count.add(1, ordering: .relaxed)
+        state.withLock { state in
+            state.seqs.insert(job.seq)
+            state.owners[JobOwner(job.brandId), default: 0] += 1
+        }
+    }
+
+    func finish(_ job: JobRecord) {
+        state.withLock { state in
+            state.seqs.remove(job.seq)
+            let owner = JobOwner(job.brandId)
+            state.owners[owner] = (state.owners[owner] ?? 1) > 1 ? state.owners[owner]! - 1 : nil
+        }
+        count.subtract(1, ordering: .releasing)
+    }
 }
 
 extension Duration {

@@ -47,6 +47,21 @@ public struct JobRecord: Sendable, Hashable {
     }
 }
 
+/// Whose a job is, for sharing the runner between brands: a brand's, or the server's own (no brand).
+public enum JobOwner: Hashable, Sendable, CustomStringConvertible {
+    case brand(BrandID)
+    case none
+
+    public init(_ brandId: BrandID?) { self = brandId.map(JobOwner.brand) ?? .none }
+
+    public var description: String {
+        switch self {
+        case .brand(let id): id.rawValue
+        case .none: "(server)"
+        }
+    }
+}
+
 public protocol JobStore: Sendable {
     /// Adds a job; false (and nothing added) when a kept job has the same dedupe key.
     @discardableResult
@@ -57,6 +72,11 @@ public protocol JobStore: Sendable {
     /// job.
     /// `excluding`: jobs the caller is running itself (not taken over even when their lease ran out).
     func claimJobs(now: Date, lease: TimeInterval, limit: Int, excluding: Set<Int64>) async throws -> [JobRecord]
+    /// `claimJobs` for one owner's jobs only (`JobOwner`: a brand, or the jobs of no brand).
+    func claimJobs(now: Date, lease: TimeInterval, limit: Int, excluding: Set<Int64>, owner: JobOwner) async throws -> [JobRecord]
+    /// Who has jobs that could be claimed now, each with when its oldest came due: the runner shares
+    /// its slots between them. Reads only the due part of the table (the `jobs_due` index).
+    func claimableJobOwners(now: Date, excluding: Set<Int64>) async throws -> [(owner: JobOwner, due: Date)]
     /// The job is done: it is removed.
     func completeJob(seq: Int64) async throws
     /// Back to the queue until `runAt`; `countAttempt: false` gives back the attempt its claim took
@@ -87,11 +107,41 @@ extension SQLRepository: JobStore {
     }
 
     public func claimJobs(now: Date, lease: TimeInterval, limit: Int, excluding: Set<Int64>) async throws -> [JobRecord] {
+        try await claimJobs(now: now, lease: lease, limit: limit, excluding: excluding, ownedBy: nil)
+    }
+
+    public func claimJobs(now: Date, lease: TimeInterval, limit: Int, excluding: Set<Int64>, owner: JobOwner) async throws -> [JobRecord] {
+        try await claimJobs(now: now, lease: lease, limit: limit, excluding: excluding, ownedBy: owner)
+    }
+
+    public func claimableJobOwners(now: Date, excluding: Set<Int64>) async throws -> [(owner: JobOwner, due: Date)] {
         let at = StoredTime.millis(now)
-        var mine = SQLQueryString("")
-        if !excluding.isEmpty {
-            // Sequence numbers this node made itself: integers, written as literals.
-            mine = SQLQueryString(" AND j.seq NOT IN (\(unsafeRaw: excluding.sorted().map(String.init).joined(separator: ",")))")
+        let rows = try await db.raw(
+            """
+            SELECT j.brand_id AS brand_id, MIN(j.run_at) AS due FROM jobs j
+            WHERE ((j.state = \(bind: JobState.queued.rawValue) AND j.run_at <= \(bind: at))
+                OR (j.state = \(bind: JobState.running.rawValue) AND j.locked_until < \(bind: at)))\(Self.notMine(excluding))
+            GROUP BY j.brand_id
+            """
+        ).all()
+        return try rows.map { row in
+            let brand = try row.decode(column: "brand_id", as: BrandID?.self)
+            return (brand.map(JobOwner.brand) ?? .none, StoredTime.date(try row.decode(column: "due", as: Int64.self)))
+        }
+    }
+
+    /// Sequence numbers this node made itself: integers, written as literals.
+    private static func notMine(_ excluding: Set<Int64>) -> SQLQueryString {
+        excluding.isEmpty ? "" : SQLQueryString(" AND j.seq NOT IN (\(unsafeRaw: excluding.sorted().map(String.init).joined(separator: ",")))")
+    }
+
+    private func claimJobs(now: Date, lease: TimeInterval, limit: Int, excluding: Set<Int64>, ownedBy owner: JobOwner?) async throws -> [JobRecord] {
+        let at = StoredTime.millis(now)
+        var mine = Self.notMine(excluding)
+        switch owner {
+        case nil: break
+        case .brand(let brandId)?: mine = mine + " AND j.brand_id = \(bind: brandId)"
+        case JobOwner.none?: mine = mine + " AND j.brand_id IS NULL"
         }
         let until = StoredTime.millis(now.addingTimeInterval(lease))
         let skipLocked: SQLQueryString = flavor == .postgres ? " FOR UPDATE SKIP LOCKED" : ""

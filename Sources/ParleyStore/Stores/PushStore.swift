@@ -46,7 +46,8 @@ public struct PushCredentialsRecord: Sendable, Hashable {
 public protocol PushStore: Sendable {
     /// Inserts the registration, or moves an existing one with the same provider and token to this
     /// consumer (a device changes hands, or registers again).
-    func savePushRegistration(_ registration: PushRegistrationRecord) async throws -> PushRegistrationRecord
+    /// `keepingAtMost`: the consumer's registrations beyond that many are deleted, the ones updated longest ago first.
+    func savePushRegistration(keepingAtMost: Int, _ registration: PushRegistrationRecord) async throws -> PushRegistrationRecord
     func pushRegistrations(consumerId: ConsumerID) async throws -> [PushRegistrationRecord]
     func deletePushRegistration(id: String) async throws
     func deletePushRegistration(consumerId: ConsumerID, provider: PushProvider, token: String) async throws -> Bool
@@ -56,7 +57,19 @@ public protocol PushStore: Sendable {
 }
 
 extension SQLRepository: PushStore {
-    public func savePushRegistration(_ registration: PushRegistrationRecord) async throws -> PushRegistrationRecord {
+    public func savePushRegistration(keepingAtMost limit: Int, _ registration: PushRegistrationRecord) async throws -> PushRegistrationRecord {
+        let saved = try await savePushRegistration(registration)
+        try await db.raw(
+            """
+            DELETE FROM push_registrations WHERE consumer_id = \(bind: registration.consumerId) AND id NOT IN (
+                SELECT id FROM push_registrations WHERE consumer_id = \(bind: registration.consumerId)
+                ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT \(bind: limit))
+            """
+        ).run()
+        return saved
+    }
+
+    private func savePushRegistration(_ registration: PushRegistrationRecord) async throws -> PushRegistrationRecord {
         if var existing = try await db.raw(
             "SELECT * FROM push_registrations WHERE provider = \(bind: registration.provider.rawValue) AND token = \(bind: registration.token)"
         ).first(PushRegistrationRow.self)?.record {

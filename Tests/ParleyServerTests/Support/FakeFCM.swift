@@ -21,6 +21,8 @@ final class FakeFCM: Sendable {
         var sent: [Sent] = []
         var tokenRequests = 0
         var unregistered: Set<String> = []
+        /// How long each send takes to answer (a slow provider).
+        var delay: Duration = .zero
     }
 
     let state = Mutex(State())
@@ -89,10 +91,11 @@ final class FakeFCM: Sendable {
         guard let object = try JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
             let message = object["message"] as? [String: Any], message["token"] is String
         else { return json(.badRequest, Data(#"{"error":{"code":400,"message":"Invalid JSON payload received.","status":"INVALID_ARGUMENT"}}"#.utf8)) }
-        let dead = state.withLock { state -> Bool in
+        let (dead, delay) = state.withLock { state -> (Bool, Duration) in
             state.sent.append(Sent(message: message))
-            return state.unregistered.contains(message["token"] as? String ?? "")
+            return (state.unregistered.contains(message["token"] as? String ?? ""), state.delay)
         }
+        if delay > .zero { try await Task.sleep(for: delay) }
         if dead { return json(.notFound, try Self.fixture("error-unregistered.json")) }
         return json(.ok, try Self.fixture("send-response.json"))
     }
