@@ -4,9 +4,12 @@ import ParleyDomain
 
 /// Measures an image and makes its thumbnail: a JPEG at most `AttachmentRules.thumbnailWidth` wide.
 ///
-/// The size comes from ffprobe, which reads the header only, so that an image claiming more than
-/// `AttachmentRules.maxImagePixels` is refused before anything decodes it. HEIC, which Debian's
-/// ffmpeg cannot read, is decoded by libheif's `heif-convert` first.
+/// The size comes from the header, so that an image claiming more than
+/// `AttachmentRules.maxImagePixels` is refused before anything decodes it: ffprobe's for every
+/// format ffmpeg reads, the `ispe` properties (`HEIFSize`) for HEIC, which Debian's ffmpeg cannot
+/// read and libheif's `heif-convert` decodes. Every decoder runs under a memory limit
+/// (`ProcessRunner.memoryLimit`), so that an image that lies in a way no header shows still cannot
+/// take the machine's memory.
 public struct ImageThumbnailer: Sendable {
     public enum Failure: Error, Equatable {
         /// More pixels than allowed: refused, never decoded.
@@ -46,6 +49,17 @@ public struct ImageThumbnailer: Sendable {
         guard scaled.succeeded else { throw Failure.undecodable(scaled.stderrTail) }
     }
 
+    /// A HEIC's size from its `ispe` properties, refused over the pixel limit before heif-convert runs.
+    private func measureHEIF(_ file: URL) throws -> (width: Int, height: Int) {
+        guard let data = try? Data(contentsOf: file, options: .alwaysMapped), let largest = HEIFSize.largestImage(in: data),
+            largest.width > 0, largest.height > 0
+        else { throw Failure.undecodable("no image size in the HEIF file") }
+        if largest.width * largest.height > AttachmentRules.maxImagePixels {
+            throw Failure.tooManyPixels(width: largest.width, height: largest.height)
+        }
+        return largest
+    }
+
     /// The image's size from its header (ffprobe decodes nothing), refused over the pixel limit.
     private func measure(_ file: URL) async throws -> (width: Int, height: Int) {
         let probe = try await ffprobe.run(
@@ -66,6 +80,7 @@ public struct ImageThumbnailer: Sendable {
         var intermediate: URL?
         defer { if let intermediate { try? FileManager.default.removeItem(at: intermediate) } }
         if type == .heic {
+            _ = try measureHEIF(file)
             guard let heifConvert else { throw Failure.undecodable("HEIC needs heif-convert (libheif-examples)") }
             let converted = output.deletingLastPathComponent().appendingPathComponent("\(UUID().uuidString).heic.jpg")
             intermediate = converted

@@ -18,6 +18,8 @@ public struct ProcessRunner: Sendable {
         public var stderrTail: String
         public var timedOut: Bool
         public var crashed: Bool
+        /// The most memory the program held at once (its peak resident set), as the kernel counted it.
+        public var peakMemoryBytes: Int = 0
 
         public var succeeded: Bool { status == 0 && !timedOut && !crashed }
     }
@@ -27,10 +29,22 @@ public struct ProcessRunner: Sendable {
     }
 
     public let executable: String
+    /// The most address space the program may map (RLIMIT_AS, set by util-linux's `prlimit` before
+    /// it becomes the program: posix_spawn cannot set limits): past it, allocations fail and the program
+    /// ends with an error instead of taking the machine's memory. Nil: no limit.
+    public let memoryLimit: Int?
 
     public init(executable: String) {
-        self.executable = executable
+        self.init(executable: executable, memoryLimit: nil)
     }
+
+    public init(executable: String, memoryLimit: Int?) {
+        self.executable = executable
+        self.memoryLimit = memoryLimit
+    }
+
+    /// util-linux's prlimit (Essential in Debian: always installed).
+    static let prlimit = locate("prlimit")
 
     /// Finds `name` in PATH (or takes an absolute path as it is).
     public static func locate(_ name: String) -> String? {
@@ -68,7 +82,13 @@ public struct ProcessRunner: Sendable {
     /// code that is not async (the tests' helpers); the server only calls `run`.
     public func runBlocking(_ arguments: [String], timeout: Duration, stdout consume: (@Sendable (Data) -> Void)? = nil) throws -> Outcome {
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        let child = try Self.spawn(executable, arguments)
+        let child: Spawned
+        if let memoryLimit {
+            guard let prlimit = Self.prlimit else { throw LaunchError(description: "prlimit (util-linux) is needed to limit \(executable)'s memory") }
+            child = try Self.spawn(prlimit, ["--as=\(memoryLimit)", "--", executable] + arguments)
+        } else {
+            child = try Self.spawn(executable, arguments)
+        }
         let timedOut = Flag()
         let pid = child.pid
         let killer = DispatchWorkItem {
@@ -90,7 +110,8 @@ public struct ProcessRunner: Sendable {
         }
         readers.wait()
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0, errno == EINTR {}
         killer.cancel()
         try? child.stdout.close()
         try? child.stderr.close()
@@ -99,7 +120,7 @@ public struct ProcessRunner: Sendable {
         let tail = String(decoding: errorOutput.get().suffix(2000), as: UTF8.self)
         return Outcome(
             status: signal == 0 ? (status >> 8) & 0xff : 128 + signal, stdout: output, stderrTail: tail,
-            timedOut: timedOut.isSet, crashed: signal != 0 && !timedOut.isSet)
+            timedOut: timedOut.isSet, crashed: signal != 0 && !timedOut.isSet, peakMemoryBytes: Int(usage.ru_maxrss) * 1024)
     }
 
     struct Spawned {

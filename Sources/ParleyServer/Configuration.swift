@@ -87,6 +87,9 @@ public struct ParleyConfiguration: Sendable {
     public var voiceWorkers: Int = 2
     /// Longest an ffmpeg run may take before it is killed and its note fails (decoding gets at most 30 s).
     public var ffmpegTimeoutSeconds: Int = 120
+    /// The address space each image decoder (ffprobe, ffmpeg, heif-convert on a photo) may map, in MB.
+    public var imageMemoryMegabytes: Int = 1024
+    var imageMemoryBytes: Int { imageMemoryMegabytes * 1024 * 1024 }
     /// Seconds a call rings before it counts as missed.
     public var callRingSeconds: Int = 45
     /// Seconds from the answer until media must be connected, else the call fails.

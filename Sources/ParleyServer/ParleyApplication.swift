@@ -122,9 +122,11 @@ public struct ParleyServices: Sendable {
                 store: store, blobs: blobs, conversations: conversations, scanning: scanning,
                 thumbnailer: ffmpeg.flatMap { ffmpeg in
                     ProcessRunner.locate("ffprobe").map { ffprobe in
+                        // Image decoders run under a memory limit (a bomb that passes the header check still cannot take the machine).
                         ImageThumbnailer(
-                            ffmpeg: ffmpeg, ffprobe: ProcessRunner(executable: ffprobe),
-                            heifConvert: ProcessRunner.locate("heif-convert").map(ProcessRunner.init(executable:)),
+                            ffmpeg: ProcessRunner(executable: ffmpeg.executable, memoryLimit: configuration.imageMemoryBytes),
+                            ffprobe: ProcessRunner(executable: ffprobe, memoryLimit: configuration.imageMemoryBytes),
+                            heifConvert: ProcessRunner.locate("heif-convert").map { ProcessRunner(executable: $0, memoryLimit: configuration.imageMemoryBytes) },
                             timeout: .seconds(min(30, configuration.ffmpegTimeoutSeconds)))
                     }
                 },

@@ -73,4 +73,45 @@ struct MediaTests {
         #expect(fine.stderrTail == "oops\n")
         await #expect(throws: ProcessRunner.LaunchError.self) { try await ProcessRunner(executable: "/nonexistent").run([], timeout: .seconds(1)) }
     }
+    @Test("a helper under a memory limit fails when it needs more (and its peak is reported), and runs as usual under it")
+    func memoryLimit() async throws {
+        // python3 holding 150 MB, under a limit of 100 MB and of 1 GB.
+        let python = try #require(ProcessRunner.locate("python3"))
+        let hold = ["-c", "b = bytearray(150 * 1024 * 1024); b[::4096] = b'x' * len(b[::4096]); print(len(b))"]
+        let limited = try await ProcessRunner(executable: python, memoryLimit: 100 * 1_048_576).run(hold, timeout: .seconds(30))
+        #expect(!limited.succeeded)
+        #expect(limited.peakMemoryBytes < 100 * 1_048_576)
+        let roomy = try await ProcessRunner(executable: python, memoryLimit: 1024 * 1_048_576).run(hold, timeout: .seconds(30))
+        #expect(roomy.succeeded, "\(roomy.stderrTail)")
+        #expect(roomy.peakMemoryBytes > 150 * 1_048_576)
+    }
+
+    @Test("HEIF sizes come from the ispe properties, and nothing else is a HEIF size")
+    func heifSizes() throws {
+        let bomb = try Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("ParleyServerTests/Fixtures/images/bomb-16000x16000.heic"))
+        #expect(HEIFSize.largestImage(in: bomb).map { [$0.width, $0.height] } == [16000, 16000])
+        // A grid of two tiles: the grid's own size is the largest.
+        func be32(_ value: UInt32) -> [UInt8] {
+            withUnsafeBytes(of: value.bigEndian) { Array($0) }
+        }
+        func box(_ type: String, _ body: [UInt8]) -> [UInt8] {
+            be32(UInt32(8 + body.count)) + Array(type.utf8) + body
+        }
+        func ispe(_ w: UInt32, _ h: UInt32) -> [UInt8] {
+            let body: [UInt8] = [0, 0, 0, 0] + be32(w) + be32(h)
+            return box("ispe", body)
+        }
+        let properties: [UInt8] = ispe(512, 512) + ispe(9000, 9000) + ispe(512, 512)
+        let handler: [UInt8] = box("hdlr", Array(repeating: 0, count: 20))
+        let meta: [UInt8] = box("meta", [0, 0, 0, 0] + handler + box("iprp", box("ipco", properties)))
+        let grid: [UInt8] = box("ftyp", Array("heic\0\0\0\0mif1".utf8)) + meta + box("mdat", [1, 2, 3])
+        #expect(HEIFSize.largestImage(in: Data(grid)).map { [$0.width, $0.height] } == [9000, 9000])
+        #expect(HEIFSize.declaredSizes(in: Data(grid))?.count == 3)
+        // No meta, a truncated box, a box claiming more than the file: no size, no crash.
+        #expect(HEIFSize.largestImage(in: Data(box("ftyp", Array("heic".utf8)))) == nil)
+        #expect(HEIFSize.largestImage(in: Data(grid.prefix(40))) == nil)
+        #expect(HEIFSize.largestImage(in: Data([0xFF, 0xFF, 0xFF, 0xFF] + Array("meta".utf8) + [0, 0, 0, 0])) == nil)
+        #expect(HEIFSize.largestImage(in: Data()) == nil)
+    }
 }

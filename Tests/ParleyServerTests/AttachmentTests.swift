@@ -251,4 +251,41 @@ struct LogoTests {
             #expect(try await server.get("/v1/logos/nonsense").status == .notFound)
         }
     }
+    @Test("a 58 KB HEIC declaring 16000 x 16000 is refused from its ispe property before anything decodes it (no child process near its 1.1 GB); decoders run under PARLEY_IMAGE_MEMORY_MB")
+    func heicBomb() async throws {
+        let bomb = try Data(contentsOf: TestServer.repositoryRoot.appendingPathComponent("Tests/ParleyServerTests/Fixtures/images/bomb-16000x16000.heic"))
+        #expect(bomb.count < 60_000)
+        let files = try ImageFixtures.files()
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer(name: "Bo")
+            let before = Self.largestChild()
+            let started = Date()
+            let reply = try await AttachmentTests.upload(server, bomb, token: token, name: "holiday.heic")
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(reply.status == .unprocessableContent)
+            #expect(try reply.error.code == "image_too_large")
+            // The largest child this test process ever waited for: heif-convert decoding the bomb held 1.1 GB.
+            let after = Self.largestChild()
+            print("HEIC bomb (\(bomb.count) bytes) refused in \(Int(elapsed * 1000)) ms; largest child process: \(after / 1_048_576) MB (before: \(before / 1_048_576) MB)")
+            if before < 700 * 1_048_576 { #expect(after < 700 * 1_048_576, "something decoded the bomb") }
+            // A real HEIC still gets its thumbnail.
+            let photo = try await AttachmentTests.upload(server, try files.data("photo.heic"), token: token, name: "photo.heic")
+            #expect(photo.status == .created, "\(photo.text)")
+        }
+        // With 64 MB, even a small photo cannot be decoded: the limit holds, and says so as a corrupt image.
+        try await TestServer.run(configure: { $0.imageMemoryMegabytes = 64 }) { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer(name: "Cy")
+            let reply = try await AttachmentTests.upload(server, try files.data("photo.png"), token: token, name: "photo.png")
+            #expect(try reply.error.code == "corrupt_image")
+        }
+    }
+
+    /// The peak resident set of the largest child process this process has waited for, in bytes.
+    static func largestChild() -> Int {
+        var usage = rusage()
+        getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+        return Int(usage.ru_maxrss) * 1024
+    }
 }
