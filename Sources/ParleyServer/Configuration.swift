@@ -26,6 +26,8 @@ public struct ParleyConfiguration: Sendable {
     public var appleAPIURL: String = "https://mspgw.push.apple.com/v1"
     /// Where Apple's encrypted attachments are downloaded from and uploaded to (MMCS, on iCloud).
     public var appleMediaHosts: [String] = ["*.icloud.com", "*.icloud-content.com"]
+    /// How old the JWT on a request from Apple's gateway may be (its `iat`), in seconds.
+    public var appleTokenMaxAgeSeconds: Int = 300
     /// Twilio's REST API base URL (Programmable Messaging, SMS/MMS).
     public var twilioAPIURL: String = "https://api.twilio.com"
     /// Where Twilio MMS media may be downloaded from, redirects included (Twilio answers a media URL

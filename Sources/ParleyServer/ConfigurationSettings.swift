@@ -100,6 +100,9 @@ extension ParleyConfiguration {
         Setting(flag: "rate-consumer-activity", environment: "PARLEY_RATE_CONSUMER_ACTIVITY", help: "activity batches (up to 50 events) per minute per consumer, 0 for no limit (default 30)") { c, v, name throws(ConfigurationError) in
             c.rateConsumerActivity = try parseInt(v, name, range: 0...1_000_000, what: "a count")
         },
+        Setting(flag: "apple-token-max-age", environment: "PARLEY_APPLE_TOKEN_MAX_AGE", help: "seconds a JWT from Apple's gateway stays acceptable after its iat (default 300)") { c, v, name throws(ConfigurationError) in
+            c.appleTokenMaxAgeSeconds = try parseInt(v, name, range: 10...86_400, what: "a number of seconds")
+        },
         Setting(flag: "image-memory", environment: "PARLEY_IMAGE_MEMORY_MB", help: "memory each image decoder may use, in MB (default 1024)") { c, v, name throws(ConfigurationError) in
             c.imageMemoryMegabytes = try parseInt(v, name, range: 64...65_536, what: "a number of megabytes")
         },

@@ -155,7 +155,7 @@ public struct ParleyServices: Sendable {
         let apple = AppleChannel(
             store: store, connector: connector, conversations: conversations, inbox: inbox, blobs: blobs, jobs: jobs, http: providerHTTP,
             baseURL: configuration.appleAPIURL, mediaHosts: MediaHostAllowList(configuration.appleMediaHosts), metrics: metrics, clock: clock,
-            logger: logger)
+            tokenMaxAge: TimeInterval(configuration.appleTokenMaxAgeSeconds), logger: logger)
         let connectors: [ParleyAPI.Channel: any OutboundConnector] = [
             .whatsapp: WhatsAppOutbound(whatsapp: whatsapp), .messenger: MessengerOutbound(messenger: messenger), .sms: SMSOutbound(sms: sms),
             .apple: AppleOutbound(apple: apple),

@@ -20,6 +20,7 @@ struct AppleTests {
         _ body: @Sendable (TestServer, BrandScenario, AppDTO, FakeApple) async throws -> Void
     ) async throws {
         let fake = try await FakeApple.start(mspId: secrets.mspId, secret: secretBytes, businessId: secrets.businessId)
+        fake.state.withLock { $0.now = { clock.now() } }
         do {
             try await TestServer.run(clock: clock) {
                 $0.appleAPIURL = fake.baseURL
@@ -83,13 +84,20 @@ struct AppleTests {
             #expect(try await Self.post(server, app, text, token: nil).status == .unauthorized)
             #expect(try await Self.post(server, app, text, token: try await fake.token(secret: Data(repeating: 1, count: 32))).status == .unauthorized)
             #expect(try await Self.post(server, app, text, token: try await fake.token(audience: "another-msp")).status == .unauthorized)
+            // Signed with the right secret, but stale: expired a year ago, issued ten minutes ago, or in the future.
+            for (issuedAt, expires) in [(-366 * 86_400.0, -365 * 86_400.0), (-600, nil), (-600, 3_600), (600, nil), (-30, -120)] as [(TimeInterval, TimeInterval?)] {
+                let stale = try await Self.post(server, app, text, token: try await fake.token(issuedAt: issuedAt, expires: expires))
+                #expect(stale.status == .unauthorized, "iat \(issuedAt), exp \(String(describing: expires))")
+                #expect(try stale.error.code == "token_expired")
+            }
             #expect(try await Self.post(server, app, text, token: try await fake.token(), destination: "another-business").status == .forbidden)
             // 2 MB of zeros compress to a few kilobytes: refused once decompression passes 1 MB.
             let bomb = try await Self.post(server, app, Data(repeating: 0x20, count: 2 * 1024 * 1024), token: try await fake.token())
             #expect(bomb.status == .contentTooLarge)
             #expect(try await HTTPErrorTests.rowCounts(server) == before)
 
-            #expect(try await Self.post(server, app, text, token: try await fake.token()).status == .ok)
+            // Within the leeway: a gateway whose clock is 30 s ahead, a token that expires in a minute.
+            #expect(try await Self.post(server, app, text, token: try await fake.token(issuedAt: 30, expires: 60)).status == .ok)
             let messages = try await WhatsAppDeliveryTests.messages(server, acme.adminToken, channel: .apple) { $0.count == 1 }
             #expect(messages.first?.text == "Hi! Is my order 42 on its way?")
             #expect(messages.first?.clientMessageId == "7e5d2c3e-6f4b-4b8a-9f0a-2d9c1b7a6e11")

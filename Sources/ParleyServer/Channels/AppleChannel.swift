@@ -36,7 +36,12 @@ public struct AppleChannel: Sendable {
     let mediaHosts: MediaHostAllowList
     let metrics: ParleyMetrics
     let clock: any WallClock
+    /// How old the gateway's JWT (`iat`) may be; a captured header is worthless after it.
+    let tokenMaxAge: TimeInterval
     let logger: Logger
+
+    /// Clocks differ a little: `iat` this far in the future and `exp` this far in the past still pass.
+    static let tokenLeeway: TimeInterval = 60
 
     static let webhookJob = "apple.webhook"
     static let mediaJob = "apple.media"
@@ -85,8 +90,18 @@ public struct AppleChannel: Sendable {
         var iss: IssuerClaim?
         var aud: AudienceClaim?
         var iat: IssuedAtClaim
+        var exp: ExpirationClaim?
 
+        /// The signature is checked by the key collection; the times by `isFresh`, on the injected clock.
         func verify(using algorithm: some JWTAlgorithm) async throws {}
+
+        /// Issued at most `maxAge` ago and not in the future, and not expired (when it says when), each
+        /// with `leeway` for clocks that differ.
+        func isFresh(now: Date, maxAge: TimeInterval, leeway: TimeInterval = AppleChannel.tokenLeeway) -> Bool {
+            if let exp, exp.value.addingTimeInterval(leeway) < now { return false }
+            let age = now.timeIntervalSince(iat.value)
+            return age >= -leeway && age <= maxAge
+        }
     }
 
     static func keys(_ secrets: Secrets) async throws -> JWTKeyCollection {
@@ -129,6 +144,14 @@ public struct AppleChannel: Sendable {
         if let (_, secrets) = connection, let authorization, authorization.hasPrefix("Bearer ") {
             let token = String(authorization.dropFirst(7))
             if let claims = try? await Self.keys(secrets).verify(token, as: Claims.self), claims.aud?.value.contains(secrets.mspId) == true {
+                // Signed by Apple, but a captured header must not let its holder post for ever.
+                guard claims.isFresh(now: clock.now(), maxAge: tokenMaxAge) else {
+                    logger.notice("refused a webhook with an expired or stale JWT", metadata: ["app": "\(appId)", "provider": "apple"])
+                    metrics.webhooksRefused.increment()
+                    throw ParleyError(
+                        .unauthorized, code: "token_expired",
+                        message: "The Authorization header's JWT is expired, older than \(Int(tokenMaxAge)) s, or issued in the future.")
+                }
                 verified = true
             }
         }

@@ -30,6 +30,8 @@ final class FakeApple: Sendable {
         var files: [String: Data] = [:]
         var scripted: [Int] = []
         var preDownloads = 0
+        /// What time the gateway thinks it is when it signs (the server's manual clock in tests).
+        var now: @Sendable () -> Date = { Date() }
     }
 
     let mspId: String
@@ -65,15 +67,20 @@ final class FakeApple: Sendable {
     func script(_ statuses: [Int]) { state.withLock { $0.scripted += statuses } }
 
     /// A JWT as Apple's gateway signs its requests to the MSP (`aud` the MSP id).
-    func token(audience: String? = nil, secret other: Data? = nil) async throws -> String {
+    /// `issuedAt` and `expires`: seconds from the gateway's now (`exp` left out when nil).
+    func token(audience: String? = nil, secret other: Data? = nil, issuedAt: TimeInterval = 0, expires: TimeInterval? = nil) async throws -> String {
         struct Claims: JWTPayload {
             var aud: AudienceClaim
             var iat: IssuedAtClaim
+            var exp: ExpirationClaim?
             func verify(using algorithm: some JWTAlgorithm) async throws {}
         }
         let keys = JWTKeyCollection()
         await keys.add(hmac: HMACKey(key: SymmetricKey(data: other ?? secret)), digestAlgorithm: .sha256)
-        return try await keys.sign(Claims(aud: AudienceClaim(value: audience ?? mspId), iat: IssuedAtClaim(value: Date())))
+        let now = state.withLock { $0.now }()
+        return try await keys.sign(Claims(
+            aud: AudienceClaim(value: audience ?? mspId), iat: IssuedAtClaim(value: now.addingTimeInterval(issuedAt)),
+            exp: expires.map { ExpirationClaim(value: now.addingTimeInterval($0)) }))
     }
 
     /// Stores `data` encrypted as a customer's attachment; returns the fixture's placeholders.
