@@ -62,18 +62,30 @@ public enum AttachmentRules {
         return !bytes.contains { $0 < 0x20 && ![0x09, 0x0A, 0x0C, 0x0D].contains($0) || $0 == 0x7F }
     }
 
-    /// The name to keep: its last path component, without control characters or quotes, at most
-    /// 120 characters (keeping the extension); a name from the type when nothing is left.
+    /// The name to keep: its last path component, without control or format characters or quotes,
+    /// at most 120 characters (keeping the extension); a name from the type when nothing is left.
+    ///
+    /// Format characters (Unicode category Cf) are invisible and change how the rest is shown: with
+    /// U+202E (right-to-left override) `invoice\u{202E}fdp.exe` is shown as "invoiceexe.pdf". They,
+    /// C0 and C1 controls and line or paragraph separators are all removed.
     public static func cleanFileName(_ raw: String?, type: AttachmentType) -> String {
         let last = (raw ?? "").split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
-        var name = String(last.unicodeScalars.filter { !$0.properties.isNoncharacterCodePoint && $0.value >= 0x20 && $0.value != 0x7F && $0 != "\"" }
-            .map(Character.init)).trimmingCharacters(of: [" ", "."])
+        var name = String(last.unicodeScalars.filter { isShownAsIs($0) && $0 != "\"" }.map(Character.init)).trimmingCharacters(of: [" ", "."])
         if name.count > maxFileNameLength {
             let dot = name.lastIndex(of: ".").map { name.distance(from: $0, to: name.endIndex) } ?? 0
             let keep = dot > 0 && dot <= 10 ? String(name.suffix(dot)) : ""
             name = String(name.prefix(maxFileNameLength - keep.count)) + keep
         }
         return name.isEmpty ? "\(type.isImage ? "image" : "file").\(defaultExtension(type))" : name
+    }
+
+    /// False for what a name must not carry: controls, format characters (bidirectional overrides,
+    /// isolates, zero-width joiners and marks), line and paragraph separators, noncharacters.
+    static func isShownAsIs(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .unassigned: return false
+        default: return !scalar.properties.isNoncharacterCodePoint
+        }
     }
 
     public static func defaultExtension(_ type: AttachmentType) -> String {

@@ -107,6 +107,13 @@ struct AttachmentRulesTests {
         #expect(AttachmentRules.cleanFileName("C:\\Users\\ana\\scan.pdf", type: .pdf) == "scan.pdf")
         #expect(AttachmentRules.cleanFileName("bad\"name\u{7}.pdf", type: .pdf) == "badname.pdf")
         #expect(AttachmentRules.cleanFileName(nil, type: .jpeg) == "image.jpg")
+        // Bidirectional controls and every other format character (category Cf), C1 controls, separators.
+        #expect(AttachmentRules.cleanFileName("invoice\u{202E}fdp.exe", type: .pdf) == "invoicefdp.exe")
+        for scalar in [0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2060, 0x2066, 0x2067, 0x2068, 0x2069, 0xFEFF, 0x061C, 0x00AD, 0x0085, 0x009B, 0x2028, 0x2029, 0xE0001] {
+            let name = "scan\(Character(Unicode.Scalar(scalar)!))ned.pdf"
+            #expect(AttachmentRules.cleanFileName(name, type: .pdf) == "scanned.pdf", "U+\(String(scalar, radix: 16))")
+        }
+        #expect(AttachmentRules.cleanFileName("résumé 履歴書 ملف.pdf", type: .pdf) == "résumé 履歴書 ملف.pdf")
         #expect(AttachmentRules.cleanFileName(" .. ", type: .pdf) == "file.pdf")
         let long = AttachmentRules.cleanFileName(String(repeating: "a", count: 300) + ".docx", type: .docx)
         #expect(long.count == AttachmentRules.maxFileNameLength && long.hasSuffix(".docx"))

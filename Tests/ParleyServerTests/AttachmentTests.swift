@@ -156,6 +156,16 @@ struct AttachmentTests {
             #expect(disposition.contains("filename*=UTF-8''Facture%20n%C2%B042%2Epdf") || disposition.contains("filename*=UTF-8''Facture"))
             let text = try await Self.upload(server, try files.data("notes.txt"), token: token, name: "notes.txt")
             #expect(try text.decode(SendMessageResponse.self).message.attachment?.type == .text)
+
+            // A right-to-left override would show "invoice\u{202E}fdp.exe" as "invoiceexe.pdf": removed, in every place the name goes.
+            let spoofed = try await Self.upload(server, pdf, token: token, name: "invoice\u{202E}fdp.exe")
+            let stored = try spoofed.decode(SendMessageResponse.self).message
+            #expect(stored.text == "[file invoicefdp.exe]")
+            #expect(stored.attachment?.fileName == "invoicefdp.exe")
+            let agentCopy = try await server.get(try #require(stored.attachment?.url), token: acme.adminToken)
+            let header = try #require(agentCopy.headers[.contentDisposition])
+            #expect(header.contains("filename=\"invoicefdp.exe\"") && header.contains("filename*=UTF-8''invoicefdp%2Eexe"), "\(header)")
+            #expect(!header.contains("%E2%80%AE"))
         }
     }
 

@@ -58,8 +58,10 @@ struct AttachmentController {
         let thumbnail = variant == "thumbnail"
         let file = try await attachments.file(principal, messageId: messageId, thumbnail: thumbnail)
         let inline = file.record.type.isImage && request.uri.queryParameters["download"] == nil
-        let name = file.record.fileName.unicodeScalars.map { $0.isASCII && $0 != "\\" ? String($0) : "_" }.joined()
-        let encoded = file.record.fileName.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? name
+        // Cleaned again: names stored before format characters were removed still had them.
+        let clean = AttachmentRules.cleanFileName(file.record.fileName, type: file.record.type)
+        let name = clean.unicodeScalars.map { $0.isASCII && $0 != "\\" ? String($0) : "_" }.joined()
+        let encoded = clean.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? name
         return try await MediaResponse.make(
             request, blobs: blobs, key: file.key, contentType: file.contentType, bytes: file.bytes,
             etag: "\"\(messageId)-\(variant ?? "")-\(file.bytes)\"",
