@@ -18,8 +18,7 @@ public enum ParleyJSON {
             let container = try decoder.singleValueContainer()
             let string = try container.decode(String.self)
             guard let date = parseDate(string) else {
-                throw DecodingError.dataCorruptedError(
-                    in: container, debugDescription: "expected an ISO 8601 date, got '\(string)'")
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: dateError(string))
             }
             return date
         }
@@ -38,12 +37,18 @@ public enum ParleyJSON {
         return String(base.dropLast()) + "." + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
     }
 
-    /// Parses an ISO 8601 date, with or without fractional seconds, at millisecond precision
-    /// (exactly the `Date` a value of whole milliseconds makes, so that parsed and stored times compare equal).
+    /// Parses an RFC 3339 time (`RFC3339.timestamp`: strict, with or without fractional seconds) at
+    /// millisecond precision (exactly the `Date` a value of whole milliseconds makes, so that parsed
+    /// and stored times compare equal).
     public static func parseDate(_ string: String) -> Date? {
-        guard let date = (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt).parse(string))
-            ?? (try? Date.ISO8601FormatStyle(timeZone: .gmt).parse(string))
-        else { return nil }
-        return Date(timeIntervalSince1970: Double(Int64((date.timeIntervalSince1970 * 1000).rounded())) / 1000)
+        RFC3339.timestamp(string)
     }
+
+    /// The decoding error's description for a time that is not one: it starts with `dateErrorPrefix`,
+    /// which the server turns into `400 invalid_date`.
+    public static func dateError(_ string: String) -> String {
+        "\(dateErrorPrefix) (2026-11-24T09:30:00Z), got '\(string.prefix(64))'"
+    }
+
+    public static let dateErrorPrefix = "expected an RFC 3339 time"
 }

@@ -77,7 +77,7 @@ public enum LifecycleRules {
         if let holidays = request.holidays {
             guard holidays.count <= maxHolidays else { throw .invalidField("holidays", "At most \(maxHolidays) holidays.") }
             for day in holidays where dayNumber(day) == nil {
-                throw .invalidField("holidays", "'\(day)' is not a date \"yyyy-MM-dd\".")
+                throw .invalidDate("holidays")
             }
             settings.holidays = Array(Set(holidays)).sorted()
         }
@@ -98,13 +98,7 @@ public enum LifecycleRules {
 
     /// "2026-12-25" -> its (year, month, day), when it is a real date.
     static func dayNumber(_ text: String) -> DateComponents? {
-        let parts = text.split(separator: "-")
-        guard text.count == 10, parts.count == 3, let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]) else { return nil }
-        let components = DateComponents(year: year, month: month, day: day)
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        guard let date = calendar.date(from: components), calendar.dateComponents([.year, .month, .day], from: date) == components else { return nil }
-        return components
+        RFC3339.day(text).map { DateComponents(year: $0.year, month: $0.month, day: $0.day) }
     }
 
     // MARK: Business hours

@@ -46,6 +46,13 @@ extension ParleyError {
         .init(.badRequest, code: "invalid_field", message: message, field: field)
     }
 
+    /// A date or time that is not one: RFC 3339 (`2026-11-24T09:30:00Z`) or a plain date (`2026-11-24`).
+    public static func invalidDate(_ field: String) -> ParleyError {
+        .init(
+            .badRequest, code: "invalid_date",
+            message: "'\(field)' is a date (2026-11-24) or an RFC 3339 time (2026-11-24T09:30:00Z), and a real one.", field: field)
+    }
+
     public static func missingField(_ field: String) -> ParleyError {
         .init(.badRequest, code: "missing_field", message: "The field '\(field)' is required.", field: field)
     }

@@ -72,6 +72,14 @@ struct ActivityTests {
                 #expect(reply.status.code == status, "\(events.first?.name ?? "empty"): \(reply.text)")
                 #expect(try reply.error.code == code)
             }
+            // A time in a body is read as strictly as one in a query: junk after it, or a day that does not exist.
+            for at in ["2026-11-24T00:00:00Zjunk", "2026-02-30T10:00:00Z"] {
+                let body = #"{"events":[{"clientEventId":"e1","name":"tap","properties":{},"occurredAt":"\#(at)"}]}"#
+                let reply = try await server.request(.post, "/v1/consumer/activity", token: token, raw: body)
+                #expect(reply.status == .badRequest, "\(at): \(reply.text)")
+                #expect(try reply.error.code == "invalid_date")
+                #expect(try reply.error.field == "events[0].occurredAt")
+            }
             let stored = try await server.get("/v1/consumers/\(consumer.id)/activity", token: acme.adminToken)
                 .decode(ListResponse<ActivityEventDTO>.self).items
             #expect(stored.isEmpty)

@@ -123,6 +123,17 @@ struct TranscriptTests {
             #expect(try await server.get("/v1/transcripts?from=2026-11-02&to=2026-11-02", token: agentToken).status == .forbidden)
             #expect(try await server.get("/v1/transcripts?from=2026-11-02", token: admin).error.code == "missing_field")
             #expect(try await server.get("/v1/transcripts?from=yesterday&to=2026-11-02", token: admin).error.field == "from")
+            // One strict reader for every date: junk after a time, a day that does not exist, hour 25.
+            for (query, field) in [
+                ("from=2026-11-24T00:00:00Zjunk&to=2026-11-25", "from"), ("from=2026-02-30&to=2026-03-05", "from"),
+                ("from=2026-11-01&to=2026-11-24T25:00:00Z", "to"), ("from=2026-11-01&to=2026-11-31", "to"),
+            ] {
+                for path in ["/v1/transcripts", "/v1/reports"] {
+                    let refused = try await server.get("\(path)?\(query)", token: admin)
+                    #expect(refused.status == .badRequest, "\(path)?\(query)")
+                    #expect(try refused.error.code == "invalid_date" && refused.error.field == field, "\(path)?\(query): \(refused.text)")
+                }
+            }
             #expect(try await server.get("/v1/transcripts?from=2026-11-03&to=2026-11-01", token: admin).error.field == "to")
             #expect(try await server.get("/v1/transcripts?from=2025-01-01&to=2026-11-01", token: admin).error.field == "to")
 

@@ -32,14 +32,10 @@ struct TranscriptController {
         return Self.response(try await transcripts.range(agent, from: from, to: to, format: format))
     }
 
-    /// "2026-11-01" (UTC: the start of the day, or for `to` its end) or a full ISO 8601 time.
+    /// "2026-11-01" (UTC: the start of the day, or for `to` its end) or an RFC 3339 time, strictly
+    /// (`RFC3339`); anything else is `400 invalid_date`.
     static func instant(_ text: String, field: String, endOfDay: Bool) throws -> Date {
-        if text.count == 10, let day = try? Date("\(text)T00:00:00Z", strategy: .iso8601) {
-            return endOfDay ? day.addingTimeInterval(86_400) : day
-        }
-        guard let instant = try? Date(text, strategy: .iso8601) else {
-            throw ParleyError.invalidField(field, "'\(field)' is a date (2026-11-01) or an ISO 8601 time (2026-11-01T09:00:00Z).")
-        }
+        guard let instant = RFC3339.instant(text, endOfDay: endOfDay) else { throw ParleyError.invalidDate(field) }
         return instant
     }
 

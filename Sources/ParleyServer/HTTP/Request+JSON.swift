@@ -58,6 +58,9 @@ extension ParleyError {
                 return ParleyError(.badRequest, code: "invalid_json", message: "The body is not valid JSON.")
             }
             let field = path(context.codingPath)
+            if context.debugDescription.hasPrefix(ParleyJSON.dateErrorPrefix) {
+                return .invalidDate(field)
+            }
             return .invalidField(field, "'\(field)' has an invalid value: \(context.debugDescription)")
         @unknown default:
             return ParleyError(.badRequest, code: "invalid_json", message: "The body is not valid JSON.")
