@@ -105,6 +105,87 @@ struct HardeningTests {
 
     // MARK: Real-time frames
 
+    @Test("a flooder that never reads its replies is closed and cooled down like one that reads (12 trials)")
+    func floodWithoutReading() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            var outcomes: [String] = []
+            for trial in 0..<12 {
+                let (token, _) = try await acme.consumer()
+                let flooder = try RawSocket(port: server.port, receiveBuffer: 4096)
+                let head = try await flooder.upgrade(port: server.port, token: token)
+                #expect(head.hasPrefix("HTTP/1.1 101"), "\(head)")
+                // Frames with ids, so that each refusal has a reply this client never reads; sends stop
+                // when the server stops taking them (a full window) or the connection is gone.
+                let sent = try await RawSocket.offPool { () -> Int in
+                    var timeout = timeval(tv_sec: 0, tv_usec: 300_000)
+                    setsockopt(flooder.fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                    let deadline = Date().addingTimeInterval(8)
+                    var count = 0
+                    while count < 20_000, Date() < deadline {
+                        let frame = #"{"type":"typing","id":"f\#(count)","conversationId":"cnv_none","isTyping":true}"#
+                        do { try flooder.sendFrame(opcode: 0x1, fin: true, payload: Array(frame.utf8)) } catch { break }
+                        count += 1
+                    }
+                    return count
+                }
+                // The cool-down holds: the same session cannot open the real-time socket again at once.
+                let again = try RawSocket(port: server.port)
+                let refusal = try await again.upgrade(port: server.port, token: token)
+                outcomes.append("trial \(trial): \(sent) frames sent, then \(refusal.prefix(12))")
+                #expect(refusal.hasPrefix("HTTP/1.1 429"), "trial \(trial): \(sent) frames sent; the upgrade got \(refusal.prefix(40))")
+                // And the flooder's socket is closed, whether or not it ever reads the close frame.
+                let closed = await flooder.readUntilClosed(within: 20).closed
+                #expect(closed, "trial \(trial): the flooder's socket is still open")
+            }
+            print(outcomes.joined(separator: "\n"))
+        }
+    }
+
+    @Test("a flooder whose frames are slow to handle is budgeted by arrival: closed with 4008 and cooled down, not throttled by TCP into the budget")
+    func slowFramesFlood() async throws {
+        // SQLite only: the test slows every write by holding SQLite's one writer; PostgreSQL has no such single writer.
+        guard TestServer.postgresURL == nil else { return }
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            let conversation = try await acme.send("hello", as: token).conversation
+            // Every write now waits about 60 ms for the writer (a loaded database): each `send` frame
+            // takes that long to handle, longer than the budget's refill of one frame per 50 ms.
+            let busy = Task {
+                while !Task.isCancelled {
+                    try? await server.services.store.database.write { _ in try await Task.sleep(for: .milliseconds(60)) }
+                }
+            }
+            defer { busy.cancel() }
+            let flooder = try RawSocket(port: server.port, receiveBuffer: 4096)
+            #expect(try await flooder.upgrade(port: server.port, token: token).hasPrefix("HTTP/1.1 101"))
+            let sent = try await RawSocket.offPool { () -> Int in
+                // A send waits for the server to take more (TCP back-pressure), up to 3 s.
+                var timeout = timeval(tv_sec: 3, tv_usec: 0)
+                setsockopt(flooder.fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                let deadline = Date().addingTimeInterval(6)
+                var count = 0
+                while count < 5_000, Date() < deadline {
+                    let frame = #"{"type":"send","id":"s\#(count)","clientMessageId":"flood-\#(count)","text":"flood","conversationId":"\#(conversation.id)"}"#
+                    do { try flooder.sendFrame(opcode: 0x1, fin: true, payload: Array(frame.utf8)) } catch { break }
+                    count += 1
+                }
+                return count
+            }
+            busy.cancel()
+            let again = try RawSocket(port: server.port)
+            let refusal = try await again.upgrade(port: server.port, token: token)
+            print("slow frames flood: \(sent) frames sent in the flood's 6 s")
+            #expect(refusal.hasPrefix("HTTP/1.1 429"), "after \(sent) frames the session was not cooled down: \(refusal.prefix(40))")
+            #expect(await flooder.closeCode(within: 20) == RealtimeCloseCode.tooManyFrames)
+            // At most a burst and a queue's worth were handled: the rest never cost a write.
+            let stored = try await server.get("/v1/conversations/\(conversation.id)/messages?limit=200", token: acme.adminToken)
+                .decode(Page<MessageDTO>.self).items.count
+            #expect(stored <= 1 + 2 * 20 + 2 * 20, "\(stored) messages stored from the flood")
+        }
+    }
+
     @Test("a typing flood: the flooder is closed with 4008, others' sends go through, no agent socket is closed, typing is coalesced")
     func typingFlood() async throws {
         try await TestServer.run { server in

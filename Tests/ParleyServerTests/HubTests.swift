@@ -83,6 +83,27 @@ struct HubTests {
         #expect(metrics.render().contains("parley_realtime_overflows_total 1"))
     }
 
+    @Test("the frame budget: frames that find the handling queue full count towards the 4008 close like frames over budget")
+    func frameBudgetOverflow() {
+        let start = ContinuousClock.now
+        var limiter = FrameLimiter(perSecond: 20, now: start)  // 40 at once, closed after 40 refused in a row
+        for _ in 0..<40 { #expect(limiter.take(now: start) == .allow) }
+        // Tokens come back, but every admitted frame finds the queue full: the 40th such frame closes.
+        var decisions: [FrameLimiter.Decision] = []
+        for index in 1...40 {
+            #expect(limiter.take(now: start + .milliseconds(50 * index)) == .allow)
+            decisions.append(limiter.overflowed())
+        }
+        #expect(decisions.dropLast().allSatisfy { $0 == .refuse })
+        #expect(decisions.last == .close)
+        // A frame that is handled starts the count again.
+        var fresh = FrameLimiter(perSecond: 20, now: start)
+        #expect(fresh.take(now: start) == .allow)
+        #expect(fresh.overflowed() == .refuse)
+        #expect(fresh.take(now: start) == .allow)
+        #expect(fresh.overflowed() == .refuse)
+    }
+
     @Test("a flooder's cool-down: refused until it ends, then forgotten; other senders never refused")
     func floodCooldown() {
         let start = ContinuousClock.now

@@ -74,12 +74,40 @@ struct RealtimeController {
     }
 
     /// Reads the client's frames: reassembles them within the size limit, applies the frame budget
-    /// before any decoding (a flood costs the server as little as possible), and handles each one.
+    /// as each one is read, before any decoding (a flood costs the server as little as possible), and
+    /// passes the admitted ones to a handler task through a queue of at most a burst's worth.
+    ///
+    /// Reading never waits for handling: when handling was done in this loop, a frame that took long
+    /// to handle (a write on a busy database) held the reading back, the client's frames waited in
+    /// TCP's buffers, and the budget counted them only as fast as they were handled: a flooder was
+    /// slowed to the budget's rate instead of being closed, and kept a connection's worth of work
+    /// queued for ever. Now a frame counts when it arrives, and one that finds the queue full is
+    /// refused like one over the budget.
     private func read(
         _ inbound: WebSocketInboundStream, principal: Principal, sessionTokenHash: String?, ip: String?, outbox: Outbox,
         typingGate: TypingGate, logger: Logger
     ) async {
         var limiter = FrameLimiter(perSecond: configuration.realtimeFramesPerSecond)
+        let (admitted, queue) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(Int(limiter.burst)))
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await text in admitted {
+                    await handle(text, principal: principal, ip: ip, outbox: outbox, typingGate: typingGate)
+                }
+            }
+            await readFrames(inbound, limiter: &limiter, queue: queue, sessionTokenHash: sessionTokenHash, outbox: outbox, logger: logger)
+            queue.finish()
+            if outbox.pendingClose != nil { group.cancelAll() }  // closed: what is still queued is not handled
+            await group.waitForAll()
+        }
+        outbox.finish()  // the client went away: stop writing
+    }
+
+    /// The reading half of `read`.
+    private func readFrames(
+        _ inbound: WebSocketInboundStream, limiter: inout FrameLimiter, queue: AsyncStream<String>.Continuation, sessionTokenHash: String?,
+        outbox: Outbox, logger: Logger
+    ) async {
         var assembler = MessageAssembler(maxSize: configuration.maxRealtimeFrameBytes)
         do {
             for try await frame in inbound {
@@ -95,7 +123,11 @@ struct RealtimeController {
                     return
                 }
                 // The limit comes before any decoding: a flood costs the server as little as possible.
-                switch limiter.take() {
+                var decision = limiter.take()
+                if decision == .allow, case .text(let text) = message, case .dropped = queue.yield(text) {
+                    decision = limiter.overflowed()  // handling is a burst behind: refused like a frame over budget
+                }
+                switch decision {
                 case .allow:
                     break
                 case .refuse:
@@ -110,17 +142,13 @@ struct RealtimeController {
                     outbox.close(code: RealtimeCloseCode.tooManyFrames, text: "too many frames: slow down")
                     return
                 }
-                switch message {
-                case .text(let text):
-                    await handle(text, principal: principal, ip: ip, outbox: outbox, typingGate: typingGate)
-                case .binary:
+                if case .binary = message {
                     send(.error(id: nil, .init(code: "unsupported_frame", message: "Send JSON frames as text.")), to: outbox)
                 }
             }
         } catch {
             logger.debug("real-time connection ended", metadata: ["error": "\(error)"])
         }
-        outbox.finish()  // the client went away: stop writing
     }
 
     /// Drains the outbox to the socket until the client leaves or the connection is closed.

@@ -19,6 +19,8 @@ struct FrameLimiter {
     private var tokens: Double
     private var updated: ContinuousClock.Instant
     private var refusedSinceAllowed = 0
+    /// `refusedSinceAllowed` before the last `take` allowed a frame (for `overflowed`).
+    private var refusedBeforeAllowed = 0
 
     init(perSecond: Int, now: ContinuousClock.Instant = .now) {
         self.perSecond = Double(max(1, perSecond))
@@ -35,10 +37,18 @@ struct FrameLimiter {
         updated = now
         if tokens >= 1 {
             tokens -= 1
+            refusedBeforeAllowed = refusedSinceAllowed
             refusedSinceAllowed = 0
             return .allow
         }
         refusedSinceAllowed += 1
+        return refusedSinceAllowed >= closeAfter ? .close : .refuse
+    }
+
+    /// A frame `take` allowed could not be queued for handling (a burst's worth is waiting): it is
+    /// refused after all, and counts towards the close like any refused frame.
+    mutating func overflowed() -> Decision {
+        refusedSinceAllowed = refusedBeforeAllowed + 1
         return refusedSinceAllowed >= closeAfter ? .close : .refuse
     }
 }
