@@ -16,7 +16,9 @@ if [[ "${1:-}" == "--test" ]]; then
     # Messages story encrypts attachments (AES-256-CTR) as its local gateway. tmux: the terminal
     # client (`parley chat`) is driven in it. libxml2-utils: xmllint checks transcripts against their
     # schema (docs/transcript.xsd).
-    packages+=(clamav-daemon postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux libxml2-utils)
+    # webkit2gtk-driver and xvfb: the widget in WebKit (Safari's and every iPhone browser's engine),
+    # driven by WebKitWebDriver on a virtual display.
+    packages+=(clamav-daemon postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux libxml2-utils webkit2gtk-driver xvfb)
 fi
 
 missing=()

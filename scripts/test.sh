@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh --test
-if [[ ! -x .venv/bin/pytest ]] || ! .venv/bin/python -c "import playwright, schemathesis, axe_playwright_python, http_ece" 2>/dev/null; then
+if [[ ! -x .venv/bin/pytest ]] || ! .venv/bin/python -c "import playwright, schemathesis, axe_playwright_python, http_ece, selenium" 2>/dev/null; then
     python3 -m venv .venv
     .venv/bin/pip install --quiet --disable-pip-version-check -r e2e/requirements.txt
 fi

@@ -4,6 +4,8 @@ export class ApiError extends Error {
     super(body?.error?.message ?? `Request failed (${status})`);
     this.status = status;
     this.code = body?.error?.code ?? `http_${status}`;
+    /** Seconds after which a rate-limited request may succeed (429). */
+    this.retryAfter = body?.error?.retryAfter ?? null;
   }
 }
 

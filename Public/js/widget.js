@@ -127,24 +127,39 @@ async function session() {
     try { await api.get("/v1/consumer/me"); return false; } catch (error) { if (!(error instanceof ApiError) || error.status !== 401) throw error; }
   }
   const page = pageToReport;  // the launcher's report may arrive while the session is created
-  // The visitor's language, for the brand's automatic messages.
-  const created = await api.post("/v1/consumer/session", { appId, language: navigator.language || undefined, ...(page ?? {}) });
+  // The visitor's language, for the brand's automatic messages: only a language tag (WebKit on a
+  // machine without a locale says "C"); the server ignores one it cannot read anyway.
+  const language = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$/.test(navigator.language ?? "") ? navigator.language : undefined;
+  const created = await api.post("/v1/consumer/session", { appId, language, ...(page ?? {}) });
   if (page) localStorage.setItem(pageKey, page.pageUrl);
   api.token = created.token;
   localStorage.setItem(storageKey, created.token);
   return true;
 }
 
+/** How long to wait before starting again after `error`, in ms, or null when trying again cannot
+ * help (a refusal: the same request would be refused the same way). */
+function retryDelay(error, attempt) {
+  if (error instanceof ApiError && error.status === 429) return Math.max(1, error.retryAfter ?? 5) * 1000;
+  if (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.status !== 408) return null;
+  return Math.min(30_000, 3000 * 2 ** Math.min(attempt, 4));  // unreachable or 5xx: 3, 6, 12, 24, 30 s
+}
+
+let startAttempts = 0;
 async function start() {
   if (!appId) { setStatus("offline", "This chat is not set up: the page needs ?app=…"); return; }
   let newVisitor;
   try {
     newVisitor = await session();
   } catch (error) {
-    setStatus("offline", error.code === "app_not_found" ? "This chat is not available." : "Cannot connect. Retrying…");
-    if (error.code !== "app_not_found") setTimeout(start, 3000);
+    const delay = retryDelay(error, startAttempts++);
+    if (error.code === "app_not_found") setStatus("offline", "This chat is not available.");
+    else if (delay === null) setStatus("offline", `This chat could not start: ${error.message}`);
+    else setStatus("offline", `Cannot connect. Trying again in ${Math.round(delay / 1000)} s…`);
+    if (delay !== null) setTimeout(start, delay);
     return;
   }
+  startAttempts = 0;
   sendPage();
   const settings = await api.get("/v1/consumer/settings");
   document.title = `Chat with ${settings.brandName}`;

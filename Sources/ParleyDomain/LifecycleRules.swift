@@ -29,6 +29,16 @@ public enum LifecycleRules {
         return ([first.lowercased()] + parts.dropFirst()).joined(separator: "-")
     }
 
+    /// A device's or browser's language as a hint: a language tag, or a POSIX locale turned into one
+    /// (`pt_BR.UTF-8` → `pt-BR`); nil for anything else (`C`, `POSIX`, junk), never an error.
+    public static func languageHint(_ raw: String) -> String? {
+        var text = raw.trimmingCharacters(in: .whitespaces)
+        if let cut = text.firstIndex(where: { $0 == "." || $0 == "@" }) { text = String(text[..<cut]) }
+        text = text.replacingOccurrences(of: "_", with: "-")
+        guard !["c", "posix"].contains(text.lowercased()) else { return nil }
+        return try? validateLanguage(text, field: "language")
+    }
+
     /// The brand's settings with `request` applied, or the first thing wrong with them.
     public static func apply(_ request: UpdateLifecycleRequest, to current: LifecycleSettingsDTO) throws(ParleyError) -> LifecycleSettingsDTO {
         var settings = current

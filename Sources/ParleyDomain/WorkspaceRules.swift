@@ -61,6 +61,14 @@ public enum WorkspaceRules {
         }
     }
 
+    /// A visit sent as a hint with a new session: kept when its URL is one (the title cut to length),
+    /// else nil; never an error.
+    public static func visitHint(_ visit: ConsumerVisitRequest) -> ConsumerVisitRequest? {
+        var visit = visit
+        visit.pageTitle = visit.pageTitle.map { String($0.prefix(maxPageTitleLength)) }.flatMap { $0.isEmpty ? nil : $0 }
+        return (try? validateVisit(visit)) != nil ? visit : nil
+    }
+
     /// Claims that have their own place and cannot be exposed as attributes.
     public static let reservedClaims: Set<String> = ["sub", "exp", "aud", "nbf", "iat", "iss", "jti", "name", "email", "phone_number"]
     public static let maxExposedClaims = 20

@@ -283,7 +283,13 @@ struct LifecycleTests {
             #expect(tooLong.status == .badRequest)
             let badLanguage = try await server.request(.put, "/v1/automatic-messages/welcome/x1", token: acme.adminToken, json: SaveAutomaticMessageRequest(text: "Hi"))
             #expect(badLanguage.status == .badRequest)
-            #expect(try await server.post("/v1/consumer/session", json: ConsumerSessionRequest(appId: acme.app.id, language: "not a language")).status == .badRequest)
+            // A language is a hint: one that is not a tag is left out, never a refusal (issue 32).
+            for (hint, kept) in [("not a language", nil), ("C", nil), ("POSIX", nil), ("pt_BR.UTF-8", "pt-BR"), ("en_US", "en-US"), ("de-DE", "de-DE"), ("", nil)] as [(String, String?)] {
+                let session = try await server.post("/v1/consumer/session", json: ConsumerSessionRequest(appId: acme.app.id, language: hint))
+                #expect(session.status == .created, "\(hint): \(session.text)")
+                let consumer = try session.decode(ConsumerSessionResponse.self).consumer
+                #expect(try await server.get("/v1/consumers/\(consumer.id)", token: acme.adminToken).decode(ConsumerDTO.self).language == kept, "\(hint)")
+            }
         }
     }
 }

@@ -237,8 +237,15 @@ struct WorkspaceTests {
             let newcomer = try await server.get("/v1/consumers/\(own.id)", token: acme.adminToken).decode(ConsumerDTO.self)
             #expect(newcomer.lastPageUrl == "https://shop.example/")
             #expect(newcomer.lastBrowser?.contains("Chrome") == true)
+            // The page is a hint with a new session: one that is not an http(s) URL is left out, a long title cut.
             let badPage = try await server.post("/v1/consumer/session", json: ConsumerSessionRequest(appId: acme.app.id, pageUrl: "javascript:x"))
-            #expect(badPage.status == .badRequest)
+            #expect(badPage.status == .created)
+            let unseen = try await server.get("/v1/consumers/\(try badPage.decode(ConsumerSessionResponse.self).consumer.id)", token: acme.adminToken)
+            #expect(try unseen.decode(ConsumerDTO.self).lastPageUrl == nil)
+            let longTitle = try await server.post(
+                "/v1/consumer/session", json: ConsumerSessionRequest(appId: acme.app.id, pageUrl: "https://shop.example/a", pageTitle: String(repeating: "t", count: 900)))
+            let titled = try await server.get("/v1/consumers/\(try longTitle.decode(ConsumerSessionResponse.self).consumer.id)", token: acme.adminToken)
+            #expect(try titled.decode(ConsumerDTO.self).lastPageTitle?.count == 300)
             // An agent's message carries their name for the widget.
             let sent = try await acme.send("hi", as: token)
             let answer = try await acme.reply("Hello Ana", in: sent.conversation.id, as: acme.adminToken)

@@ -117,9 +117,13 @@ public struct IdentityService: Sendable {
         let requestedName = try request.displayName.map { name throws(ParleyError) in
             try IdentityRules.validateName(name, field: "displayName")
         }
-        let visit = request.pageUrl.map { ConsumerVisitRequest(pageUrl: $0, pageTitle: request.pageTitle) }
-        if let visit { try WorkspaceRules.validateVisit(visit) }
-        let language = try request.language.map { language throws(ParleyError) in try LifecycleRules.validateLanguage(language, field: "language") }
+        // Hints the browser or device volunteers (its language, the page it is on) never refuse a
+        // session: one that does not parse is left out. A WebKit on a machine with LANG=C reports
+        // "C" as its language, and a refusal here left the widget retrying for ever.
+        let visit = request.pageUrl.flatMap { url in
+            WorkspaceRules.visitHint(ConsumerVisitRequest(pageUrl: url, pageTitle: request.pageTitle))
+        }
+        let language = request.language.flatMap(LifecycleRules.languageHint)
         var consumer: ConsumerDTO
         if let identityToken = request.identityToken {
             let keys = try await store.read { repo in try await repo.appKeys(appId: app.id) }
