@@ -225,9 +225,10 @@ public struct ParleyServices: Sendable {
         await store.close()
     }
 
-    /// Seals every channel secret with the current key (after a rotation; see docs/channels.md).
+    /// Seals every sealed value (`SealedColumns.all`: channel secrets, push credentials) with the
+    /// current key, after a rotation (docs/channels.md); returns how many it sealed again.
     public func resealSecrets() async throws -> Int {
-        try await WhatsAppChannel.reseal(store: store, secrets: whatsapp.secrets)
+        try await SecretBox.reseal(store: store, secrets: whatsapp.secrets)
     }
 }
 

@@ -133,7 +133,7 @@ struct Migrate: AsyncParsableCommand {
 struct ResealSecrets: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reseal-secrets",
-        abstract: "Seal every channel secret with the current PARLEY_SECRET_KEY (after a key rotation) and exit.",
+        abstract: "Seal every stored secret (channel secrets, push credentials) with the current PARLEY_SECRET_KEY (after a key rotation) and exit.",
         discussion: """
             Rotation: start Parley with the new key in PARLEY_SECRET_KEY and the old one in \
             PARLEY_PREVIOUS_SECRET_KEYS (both work at once), run this command, then drop the old key.
@@ -147,7 +147,7 @@ struct ResealSecrets: AsyncParsableCommand {
         do {
             let count = try await services.resealSecrets()
             await services.close()
-            say("Re-sealed the secrets of \(count) channel connection\(count == 1 ? "" : "s") with the current key.")
+            say("Re-sealed \(count) stored secret\(count == 1 ? "" : "s") (\(SealedColumns.all.map(\.description).joined(separator: ", "))) with the current key.")
         } catch {
             await services.close()
             throw error

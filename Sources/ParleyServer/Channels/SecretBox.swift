@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import ParleyDomain
+import ParleyStore
 
 /// Seals the secrets brands give Parley (a provider's app secret, access token, verify token) with
 /// AES-256-GCM before they are stored, and opens them when a webhook or a send needs them.
@@ -69,4 +70,30 @@ struct SecretBox: Sendable {
     }
 
     enum StoreFailure: Error { case sealing }
+
+    /// Seals every value of every sealed column (`SealedColumns.all`) that the current key does not
+    /// open with the current key, in one transaction; returns how many. A value no key opens stops
+    /// it, naming the column, and nothing is changed.
+    static func reseal(store: Store, secrets: SecretBox) async throws -> Int {
+        try await store.write { repo in
+            var count = 0
+            for column in SealedColumns.all {
+                for value in try await repo.sealedValues(column) where !secrets.isCurrent(value.sealed) {
+                    guard let plain = try? secrets.open(value.sealed) else { throw ResealFailure(column: column, key: value.key) }
+                    try await repo.updateSealed(column, key: value.key, sealed: try secrets.seal(plain))
+                    count += 1
+                }
+            }
+            return count
+        }
+    }
+
+    /// A sealed value that neither the current key nor a previous one opens.
+    struct ResealFailure: Error, CustomStringConvertible {
+        var column: SealedColumn
+        var key: [String]
+        var description: String {
+            "\(column) of \(key.joined(separator: "/")) opens with no key given: add the key it was sealed with to PARLEY_PREVIOUS_SECRET_KEYS"
+        }
+    }
 }

@@ -185,18 +185,6 @@ public struct WhatsAppChannel: Sendable {
 
     /// Seals every connection's secrets with the current key (after a key rotation; the previous
     /// keys open them). Returns how many were re-sealed.
-    static func reseal(store: Store, secrets: SecretBox) async throws -> Int {
-        try await store.write { repo in
-            var count = 0
-            for var record in try await repo.channelConnections() where !secrets.isCurrent(record.sealedSecrets) {
-                record.sealedSecrets = try secrets.seal(try secrets.open(record.sealedSecrets))
-                try await repo.saveChannelConnection(record)
-                count += 1
-            }
-            return count
-        }
-    }
-
     func secrets(of appId: AppID) async throws -> (ChannelConnectionRecord, Secrets)? {
         try await connector.opened(appId, channel: .whatsapp, as: Secrets.self)
     }
