@@ -47,6 +47,8 @@ let package = Package(
                 "ParleyAPI", "ParleyDomain",
                 .product(name: "SQLiteKit", package: "sqlite-kit"),
                 .product(name: "PostgresKit", package: "postgres-kit"),
+                // sslmode's certificate checks (TLS to PostgreSQL); already built for PostgresNIO.
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -14,13 +14,21 @@ if [[ ! -x .venv/bin/pytest ]] || ! .venv/bin/python -c "import playwright, sche
 fi
 
 pg_dir=$(mktemp -d /tmp/parley-test-pg.XXXXXX)
-cleanup() { scripts/postgres.sh stop "$pg_dir" || true; }
+tls_dir=$(mktemp -d /tmp/parley-test-pg-tls.XXXXXX)
+cleanup() { scripts/postgres.sh stop "$pg_dir" || true; scripts/postgres.sh stop "$tls_dir" || true; }
 trap cleanup EXIT
 if url=$(scripts/postgres.sh start "$pg_dir"); then
     export TEST_POSTGRES_URL="$url"
     echo "test: PostgreSQL for the repository suite at $url"
 else
     echo "test: could not start PostgreSQL; see $pg_dir" >&2
+    exit 1
+fi
+# A second one with TLS (a test CA, a certificate for "localhost") and passwords: sslmode's tests.
+if tls_url=$(scripts/postgres.sh start "$tls_dir" --tls); then
+    export TEST_POSTGRES_TLS_URL="$tls_url" TEST_POSTGRES_TLS_CA="$tls_dir/tls/ca.crt"
+else
+    echo "test: could not start PostgreSQL with TLS; see $tls_dir" >&2
     exit 1
 fi
 

@@ -91,6 +91,8 @@ public struct ParleyConfiguration: Sendable {
     public var ffmpegTimeoutSeconds: Int = 120
     /// The address space each image decoder (ffprobe, ffmpeg, heif-convert on a photo) may map, in MB.
     public var imageMemoryMegabytes: Int = 1024
+    /// PostgreSQL connections this node keeps at most (its pool).
+    public var databasePoolSize: Int = 16
     var imageMemoryBytes: Int { imageMemoryMegabytes * 1024 * 1024 }
     /// Seconds a call rings before it counts as missed.
     public var callRingSeconds: Int = 45

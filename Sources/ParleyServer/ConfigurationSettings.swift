@@ -100,6 +100,9 @@ extension ParleyConfiguration {
         Setting(flag: "rate-consumer-activity", environment: "PARLEY_RATE_CONSUMER_ACTIVITY", help: "activity batches (up to 50 events) per minute per consumer, 0 for no limit (default 30)") { c, v, name throws(ConfigurationError) in
             c.rateConsumerActivity = try parseInt(v, name, range: 0...1_000_000, what: "a count")
         },
+        Setting(flag: "database-pool", environment: "PARLEY_DATABASE_POOL", help: "PostgreSQL connections this node opens at most (default 16)") { c, v, name throws(ConfigurationError) in
+            c.databasePoolSize = try parseInt(v, name, range: 1...1_000, what: "a count")
+        },
         Setting(flag: "apple-token-max-age", environment: "PARLEY_APPLE_TOKEN_MAX_AGE", help: "seconds a JWT from Apple's gateway stays acceptable after its iat (default 300)") { c, v, name throws(ConfigurationError) in
             c.appleTokenMaxAgeSeconds = try parseInt(v, name, range: 10...86_400, what: "a number of seconds")
         },

@@ -60,7 +60,7 @@ public struct ParleyServices: Sendable {
     ) async throws -> ParleyServices {
         try configuration.validate()
         let location = try DatabaseLocation(url: configuration.resolvedDatabaseURL)
-        let database = try await openDatabase(location, fullSync: configuration.sqliteFullSync, logger: logger)
+        let database = try await openDatabase(location, fullSync: configuration.sqliteFullSync, poolSize: configuration.databasePoolSize, logger: logger)
         do {
             try await Migrations.apply(to: database, logger: logger)
         } catch {

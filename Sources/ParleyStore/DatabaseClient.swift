@@ -28,9 +28,7 @@ public enum DatabaseLocation: Sendable, Hashable, CustomStringConvertible {
             }
             self = .sqliteFile(path: path)
         } else if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
-            guard SQLPostgresConfiguration.isValid(url: url) else {
-                throw StoreError.configuration("'\(DatabaseLocation.redact(url))' is not a valid postgres URL (postgres://user:password@host:port/database)")
-            }
+            _ = try PostgresSettings(url: url)  // refuses a bad URL, sslmode or sslrootcert by name
             self = .postgres(url: url)
         } else {
             throw StoreError.configuration("'\(DatabaseLocation.redact(url))' is neither a sqlite:// nor a postgres:// URL")
@@ -101,7 +99,8 @@ extension SQLDatabase {
 
 /// Opens the database named by a location. `fullSync`: SQLite fsyncs every commit
 /// (`synchronous=FULL`, survives power loss) instead of at checkpoints (`NORMAL`).
-public func openDatabase(_ location: DatabaseLocation, fullSync: Bool = false, logger: Logger) async throws -> any DatabaseClient {
+/// `poolSize`: PostgreSQL's connections at most (SQLite has one writer and one reader).
+public func openDatabase(_ location: DatabaseLocation, fullSync: Bool = false, poolSize: Int = 16, logger: Logger) async throws -> any DatabaseClient {
     switch location {
     case .sqliteFile(let path):
         try SQLiteDatabaseClient.prepareDirectory(for: path)
@@ -109,6 +108,6 @@ public func openDatabase(_ location: DatabaseLocation, fullSync: Bool = false, l
     case .sqliteMemory:
         return try await SQLiteDatabaseClient.open(path: nil, fullSync: fullSync, logger: logger)
     case .postgres(let url):
-        return try await PostgresDatabaseClient.open(url: url, logger: logger)
+        return try await PostgresDatabaseClient.open(url: url, poolSize: poolSize, logger: logger)
     }
 }

@@ -17,33 +17,67 @@ public final class PostgresDatabaseClient: DatabaseClient {
         self.logger = logger
     }
 
-    public static func open(url: String, logger: Logger) async throws -> PostgresDatabaseClient {
-        let sqlConfiguration = try SQLPostgresConfiguration(url: url)
-        let core = sqlConfiguration.coreConfiguration
-        var configuration: PostgresClient.Configuration
-        if let host = core.host, let port = core.port {
-            configuration = .init(
-                host: host, port: port, username: core.username, password: core.password,
-                database: core.database, tls: .disable)
-        } else if let socket = core.unixSocketPath {
-            configuration = .init(
-                unixSocketPath: socket, username: core.username, password: core.password, database: core.database)
-        } else {
-            throw StoreError.configuration("the postgres URL names neither a host nor a socket")
-        }
-        configuration.options.maximumConnections = 16
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+    /// How long the start-up check may take to connect, negotiate TLS and sign in.
+    public static let connectTimeout: Duration = .seconds(10)
+
+    /// Opens a pool of at most `poolSize` connections, after one connection made by hand has shown
+    /// that the server answers, TLS is as `sslmode` asks (`PostgresSettings`) and the user may sign
+    /// in: a failure ends within `connectTimeout` with PostgreSQL's own message and SQLSTATE, where
+    /// the pool would retry for a minute and end in `connectionCreationCircuitBreakerTripped`.
+    public static func open(url: String, poolSize: Int = 16, logger: Logger) async throws -> PostgresDatabaseClient {
+        let settings = try PostgresSettings(url: url)
+        try await check(settings, url: url, logger: logger)
+        let client = PostgresClient(
+            configuration: try settings.clientConfiguration(poolSize: poolSize, connectTimeout: connectTimeout), backgroundLogger: logger)
         // The pool runs until `close()` cancels this task; the client owns it.
         let runTask = Task { await client.run() }
         let database = PostgresDatabaseClient(client: client, runTask: runTask, logger: logger)
         do {
-            // Fail early, with the real reason, when the server cannot be reached.
             _ = try await database.read { db in try await db.raw("SELECT 1 AS ok").first() }
         } catch {
             await database.close()
-            throw StoreError.configuration("cannot connect to PostgreSQL at \(DatabaseLocation.redact(url)): \(String(reflecting: error))")
+            throw StoreError.configuration("cannot connect to PostgreSQL at \(DatabaseLocation.redact(url)): \(describe(error, settings))")
         }
         return database
+    }
+
+    /// One connection, made and closed, within `connectTimeout`.
+    static func check(_ settings: PostgresSettings, url: String, logger: Logger) async throws {
+        let configuration = try settings.connectionConfiguration(connectTimeout: connectTimeout)
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+                    try await connection.close()
+                }
+                group.addTask {
+                    try await Task.sleep(for: connectTimeout)
+                    throw StoreError.configuration("no answer within \(connectTimeout.components.seconds) s")
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        } catch {
+            throw StoreError.configuration("cannot connect to PostgreSQL at \(DatabaseLocation.redact(url)): \(describe(error, settings))")
+        }
+    }
+
+    /// One line for an operator: PostgreSQL's own message and SQLSTATE, or what stopped the connection.
+    static func describe(_ error: any Error, _ settings: PostgresSettings) -> String {
+        if let storeError = error as? StoreError { return storeError.description }
+        guard let error = error as? PSQLError else { return "\(error)" }
+        if let message = error.serverInfo?[.message] {
+            let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
+            return message + state
+        }
+        switch error.code {
+        case .sslUnsupported:
+            return "the server does not offer TLS, and sslmode=\(settings.sslMode.rawValue) requires it"
+        case .connectionError, .failedToAddSSLHandler:
+            return error.underlying.map { "\($0)" } ?? "the connection failed"
+        default:
+            return error.underlying.map { "\(error.code): \($0)" } ?? "\(error.code)"
+        }
     }
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
