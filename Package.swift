@@ -49,6 +49,8 @@ let package = Package(
                 .product(name: "PostgresKit", package: "postgres-kit"),
                 // sslmode's certificate checks (TLS to PostgreSQL); already built for PostgresNIO.
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // The operating system's reason when PostgreSQL cannot be reached (NIOConnectionError).
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -64,7 +64,8 @@ public struct ParleyConfiguration: Sendable {
     public var databaseURL: String?
     /// SQLite fsyncs every commit (survives power loss) instead of at checkpoints (survives a crash).
     public var sqliteFullSync = false
-    public var publicDirectory: String = "./Public"
+    /// The web pages' directory; nil: found next to the binary or where the package installs them (`PublicPages`).
+    public var publicDirectory: String? = nil
     public var logLevel: Logger.Level = .info
     public var bcryptCost: Int = 12
     public var agentSessionTTL: TimeInterval = 12 * 3600
@@ -91,6 +92,8 @@ public struct ParleyConfiguration: Sendable {
     public var ffmpegTimeoutSeconds: Int = 120
     /// The address space each image decoder (ffprobe, ffmpeg, heif-convert on a photo) may map, in MB.
     public var imageMemoryMegabytes: Int = 1024
+    /// Seconds open requests may take to finish once shutdown begins (SIGTERM); then they are cut.
+    public var drainDeadlineSeconds: Int = 25
     /// PostgreSQL connections this node keeps at most (its pool).
     public var databasePoolSize: Int = 16
     var imageMemoryBytes: Int { imageMemoryMegabytes * 1024 * 1024 }

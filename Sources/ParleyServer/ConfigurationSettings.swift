@@ -31,7 +31,7 @@ extension ParleyConfiguration {
             default: throw ConfigurationError(setting: name, message: "'\(v)' is not normal or full")
             }
         },
-        Setting(flag: "public-dir", environment: "PARLEY_PUBLIC_DIR", help: "directory of the web pages (default ./Public)") { c, v, _ in c.publicDirectory = v },
+        Setting(flag: "public-dir", environment: "PARLEY_PUBLIC_DIR", help: "directory of the web pages (default: next to the binary, /usr/share/parley/Public, or ./Public)") { c, v, _ in c.publicDirectory = v },
         Setting(flag: "log-level", environment: "PARLEY_LOG_LEVEL", help: "trace, debug, info, notice, warning, error or critical") { c, v, name throws(ConfigurationError) in
             guard let level = Logger.Level(rawValue: v.lowercased()) else {
                 throw ConfigurationError(setting: name, message: "'\(v)' is not a log level (trace, debug, info, notice, warning, error, critical)")
@@ -99,6 +99,9 @@ extension ParleyConfiguration {
         },
         Setting(flag: "rate-consumer-activity", environment: "PARLEY_RATE_CONSUMER_ACTIVITY", help: "activity batches (up to 50 events) per minute per consumer, 0 for no limit (default 30)") { c, v, name throws(ConfigurationError) in
             c.rateConsumerActivity = try parseInt(v, name, range: 0...1_000_000, what: "a count")
+        },
+        Setting(flag: "drain-deadline", environment: "PARLEY_DRAIN_DEADLINE", help: "seconds open requests may take to finish at shutdown before they are cut with 503 (default 25)") { c, v, name throws(ConfigurationError) in
+            c.drainDeadlineSeconds = try parseInt(v, name, range: 1...3_600, what: "a number of seconds")
         },
         Setting(flag: "database-pool", environment: "PARLEY_DATABASE_POOL", help: "PostgreSQL connections this node opens at most (default 16)") { c, v, name throws(ConfigurationError) in
             c.databasePoolSize = try parseInt(v, name, range: 1...1_000, what: "a count")

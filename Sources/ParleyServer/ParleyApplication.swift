@@ -50,6 +50,8 @@ public struct ParleyServices: Sendable {
     public let connections: ConnectionCounter
     public let searchIndexer: SearchIndexer
     public let janitor: MediaJanitor
+    /// The requests in progress, and the cut at shutdown (`DrainDeadline`).
+    public let drain: Drain
     /// What time it is for every service (a manual clock in tests of timers and expiry).
     public let clock: any WallClock
 
@@ -59,6 +61,9 @@ public struct ParleyServices: Sendable {
         clock: any WallClock = SystemClock(), logger: Logger
     ) async throws -> ParleyServices {
         try configuration.validate()
+        var configuration = configuration
+        configuration.publicDirectory = try PublicPages.locate(named: configuration.publicDirectory)
+        try DataDirectory.prepare(configuration.dataDirectory)
         let location = try DatabaseLocation(url: configuration.resolvedDatabaseURL)
         let database = try await openDatabase(location, fullSync: configuration.sqliteFullSync, poolSize: configuration.databasePoolSize, logger: logger)
         do {
@@ -84,6 +89,7 @@ public struct ParleyServices: Sendable {
         let hub = RealtimeHub(
             bus: bus, queueLimit: configuration.realtimeQueueLimit, writeTimeout: .seconds(configuration.realtimeWriteTimeoutSeconds),
             metrics: metrics, logger: logger)
+        let drain = Drain()
         let jobSignal = JobSignal()
         let jobs = JobQueue(store: store, clock: clock, signal: jobSignal, maxAttempts: configuration.jobMaxAttempts)
         let conversations = ConversationService(
@@ -117,7 +123,7 @@ public struct ParleyServices: Sendable {
                 deadline: .seconds(configuration.uploadDeadlineSeconds)),
             analyses: WorkSlots(limit: configuration.voiceAnalyses, queueLimit: configuration.voiceQueue),
             uploads: UploadGate(perConsumer: configuration.uploadsPerConsumer, perAddress: configuration.uploadsPerAddress),
-            limits: limits, metrics: metrics, logger: logger)
+            limits: limits, metrics: metrics, drain: drain, logger: logger)
         let attachments = AttachmentService(
                 store: store, blobs: blobs, conversations: conversations, scanning: scanning,
                 thumbnailer: ffmpeg.flatMap { ffmpeg in
@@ -130,7 +136,7 @@ public struct ParleyServices: Sendable {
                             timeout: .seconds(min(30, configuration.ffmpegTimeoutSeconds)))
                     }
                 },
-                maxUploadBytes: configuration.maxAttachmentBytes, receiver: UploadReceiver(pace: voice.pace, metrics: metrics),
+                maxUploadBytes: configuration.maxAttachmentBytes, receiver: UploadReceiver(pace: voice.pace, metrics: metrics, drain: drain),
                 thumbnails: WorkSlots(limit: configuration.voiceAnalyses, queueLimit: configuration.voiceQueue), uploads: voice.uploads,
                 limits: limits, clock: clock, logger: logger)
         let httpClient = ProviderHTTP.makeClient(readTimeoutSeconds: configuration.providerTimeoutSeconds, caFile: configuration.providerCAFile)
@@ -217,10 +223,12 @@ public struct ParleyServices: Sendable {
             janitor: MediaJanitor(
                 store: store, blobs: blobs, minimumAge: TimeInterval(configuration.orphanMediaAgeSeconds), interval: .seconds(15 * 60),
                 metrics: metrics, logger: logger),
+            drain: drain,
             clock: clock)
     }
 
     public func close() async {
+        drain.stop()
         try? await httpClient.shutdown()
         await store.close()
     }
@@ -235,10 +243,11 @@ public struct ParleyServices: Sendable {
 /// The HTTP router with every API route. Exposed so that tests can compare it with the OpenAPI document.
 public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestContext> {
     let router = Router(context: ParleyRequestContext.self)
+    router.add(middleware: DrainMiddleware(drain: services.drain))
     router.add(middleware: SecurityHeadersMiddleware())
     router.add(middleware: ErrorMiddleware())
     // Static files first: serving the pages and their scripts looks up no session.
-    router.add(middleware: FileMiddleware(services.configuration.publicDirectory, searchForIndexHtml: true))
+    router.add(middleware: FileMiddleware(services.configuration.publicDirectory ?? "./Public", searchForIndexHtml: true))
     let routes = RouteGroups(
         router, authentication: AuthMiddleware(identity: services.identity, allowedOrigins: services.configuration.allowedOrigins))
     AuthController(identity: services.identity, hub: services.hub, configuration: services.configuration, limits: services.limits)
@@ -331,10 +340,18 @@ public func buildApplication(
 /// Runs the application, the real-time hub and the call service together. Graceful shutdown goes in
 /// reverse order: live calls end first (both sides are told, records are stored), then every client
 /// is told to reconnect and resume (close code 4000), then the HTTP server stops.
+///
+/// `drainDeadline`: how long open requests may take once shutdown begins (`Drain`); what is still
+/// running 5 s after it is cancelled.
 public func makeServiceGroup(
     _ app: some ApplicationProtocol, _ services: ParleyServices, gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
-    logger: Logger
+    drainDeadline: Duration = .seconds(25), logger: Logger
 ) -> ServiceGroup {
-    ServiceGroup(
-        configuration: .init(services: [services.janitor, services.searchIndexer, services.voiceProcessor, services.scanning, services.jobRunner, app, services.hub, services.calls], gracefulShutdownSignals: gracefulShutdownSignals, logger: logger))
+    // The deadline's service is last: shutdown goes in reverse order, so it hears first.
+    let deadline = DrainDeadline(drain: services.drain, deadline: drainDeadline, logger: logger)
+    var configuration = ServiceGroupConfiguration(
+        services: [services.janitor, services.searchIndexer, services.voiceProcessor, services.scanning, services.jobRunner, app, services.hub, services.calls, deadline],
+        gracefulShutdownSignals: gracefulShutdownSignals, logger: logger)
+    configuration.maximumGracefulShutdownDuration = drainDeadline + .seconds(5)
+    return ServiceGroup(configuration: configuration)
 }

@@ -1,5 +1,8 @@
 import Foundation
 import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
 import PostgresKit
 import PostgresNIO
 
@@ -43,7 +46,8 @@ public final class PostgresDatabaseClient: DatabaseClient {
 
     /// One connection, made and closed, within `connectTimeout`.
     static func check(_ settings: PostgresSettings, url: String, logger: Logger) async throws {
-        let configuration = try settings.connectionConfiguration(connectTimeout: connectTimeout)
+        // The TCP connection gets a second less than the whole check, so that either says "no answer".
+        let configuration = try settings.connectionConfiguration(connectTimeout: connectTimeout - .seconds(1))
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -62,6 +66,18 @@ public final class PostgresDatabaseClient: DatabaseClient {
         }
     }
 
+    /// The operating system's or TLS's words for why a connection failed, without NIO's wrapping.
+    static func reason(_ error: any Error) -> String {
+        if let connection = error as? NIOConnectionError, let first = connection.connectionErrors.first {
+            return "\(connection.host):\(connection.port): \(reason(first.error))"
+        }
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)) }
+        if case .connectTimeout = error as? ChannelError { return "no answer within \(connectTimeout.components.seconds) s" }
+        if let tls = error as? NIOSSLError { return "TLS: \(tls)" }
+        if let tls = error as? NIOSSLExtraError { return "TLS: \(tls)" }
+        return "\(error)"
+    }
+
     /// One line for an operator: PostgreSQL's own message and SQLSTATE, or what stopped the connection.
     static func describe(_ error: any Error, _ settings: PostgresSettings) -> String {
         if let storeError = error as? StoreError { return storeError.description }
@@ -74,7 +90,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
         case .sslUnsupported:
             return "the server does not offer TLS, and sslmode=\(settings.sslMode.rawValue) requires it"
         case .connectionError, .failedToAddSSLHandler:
-            return error.underlying.map { "\($0)" } ?? "the connection failed"
+            return error.underlying.map(reason) ?? "the connection failed"
         default:
             return error.underlying.map { "\(error.code): \($0)" } ?? "\(error.code)"
         }

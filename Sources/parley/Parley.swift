@@ -72,6 +72,13 @@ struct Serve: AsyncParsableCommand {
         let configuration = try options.resolve()
         let logger = options.logger(configuration)
         raiseDescriptorLimit(logger: logger)
+        // The address first: a port in use is said in words before anything else starts.
+        do {
+            try await Self.checkListening(host: configuration.host, port: configuration.port)
+        } catch {
+            FileHandle.standardError.write(Data("parley: cannot start: \(Self.describeListenFailure(error, configuration))\n".utf8))
+            throw ExitCode(1)
+        }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let services: ParleyServices
@@ -103,12 +110,38 @@ struct Serve: AsyncParsableCommand {
             say("Parley is listening on http://\(configuration.host):\(port)")
         }
         do {
-            try await makeServiceGroup(app, services, logger: logger).run()
+            try await makeServiceGroup(app, services, drainDeadline: .seconds(configuration.drainDeadlineSeconds), logger: logger).run()
         } catch {
             await services.close()
+            // Another program may have taken the port since the check.
+            if error is IOError {
+                FileHandle.standardError.write(Data("parley: cannot start: \(Self.describeListenFailure(error, configuration))\n".utf8))
+                throw ExitCode(1)
+            }
             throw error
         }
         await services.close()
+    }
+
+    /// Binds the address once and lets it go (port 0 picks a free one: nothing to check).
+    static func checkListening(host: String, port: Int) async throws {
+        guard port != 0 else { return }
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: host, port: port).get()
+        try await channel.close()
+    }
+
+    /// One line for an address that cannot be listened on.
+    static func describeListenFailure(_ error: any Error, _ configuration: ParleyConfiguration) -> String {
+        let address = "\(configuration.host):\(configuration.port)"
+        guard let io = error as? IOError else { return "cannot listen on \(address): \(error)" }
+        switch io.errnoCode {
+        case EADDRINUSE: return "\(address) is already in use by another program (choose another with --port or PARLEY_PORT)"
+        case EACCES: return "listening on \(address) is not permitted (ports below 1024 need privileges)"
+        case EADDRNOTAVAIL: return "\(configuration.host) is not an address of this machine (--host or PARLEY_HOST)"
+        default: return "cannot listen on \(address): \(String(cString: strerror(io.errnoCode)))"
+        }
     }
 }
 

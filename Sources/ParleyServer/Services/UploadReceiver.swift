@@ -8,6 +8,8 @@ import Synchronization
 struct UploadReceiver: Sendable {
     let pace: VoiceService.UploadPace
     let metrics: ParleyMetrics
+    /// At shutdown, past the drain deadline, an upload still arriving ends with 503.
+    let drain: Drain
 
     /// The whole body into `partial`, or a clear error: too large (refused), abandoned or stalled
     /// (nothing kept), or empty.
@@ -17,7 +19,7 @@ struct UploadReceiver: Sendable {
         let size: Int
         do {
             size = try await receive(body, into: partial, maxBytes: maxBytes, tooLarge: tooLarge)
-        } catch let error as ParleyError where error.code != "upload_stalled" && error.code != "upload_too_slow" {
+        } catch let error as ParleyError where !["upload_stalled", "upload_too_slow", Drain.shuttingDown.code].contains(error.code) {
             throw error  // too large: refused, not abandoned
         } catch {
             // The client went away before the last byte: nothing is kept, and it is not a server fault.
@@ -42,6 +44,7 @@ struct UploadReceiver: Sendable {
         defer { try? handle.close() }
         let progress = Progress()
         let pace = self.pace
+        let drain = self.drain
         return try await withThrowingTaskGroup(of: Int?.self) { group in
             group.addTask {
                 var size = 0
@@ -57,6 +60,7 @@ struct UploadReceiver: Sendable {
                 while true {
                     try await Task.sleep(for: .milliseconds(250))
                     if let failure = progress.check(pace) { throw failure }
+                    if drain.isCut { throw Drain.shuttingDown }
                 }
             }
             defer { group.cancelAll() }

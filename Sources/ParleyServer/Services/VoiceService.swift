@@ -25,6 +25,7 @@ public struct VoiceService: Sendable {
     let uploads: UploadGate
     let limits: RateLimits
     let metrics: ParleyMetrics
+    let drain: Drain
     let logger: Logger
 
     /// The limits on an upload's arrival: a stall (no bytes for `idle`), a trickle (fewer than
@@ -102,7 +103,7 @@ public struct VoiceService: Sendable {
 
         let partial = blobs.partialFile()
         defer { try? FileManager.default.removeItem(at: partial) }
-        let size = try await UploadReceiver(pace: pace, metrics: metrics)
+        let size = try await UploadReceiver(pace: pace, metrics: metrics, drain: drain)
             .receiveWhole(body, into: partial, maxBytes: maxUploadBytes, tooLarge: tooLarge(), empty: "The upload has no bytes.", emptyCode: "empty_audio")
         return try await ingest(partial, size: size, principal: principal, request: request, settings: settings, analyzer: analyzer)
     }

@@ -33,6 +33,7 @@ public enum Migrations {
                 """
             ).run()
         }
+        try await refuseNewer(database)
         var applied: [Int] = []
         for migration in all {
             let didApply = try await database.write { db -> Bool in
@@ -62,6 +63,22 @@ public enum Migrations {
             }
         }
         return applied
+    }
+
+    /// The schema version this binary knows (its last migration).
+    public static var latest: Int { all.last?.version ?? 0 }
+
+    /// A database a newer Parley has migrated is not served by this one: its code would read and
+    /// write tables as they were, beside columns and rows it knows nothing of.
+    static func refuseNewer(_ database: any DatabaseClient) async throws {
+        let newest = try await database.read { db in
+            try await db.raw("SELECT MAX(version) AS v FROM schema_migrations").first()?.decode(column: "v", as: Int?.self)
+        }
+        if let newest, newest > latest {
+            throw StoreError.configuration(
+                "the database's schema is version \(newest), newer than this Parley's \(latest): a newer Parley upgraded it. "
+                    + "Run that version or a later one; going back needs the backup taken before the upgrade (docs/upgrading.md)")
+        }
     }
 
     /// The versions recorded as applied.
