@@ -18,8 +18,6 @@ public struct ProcessRunner: Sendable {
         public var stderrTail: String
         public var timedOut: Bool
         public var crashed: Bool
-        /// The most memory the program held at once (its peak resident set), as the kernel counted it.
-        public var peakMemoryBytes: Int = 0
 
         public var succeeded: Bool { status == 0 && !timedOut && !crashed }
     }
@@ -110,8 +108,7 @@ public struct ProcessRunner: Sendable {
         }
         readers.wait()
         var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0, errno == EINTR {}
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
         killer.cancel()
         try? child.stdout.close()
         try? child.stderr.close()
@@ -120,7 +117,7 @@ public struct ProcessRunner: Sendable {
         let tail = String(decoding: errorOutput.get().suffix(2000), as: UTF8.self)
         return Outcome(
             status: signal == 0 ? (status >> 8) & 0xff : 128 + signal, stdout: output, stderrTail: tail,
-            timedOut: timedOut.isSet, crashed: signal != 0 && !timedOut.isSet, peakMemoryBytes: Int(usage.ru_maxrss) * 1024)
+            timedOut: timedOut.isSet, crashed: signal != 0 && !timedOut.isSet)
     }
 
     struct Spawned {

@@ -93,6 +93,9 @@ final class UploadGate: Sendable {
         self.perAddress = perAddress
     }
 
+    /// Uploads in progress from `address`.
+    func inProgress(address: String) -> Int { counts.withLock { $0["a:" + address, default: 0] } }
+
     /// Runs `work` counted against `consumer` and `address`; refuses with 429 when either is at its limit.
     func run<T: Sendable>(consumer: String, address: String?, _ work: () async throws -> T) async throws -> T {
         let keys = ["c:" + consumer] + (address.map { ["a:" + $0] } ?? [])
