@@ -405,9 +405,24 @@ struct HardeningTests {
                 try socket.send([UInt8](repeating: 0x1A, count: 10))
                 held.append(socket)
             }
-            // Both are counted before the third comes (a loaded machine may take a while to get there).
+            // They keep sending, slowly but above the minimum pace, so that neither is abandoned
+            // while a loaded machine takes its time to count both.
+            let feeding = Task.detached { [held] in
+                while !Task.isCancelled {
+                    for socket in held { try? socket.send([UInt8](repeating: 0x1A, count: 300)) }
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+            }
+            defer { feeding.cancel() }
+            // Both are counted before the third comes.
             let counted = Date().addingTimeInterval(30)
             while server.services.voice.uploads.inProgress(address: "127.0.0.1") < 2, Date() < counted { try await Task.sleep(for: .milliseconds(20)) }
+            if server.services.voice.uploads.inProgress(address: "127.0.0.1") < 2 {
+                for socket in held {
+                    let answer = await socket.readUntilClosed(within: 0.5)
+                    Issue.record("a held upload was not counted; it got: \(String(decoding: answer.data, as: UTF8.self).prefix(300))")
+                }
+            }
             let (token, _) = try await acme.consumer()
             let third = try await VoiceTests.upload(server, Data(repeating: 0x1A, count: 1000), token: token)
             #expect(third.status == .tooManyRequests)
