@@ -1,6 +1,8 @@
 import Foundation
 import ParleyAPI
 import ParleyServer
+import ParleyStore
+import SQLKit
 import Synchronization
 import Testing
 
@@ -160,7 +162,14 @@ struct RoutingTests {
             _ = try await Self.settle(server, token: acme.adminToken) { all in all.filter { $0.assigneeId == leaving.agent.id }.count == 2 }
             let staying = try await Self.connectedAgent(acme, server: server)
             _ = await leaving.socket.close()  // the laptop lid closes
-            try await Task.sleep(for: .seconds(1))
+            // The server hears it and schedules the requeue (on a loaded machine that can take a while;
+            // moving the clock before it would move the job's due time along).
+            let scheduled = Date().addingTimeInterval(30)
+            while Date() < scheduled, try await server.services.store.database.read({ db in
+                try await db.raw("SELECT COUNT(*) AS n FROM jobs WHERE kind = 'routing.requeue'").first()?.decode(column: "n", as: Int.self) ?? 0
+            }) == 0 {
+                try await Task.sleep(for: .milliseconds(50))
+            }
             clock.advance(by: .seconds(119))
             try await Task.sleep(for: .seconds(1))  // the job runner polls: not due yet
             var now = try await Self.conversations(server, token: acme.adminToken)
