@@ -33,15 +33,15 @@ public struct PostgresSettings: Sendable {
     public init(url: String) throws(StoreError) {
         // PostgresKit reads the server and the user; TLS is read here (PostgresKit knows fewer modes).
         var withoutTLS = URLComponents(string: url)
+        let query = withoutTLS?.queryItems ?? []
         let tlsNames: Set<String> = ["sslmode", "tlsmode", "ssl", "tls", "sslrootcert"]
-        let kept = withoutTLS?.queryItems?.filter { !tlsNames.contains($0.name.lowercased()) }
-        withoutTLS?.queryItems = kept?.isEmpty == false ? kept : nil
+        let kept = query.filter { !tlsNames.contains($0.name.lowercased()) }
+        withoutTLS?.queryItems = kept.isEmpty ? nil : kept
         guard let plain = withoutTLS?.string, let core = try? SQLPostgresConfiguration(url: plain).coreConfiguration else {
             throw StoreError.configuration("'\(DatabaseLocation.redact(url))' is not a valid postgres URL (postgres://user:password@host:port/database)")
         }
         (host, port, unixSocketPath) = (core.host, core.port ?? 5432, core.unixSocketPath)
         (username, password, database) = (core.username, core.password, core.database)
-        let query = URLComponents(string: url)?.queryItems ?? []
         let mode = query.last { ["sslmode", "tlsmode"].contains($0.name.lowercased()) }?.value ?? "prefer"
         guard let sslMode = SSLMode(rawValue: mode.lowercased()) else {
             throw StoreError.configuration(

@@ -117,17 +117,8 @@ struct HardeningTests {
                 #expect(head.hasPrefix("HTTP/1.1 101"), "\(head)")
                 // Frames with ids, so that each refusal has a reply this client never reads; sends stop
                 // when the server stops taking them (a full window) or the connection is gone.
-                let sent = try await RawSocket.offPool { () -> Int in
-                    var timeout = timeval(tv_sec: 0, tv_usec: 300_000)
-                    setsockopt(flooder.fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                    let deadline = Date().addingTimeInterval(8)
-                    var count = 0
-                    while count < 20_000, Date() < deadline {
-                        let frame = #"{"type":"typing","id":"f\#(count)","conversationId":"cnv_none","isTyping":true}"#
-                        do { try flooder.sendFrame(opcode: 0x1, fin: true, payload: Array(frame.utf8)) } catch { break }
-                        count += 1
-                    }
-                    return count
+                let sent = try await flooder.flood(frames: 20_000, for: 8, sendTimeout: 0.3) { count in
+                    #"{"type":"typing","id":"f\#(count)","conversationId":"cnv_none","isTyping":true}"#
                 }
                 // The flooder's socket is closed (it reads only now, and finds the close)...
                 let closed = await flooder.readUntilClosed(within: 20).closed
@@ -160,18 +151,9 @@ struct HardeningTests {
             defer { busy.cancel() }
             let flooder = try RawSocket(port: server.port, receiveBuffer: 4096)
             #expect(try await flooder.upgrade(port: server.port, token: token).hasPrefix("HTTP/1.1 101"))
-            let sent = try await RawSocket.offPool { () -> Int in
-                // A send waits for the server to take more (TCP back-pressure), up to 3 s.
-                var timeout = timeval(tv_sec: 3, tv_usec: 0)
-                setsockopt(flooder.fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                let deadline = Date().addingTimeInterval(6)
-                var count = 0
-                while count < 5_000, Date() < deadline {
-                    let frame = #"{"type":"send","id":"s\#(count)","clientMessageId":"flood-\#(count)","text":"flood","conversationId":"\#(conversation.id)"}"#
-                    do { try flooder.sendFrame(opcode: 0x1, fin: true, payload: Array(frame.utf8)) } catch { break }
-                    count += 1
-                }
-                return count
+            // A send waits for the server to take more (TCP back-pressure), up to 3 s.
+            let sent = try await flooder.flood(frames: 5_000, for: 6, sendTimeout: 3) { count in
+                #"{"type":"send","id":"s\#(count)","clientMessageId":"flood-\#(count)","text":"flood","conversationId":"\#(conversation.id)"}"#
             }
             // Closed for flooding (at once: before, the server was still handling its frames one by
             // one, 60 ms each, and never closed it)...

@@ -42,30 +42,31 @@ struct StartupTests {
         #expect(!result.output.contains("errno") && !result.output.contains(")) ("), "\(result.output)", sourceLocation: sourceLocation)
     }
 
-    static func freePort() throws -> Int {
+    /// A TCP socket bound to an ephemeral port of 127.0.0.1 (listening when asked), and its port.
+    static func boundSocket(listening: Bool) -> (fd: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        if listening { listen(fd, 16) }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    /// A port nothing listens on (bound a moment, then let go).
+    static func freePort() throws -> Int {
+        let (fd, port) = boundSocket(listening: false)
+        close(fd)
+        return port
     }
 
     /// A socket listening on 127.0.0.1 that never accepts nor answers; closed when the body ends.
     static func withSilentListener<T>(_ body: (Int) async throws -> T) async throws -> T {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (fd, port) = boundSocket(listening: true)
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        listen(fd, 16)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return try await body(Int(UInt16(bigEndian: address.sin_port)))
+        return try await body(port)
     }
 
     @Test("a port in use, a data directory that cannot be made, PostgreSQL refusing, absent or silent: one line each, within 10 s, exit 1")

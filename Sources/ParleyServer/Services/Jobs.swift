@@ -150,7 +150,7 @@ public struct JobRunner: Service {
         let running = RunningJobs()
         await withDiscardingTaskGroup { group in
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
-                let free = concurrency - running.count.load(ordering: .acquiring)
+                let free = concurrency - running.count
                 var claimed: [JobRecord] = []
                 if free > 0 {
                     do {
@@ -266,15 +266,15 @@ public struct JobRunner: Service {
 
 /// How many jobs this runner has started and not finished, and whose they are.
 final class RunningJobs: Sendable {
-    let count = Atomic<Int>(0)
     /// The jobs this node is running: never claimed again here, even once their lease has run out
     /// (a slow job is still running; only another node may take it over), and how many each owner has.
     private let state = Mutex<(seqs: Set<Int64>, owners: [JobOwner: Int])>(([], [:]))
 
     func snapshot() -> (seqs: Set<Int64>, owners: [JobOwner: Int]) { state.withLock { $0 } }
 
+    var count: Int { state.withLock { $0.seqs.count } }
+
     func start(_ job: JobRecord) {
-        count.add(1, ordering: .relaxed)
         state.withLock { state in
             state.seqs.insert(job.seq)
             state.owners[JobOwner(job.brandId), default: 0] += 1
@@ -285,9 +285,9 @@ final class RunningJobs: Sendable {
         state.withLock { state in
             state.seqs.remove(job.seq)
             let owner = JobOwner(job.brandId)
-            state.owners[owner] = (state.owners[owner] ?? 1) > 1 ? state.owners[owner]! - 1 : nil
+            let left = state.owners[owner, default: 1] - 1
+            state.owners[owner] = left > 0 ? left : nil
         }
-        count.subtract(1, ordering: .releasing)
     }
 }
 

@@ -66,13 +66,11 @@ public protocol JobStore: Sendable {
     /// Adds a job; false (and nothing added) when a kept job has the same dedupe key.
     @discardableResult
     func enqueueJob(_ job: JobRecord) async throws -> Bool
-    /// Marks up to `limit` due jobs running until `now + lease` and returns them: queued jobs whose
-    /// time has come and running jobs whose lease ran out (their runner died), never a job whose lane
-    /// has an earlier job kept. `FOR UPDATE SKIP LOCKED` on PostgreSQL, so nodes never claim the same
+    /// Marks up to `limit` of `owner`'s due jobs (a brand's, or the jobs of no brand) running until
+    /// `now + lease` and returns them: queued jobs whose time has come and running jobs whose lease
+    /// ran out (their runner died), never a job whose lane has an earlier job kept. `FOR UPDATE SKIP LOCKED` on PostgreSQL, so nodes never claim the same
     /// job.
     /// `excluding`: jobs the caller is running itself (not taken over even when their lease ran out).
-    func claimJobs(now: Date, lease: TimeInterval, limit: Int, excluding: Set<Int64>) async throws -> [JobRecord]
-    /// `claimJobs` for one owner's jobs only (`JobOwner`: a brand, or the jobs of no brand).
     func claimJobs(now: Date, lease: TimeInterval, limit: Int, excluding: Set<Int64>, owner: JobOwner) async throws -> [JobRecord]
     /// Who has jobs that could be claimed now, each with when its oldest came due: the runner shares
     /// its slots between them. Reads only the due part of the table (the `jobs_due` index).
@@ -106,42 +104,38 @@ extension SQLRepository: JobStore {
         return !rows.isEmpty
     }
 
-    public func claimJobs(now: Date, lease: TimeInterval, limit: Int, excluding: Set<Int64>) async throws -> [JobRecord] {
-        try await claimJobs(now: now, lease: lease, limit: limit, excluding: excluding, ownedBy: nil)
-    }
-
-    public func claimJobs(now: Date, lease: TimeInterval, limit: Int, excluding: Set<Int64>, owner: JobOwner) async throws -> [JobRecord] {
-        try await claimJobs(now: now, lease: lease, limit: limit, excluding: excluding, ownedBy: owner)
-    }
-
     public func claimableJobOwners(now: Date, excluding: Set<Int64>) async throws -> [(owner: JobOwner, due: Date)] {
         let at = StoredTime.millis(now)
         let rows = try await db.raw(
             """
             SELECT j.brand_id AS brand_id, MIN(j.run_at) AS due FROM jobs j
-            WHERE ((j.state = \(bind: JobState.queued.rawValue) AND j.run_at <= \(bind: at))
-                OR (j.state = \(bind: JobState.running.rawValue) AND j.locked_until < \(bind: at)))\(Self.notMine(excluding))
+            WHERE \(Self.claimable(at: at, excluding: excluding))
             GROUP BY j.brand_id
             """
         ).all()
         return try rows.map { row in
             let brand = try row.decode(column: "brand_id", as: BrandID?.self)
-            return (brand.map(JobOwner.brand) ?? .none, StoredTime.date(try row.decode(column: "due", as: Int64.self)))
+            return (JobOwner(brand), StoredTime.date(try row.decode(column: "due", as: Int64.self)))
         }
     }
 
-    /// Sequence numbers this node made itself: integers, written as literals.
-    private static func notMine(_ excluding: Set<Int64>) -> SQLQueryString {
-        excluding.isEmpty ? "" : SQLQueryString(" AND j.seq NOT IN (\(unsafeRaw: excluding.sorted().map(String.init).joined(separator: ",")))")
+    /// Which rows of `jobs j` could be claimed at `at`: queued and due, or running with a lease that
+    /// ran out, and not one of `excluding` (sequence numbers this node made itself: integers, written
+    /// as literals).
+    private static func claimable(at: Int64, excluding: Set<Int64>) -> SQLQueryString {
+        let due: SQLQueryString = """
+            ((j.state = \(bind: JobState.queued.rawValue) AND j.run_at <= \(bind: at))
+                OR (j.state = \(bind: JobState.running.rawValue) AND j.locked_until < \(bind: at)))
+            """
+        return excluding.isEmpty
+            ? due : due + SQLQueryString(" AND j.seq NOT IN (\(unsafeRaw: excluding.sorted().map(String.init).joined(separator: ",")))")
     }
 
-    private func claimJobs(now: Date, lease: TimeInterval, limit: Int, excluding: Set<Int64>, ownedBy owner: JobOwner?) async throws -> [JobRecord] {
+    public func claimJobs(now: Date, lease: TimeInterval, limit: Int, excluding: Set<Int64>, owner: JobOwner) async throws -> [JobRecord] {
         let at = StoredTime.millis(now)
-        var mine = Self.notMine(excluding)
-        switch owner {
-        case nil: break
-        case .brand(let brandId)?: mine = mine + " AND j.brand_id = \(bind: brandId)"
-        case JobOwner.none?: mine = mine + " AND j.brand_id IS NULL"
+        let owned: SQLQueryString = switch owner {
+        case .brand(let brandId): " AND j.brand_id = \(bind: brandId)"
+        case .none: " AND j.brand_id IS NULL"
         }
         let until = StoredTime.millis(now.addingTimeInterval(lease))
         let skipLocked: SQLQueryString = flavor == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
@@ -151,8 +145,7 @@ extension SQLRepository: JobStore {
                 updated_at = \(bind: at)
             WHERE seq IN (
                 SELECT seq FROM jobs j
-                WHERE ((j.state = \(bind: JobState.queued.rawValue) AND j.run_at <= \(bind: at))
-                    OR (j.state = \(bind: JobState.running.rawValue) AND j.locked_until < \(bind: at)))\(mine)
+                WHERE \(Self.claimable(at: at, excluding: excluding))\(owned)
                   AND (j.lane IS NULL OR NOT EXISTS (
                     SELECT 1 FROM jobs e WHERE e.lane = j.lane AND e.seq < j.seq AND e.state <> \(bind: JobState.failed.rawValue)))
                 ORDER BY j.run_at, j.seq LIMIT \(bind: limit)\(skipLocked)

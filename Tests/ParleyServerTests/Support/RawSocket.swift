@@ -123,6 +123,23 @@ final class RawSocket: @unchecked Sendable {  // a file descriptor; each test us
         try send(frame)
     }
 
+    /// Sends text frames (`frame(n)`) as fast as the connection takes them, never reading, for at most
+    /// `frames` frames or `seconds`; a send that waits longer than `sendTimeout` (a full window) or
+    /// fails (the connection is gone) ends it. Returns how many were sent.
+    func flood(frames: Int, for seconds: Double, sendTimeout: Double, _ frame: @escaping @Sendable (Int) -> String) async throws -> Int {
+        try await Self.offPool {
+            var timeout = timeval(tv_sec: Int(sendTimeout), tv_usec: Int((sendTimeout - Double(Int(sendTimeout))) * 1e6))
+            setsockopt(self.fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let deadline = Date().addingTimeInterval(seconds)
+            var count = 0
+            while count < frames, Date() < deadline {
+                do { try self.sendFrame(opcode: 0x1, fin: true, payload: Array(frame(count).utf8)) } catch { break }
+                count += 1
+            }
+            return count
+        }
+    }
+
     /// Reads server frames until a close frame; returns its code (nil when the connection just ended).
     func closeCode(within seconds: Double) async -> UInt16? {
         let (data, _) = await readUntilClosed(within: seconds)
