@@ -3,7 +3,7 @@ import { icon } from "./icons.js";
 // The composer the widget and the workspace share: Enter sends (Shift+Enter is a new line), the text
 // box grows with its text, focus comes back to it after sending or recording, typing is reported, and a text or voice note shows at once as a pending bubble, goes out with its client
 // message id, and on failure offers "retry" with the same id, so that a retry is never stored twice.
-// When the network is down, messages wait in order ("Waiting for the connection…") and go out, with
+// Messages go out one at a time in the order they were written. When the network is down, they wait ("Waiting for the connection…") and go out, with
 // the same ids, when the page calls `flush()` (its connection is back); a refusal by the server
 // (an answer with an error code) is final and offers "retry" instead.
 // The page says how to send (over which route or socket) and what to do with the stored message.
@@ -57,8 +57,10 @@ export class Composer {
     } else {
       button?.remove();
     }
-    /** Sends waiting for the connection, oldest first: each is a function that tries once more. */
+    /** What is still to go out, oldest first: the first is on its way unless `stalled`. */
     this.queue = [];
+    /** The network failed: the queue waits for `flush()` (the page's connection is back). */
+    this.stalled = false;
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       const body = textarea.value;
@@ -95,81 +97,66 @@ export class Composer {
   /** The CSS max-height of `.composer textarea`. */
   static maxHeight = 140;
 
-  /** `fromQueue`: a retry by `flush()`, which goes now; anything else waits behind the queue. */
-  async text(body, clientMessageId = crypto.randomUUID(), fromQueue = false) {
-    const timeline = this.timeline();
-    const show = (state, extra) => timeline.pending({ clientMessageId, kind: "text", text: body, state, ...extra });
-    const attempt = () => this.text(body, clientMessageId, true);
-    if (!fromQueue && (this.queue.length || this.flushing)) { this.wait(attempt, show); return false; }  // behind older ones
-    show("sending");
-    try {
-      this.sent(await this.sendText(body, clientMessageId), clientMessageId);
-      return true;
-    } catch (error) {
-      // No answer: the network. It waits (a retry by flush() is put back in front by flush).
-      if (!error.code) { if (fromQueue) show("queued"); else this.wait(attempt, show); return false; }
-      show("failed", { error: error.message, onRetry: attempt });
-      return true;
-    }
-  }
-
-  /** Queues a send until the connection is back. */
-  wait(attempt, show) {
-    this.queue.push(attempt);
-    show("queued");
-  }
-
-  /** The connection is back: sends what waited, in order, stopping at the first that cannot go. */
-  async flush() {
-    if (this.flushing) return;
-    this.flushing = true;
-    try {
-      while (this.queue.length) {
-        const [attempt, ...rest] = this.queue;
-        this.queue = [];  // what is typed meanwhile queues behind `rest`
-        const done = await attempt();
-        if (done === false) {
-          this.queue = [attempt, ...rest, ...this.queue];  // still no network: the same order, later
-          break;
-        }
-        this.queue = [...rest, ...this.queue];
-      }
-    } finally {
-      this.flushing = false;
-    }
+  /** A text message: shown at once, sent after everything written before it. */
+  text(body, clientMessageId = crypto.randomUUID()) {
+    const show = (state, extra) => this.timeline().pending({ clientMessageId, kind: "text", text: body, state, ...extra });
+    this.enqueue({ clientMessageId, show, start: () => show("sending"), run: () => this.sendText(body, clientMessageId),
+      retry: () => this.text(body, clientMessageId) });
   }
 
   /** An image or a file, shown at once as a pending bubble with its upload's progress. */
-  async file(file, clientMessageId = crypto.randomUUID(), fromQueue = false) {
-    const timeline = this.timeline();
-    const pending = (state, extra) => timeline.pending({ clientMessageId, kind: "attachment", text: file.name || "Image", state, ...extra });
-    const attempt = () => this.file(file, clientMessageId, true);
-    if (!fromQueue && (this.queue.length || this.flushing)) { this.wait(attempt, pending); return false; }
-    pending("uploading", { progress: 0 });
-    try {
-      this.sent(await this.sendFile(file, clientMessageId, (progress) => pending("uploading", { progress })), clientMessageId);
-      return true;
-    } catch (error) {
-      if (!error.code) { if (fromQueue) pending("queued"); else this.wait(attempt, pending); return false; }
-      pending("failed", { error: error.message, onRetry: attempt });
-      return true;
-    }
+  file(file, clientMessageId = crypto.randomUUID()) {
+    const show = (state, extra) => this.timeline().pending({ clientMessageId, kind: "attachment", text: file.name || "Image", state, ...extra });
+    this.enqueue({ clientMessageId, show, start: () => show("uploading", { progress: 0 }),
+      run: () => this.sendFile(file, clientMessageId, (progress) => show("uploading", { progress })),
+      retry: () => this.file(file, clientMessageId) });
   }
 
   /** The recording stays in memory until it is stored: "retry" sends it again without re-recording. */
-  async voice(blob, durationMs, clientMessageId = crypto.randomUUID(), fromQueue = false) {
-    const timeline = this.timeline();
-    const pending = (state, extra) => timeline.pending({ clientMessageId, kind: "voice", durationMs, state, ...extra });
-    const attempt = () => this.voice(blob, durationMs, clientMessageId, true);
-    if (!fromQueue && (this.queue.length || this.flushing)) { this.wait(attempt, pending); return false; }
-    pending("uploading", { progress: 0 });
+  voice(blob, durationMs, clientMessageId = crypto.randomUUID()) {
+    const show = (state, extra) => this.timeline().pending({ clientMessageId, kind: "voice", durationMs, state, ...extra });
+    this.enqueue({ clientMessageId, show, start: () => show("uploading", { progress: 0 }),
+      run: () => this.sendVoice(blob, clientMessageId, (progress) => show("uploading", { progress })),
+      retry: () => this.voice(blob, durationMs, clientMessageId) });
+  }
+
+  /** Everything goes out in the order it was written, one at a time: a message typed while an older
+   * one is on its way (or waits for the network) goes after it, never beside it. */
+  enqueue(job) {
+    this.queue.push(job);
+    job.show(this.stalled ? "queued" : "sending");
+    this.pump();
+  }
+
+  /** The connection is back: what waited goes out, in order, stopping again at the first that cannot. */
+  flush() {
+    this.stalled = false;
+    return this.pump();
+  }
+
+  async pump() {
+    if (this.pumping) return;
+    this.pumping = true;
     try {
-      this.sent(await this.sendVoice(blob, clientMessageId, (progress) => pending("uploading", { progress })), clientMessageId);
-      return true;
-    } catch (error) {
-      if (!error.code) { if (fromQueue) pending("queued"); else this.wait(attempt, pending); return false; }
-      pending("failed", { error: error.message, onRetry: attempt });
-      return true;
+      while (this.queue.length && !this.stalled) {
+        const job = this.queue[0];
+        job.start();
+        try {
+          this.sent(await job.run(), job.clientMessageId);
+        } catch (error) {
+          if (!error.code) {
+            // No answer: the network. This one and everything after it wait, with the same ids.
+            this.stalled = true;
+            for (const waiting of this.queue) waiting.show("queued");
+            break;
+          }
+          // An answer with an error code (or an upload the network cut): final, with "retry".
+          job.show("failed", { error: error.message, onRetry: job.retry });
+        }
+        this.queue.shift();
+      }
+    } finally {
+      this.pumping = false;
     }
   }
 }

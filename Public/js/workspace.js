@@ -274,8 +274,10 @@ $(".password-form").addEventListener("submit", async (event) => {
 });
 
 $(".sign-out-everywhere").addEventListener("click", async () => {
-  await api.post("/v1/auth/logout-all").catch(() => {});
+  // The socket closes first: the server's "signed out" close would show the sign-in form while the
+  // page reloads into it anyway (two renders, and a page caught between them).
   realtime?.close();
+  await api.post("/v1/auth/logout-all").catch(() => {});
   location.reload();
 });
 
