@@ -98,7 +98,7 @@ public struct ParleyServices: Sendable {
         if ffmpeg == nil {
             logger.warning("ffmpeg was not found: voice messages are refused until it is installed", metadata: ["ffmpeg": "\(configuration.ffmpeg)"])
         }
-        let notes = VoiceNotes(store: store, blobs: blobs, bus: bus, clock: clock, logger: logger)
+        let notes = VoiceNotes(store: store, blobs: blobs, log: conversations.conversationLog, clock: clock, logger: logger)
         let processor = VoiceProcessor(
             store: store, blobs: blobs,
             transcoder: ffmpeg.map { VoiceTranscoder(ffmpeg: $0, timeout: .seconds(configuration.ffmpegTimeoutSeconds)) },

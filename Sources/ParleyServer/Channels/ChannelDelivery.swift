@@ -91,8 +91,8 @@ extension ConversationService {
         messageId: MessageID, brandId: BrandID, state: ChannelDeliveryState, providerMessageId: String? = nil, errorCode: String? = nil,
         errorMessage: String? = nil, retryable: Bool = false
     ) async throws {
-        let outcome = try await store.write { repo -> (ConversationEventDTO, ConversationDTO)? in
-            guard var delivery = try await repo.channelDelivery(messageId: messageId), delivery.brandId == brandId else { return nil }
+        try await conversationLog.write { repo, appends in
+            guard var delivery = try await repo.channelDelivery(messageId: messageId), delivery.brandId == brandId else { return }
             let previous = delivery.state
             delivery.state = state
             // Queued again (a retry): the provider's id of the failed attempt no longer applies.
@@ -103,14 +103,10 @@ extension ConversationService {
             guard state != previous,
                 let conversation = try await repo.conversation(brandId: brandId, id: delivery.conversationId, lock: true),
                 let message = try await repo.message(brandId: brandId, id: messageId)
-            else { return nil }
+            else { return }
             var log = ConversationAppend(conversation, now: clock.now())
-            let event = log.logDelivery(message)
-            try await log.write(in: repo)
-            return (event, log.conversation)
-        }
-        if let (event, conversation) = outcome {
-            await publish(.event(event), to: .agents(brandId: conversation.brandId))
+            _ = log.logDelivery(message)
+            try await appends.write(&log, in: repo)
         }
     }
 

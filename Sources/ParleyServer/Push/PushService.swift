@@ -168,27 +168,23 @@ public struct PushService: Sendable {
 
     // MARK: Deciding to notify
 
-    /// Watches what is published: an agent's message, or a call that starts ringing, for a
-    /// consumer without a live connection here, becomes one job per registered device. Jobs are
-    /// keyed by what they announce and the device, so every node may see the event and still only
-    /// one notification goes out.
+    /// Watches what happens: an agent's message, or a call that starts ringing, for a consumer
+    /// without a live connection here, becomes one job per registered device. Jobs are keyed by
+    /// what they announce and the device, so every node may see the event and still only one
+    /// notification goes out.
     func watch(_ bus: any EventBus) {
-        let decoder = ParleyJSON.makeDecoder()
-        bus.subscribe { event in
-            // Cheap checks first: every message of every conversation passes here. A connected
-            // consumer needs no notification; only messages and calls can need one.
-            guard case .conversation(let brandId, let consumerId) = event.audience, !hub.isConnected(consumerId: consumerId),
-                event.frame.contains("\"message\"") || event.frame.contains("\"call\""),
-                let frame = try? decoder.decode(ServerFrame.self, from: Data(event.frame.utf8))
-            else { return }
+        bus.subscribe(domain: { event in
             let announcement: Announcement?
-            switch frame {
-            case .message(let message) where message.senderKind != .consumer:
+            switch event {
+            case .messageLogged(let message, let brandId, let consumerId) where message.senderKind != .consumer:
+                // A connected consumer needs no notification.
+                guard !hub.isConnected(consumerId: consumerId) else { return }
                 announcement = Announcement(
                     key: message.id.rawValue, brandId: brandId, consumerId: consumerId, conversationId: message.conversationId,
                     kind: message.kind == .voice ? .voice : message.kind == .attachment ? .attachment : .text,
                     text: message.kind == .text ? String(message.text.prefix(180)) : nil, badgeSeq: message.seq)
-            case .call(let call) where call.state == .ringing:
+            case .callRinging(let call, let brandId, let consumerId):
+                guard !hub.isConnected(consumerId: consumerId) else { return }
                 announcement = Announcement(
                     key: "\(call.id.rawValue):ringing", brandId: brandId, consumerId: consumerId, conversationId: call.conversationId,
                     kind: .call, text: nil, badgeSeq: nil)
@@ -197,7 +193,7 @@ public struct PushService: Sendable {
             }
             guard let announcement else { return }
             Task { await self.enqueue(announcement) }
-        }
+        })
     }
 
     /// What a notification is about.

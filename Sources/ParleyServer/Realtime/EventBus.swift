@@ -35,7 +35,29 @@ public struct RealtimeEvent: Sendable {
     }
 }
 
-/// Carries real-time events from the domain operations that make them to the hubs that deliver them.
+/// What happened, for the services that follow a brand (routing, the live report, push): typed,
+/// apart from the socket frames clients get, so that nobody decodes a frame to learn what happened.
+/// Codable: a bus across nodes carries them as it carries frames.
+public enum DomainEvent: Sendable, Codable, Hashable {
+    /// A conversation opened, or changed state, assignee or rating (`ConversationAppend.changesList`).
+    case conversationChanged(ConversationDTO)
+    /// A message was logged in a conversation of `consumerId`.
+    case messageLogged(MessageDTO, brandId: BrandID, consumerId: ConsumerID)
+    /// A call to `consumerId` began ringing.
+    case callRinging(CallDTO, brandId: BrandID, consumerId: ConsumerID)
+    /// An agent's presence (or load) changed.
+    case presenceChanged(AgentPresenceDTO, brandId: BrandID)
+
+    public var brandId: BrandID {
+        switch self {
+        case .conversationChanged(let conversation): conversation.brandId
+        case .messageLogged(_, let brandId, _), .callRinging(_, let brandId, _), .presenceChanged(_, let brandId): brandId
+        }
+    }
+}
+
+/// Carries real-time events from the domain operations that make them to the hubs that deliver
+/// them, and domain events to the services that follow them.
 ///
 /// One node uses `LocalEventBus`. Several nodes need a bus that crosses processes (PostgreSQL
 /// LISTEN/NOTIFY in ARCHITECTURE.md); only this protocol has to be implemented for that.
@@ -43,11 +65,15 @@ public protocol EventBus: Sendable {
     func publish(_ event: RealtimeEvent) async
     /// Registers a handler for every event published from now on. Handlers must not block.
     func subscribe(_ handler: @escaping @Sendable (RealtimeEvent) -> Void)
+    func publish(_ event: DomainEvent) async
+    /// Registers a handler for every domain event published from now on. Handlers must not block.
+    func subscribe(domain handler: @escaping @Sendable (DomainEvent) -> Void)
 }
 
 /// The in-process bus: publishing calls every subscriber directly.
 public final class LocalEventBus: EventBus {
     private let handlers = Mutex<[@Sendable (RealtimeEvent) -> Void]>([])
+    private let domainHandlers = Mutex<[@Sendable (DomainEvent) -> Void]>([])
 
     public init() {}
 
@@ -59,6 +85,16 @@ public final class LocalEventBus: EventBus {
 
     public func subscribe(_ handler: @escaping @Sendable (RealtimeEvent) -> Void) {
         handlers.withLock { $0.append(handler) }
+    }
+
+    public func publish(_ event: DomainEvent) async {
+        for handler in domainHandlers.withLock({ $0 }) {
+            handler(event)
+        }
+    }
+
+    public func subscribe(domain handler: @escaping @Sendable (DomainEvent) -> Void) {
+        domainHandlers.withLock { $0.append(handler) }
     }
 }
 

@@ -26,10 +26,9 @@ public struct ActivityService: Sendable {
         for event in request.events { checked.append(try ActivityRules.validate(event, now: now)) }
         let times = checked
         try limits.consumerActivity.check(consumer.consumerId.rawValue, "activity reports")
-        let (accepted, prompts, automatic) = try await store.write { repo in
+        let (accepted, prompts) = try await conversations.conversationLog.write { repo, appends in
             var accepted = 0
             var prompts: [EngagementPromptDTO] = []
-            var automatic: [ConversationService.AppendOutcome] = []
             var rules: [EngagementRuleDTO]?
             for (event, occurredAt) in zip(request.events, times) {
                 let record = ActivityEventRecord(
@@ -49,15 +48,14 @@ public struct ActivityService: Sendable {
                     case .prompt:
                         prompts.append(EngagementPromptDTO(ruleId: rule.id, text: rule.text, clientEventId: event.clientEventId, occurredAt: occurredAt))
                     case .message:
-                        automatic.append(try await conversations.appendAutomatic(
-                            rule.text, for: consumer, clientMessageId: "\(rule.id.rawValue):\(record.id)", in: repo))
+                        _ = try await conversations.appendAutomatic(
+                            rule.text, for: consumer, clientMessageId: "\(rule.id.rawValue):\(record.id)", in: repo, appends: appends)
                     }
                 }
             }
             if accepted > 0 { try await repo.pruneActivity(consumerId: consumer.consumerId, keep: ActivityRules.keptPerConsumer) }
-            return (accepted, prompts, automatic)
-        }
-        for outcome in automatic { await conversations.publishAppended(outcome) }
+            return (accepted, prompts)
+        }.value
         return ReportActivityResponse(accepted: accepted, prompts: prompts)
     }
 

@@ -84,6 +84,7 @@ public final class CallService: Service, Sendable {
         }
         schedule(.ringTimeout, for: call.id, after: configuration.callRingSeconds)
         await bus.publish(.call(call), to: .conversation(brandId: agent.brandId, consumerId: conversation.consumerId), logger: logger)
+        await bus.publish(.callRinging(call, brandId: agent.brandId, consumerId: conversation.consumerId))
         logger.info("call invited", metadata: ["call": "\(call.id)", "media": "\(request.media.rawValue)"])
         return CallSessionResponse(call: call, ice: iceConfiguration(callId: call.id, party: .agent, now: now))
     }
@@ -336,11 +337,9 @@ public final class CallService: Service, Sendable {
         }
         var call = session.call
         do {
-            let event = try await storeEnd(&call, brandId: session.brandId, actor: endActor(session), store: store)
+            // The record's event is published by the conversation log as it commits.
+            _ = try await storeEnd(&call, brandId: session.brandId, actor: endActor(session), store: store)
             await bus.publish(.call(call), to: audience, logger: logger)
-            if let event {
-                await bus.publish(.event(event), to: audience, logger: logger)
-            }
         } catch {
             logger.error("could not store a call's record", metadata: ["call": "\(call.id)", "error": "\(error)"])
             await bus.publish(.call(call), to: audience, logger: logger)
@@ -358,7 +357,7 @@ public final class CallService: Service, Sendable {
     /// Writes the final record and its sequenced timeline event in one transaction.
     func storeEnd(_ call: inout CallDTO, brandId: BrandID, actor: ParticipantRef, store: Store) async throws -> ConversationEventDTO? {
         let snapshot = call
-        let result = try await store.write { repo -> (CallDTO, ConversationEventDTO)? in
+        let result = try await conversations.conversationLog.write { repo, appends -> (CallDTO, ConversationEventDTO)? in
             var call = snapshot
             guard let conversation = try await repo.conversation(brandId: brandId, id: call.conversationId, lock: true) else { return nil }
             var log = ConversationAppend(conversation, now: self.clock.now())
@@ -367,9 +366,9 @@ public final class CallService: Service, Sendable {
                 guard try await repo.call(brandId: brandId, id: call.id) == nil else { return nil }  // already ended
                 try await repo.insertCall(call, brandId: brandId)
             }
-            try await log.write(in: repo)
+            try await appends.write(&log, in: repo)
             return (call, event)
-        }
+        }.value
         guard let (stored, event) = result else { return nil }
         call = stored
         return event

@@ -10,8 +10,8 @@ import ParleyStore
 /// Every writer (messages, voice notes, receipts, assignment, state changes, call records, and the
 /// channels, notes and system lines to come) works the same way inside its `store.write`: find the
 /// conversation (locked), make a `ConversationAppend`, log entries with the named operations below,
-/// then `write(in:)`. What was logged (`events`, `message`, `conversation`) is what to publish once
-/// the transaction has committed. Nobody else increments `lastSeq` or builds a sequenced event.
+/// then hand it to `ConversationLog.Appends.write`, which writes it and publishes what was logged
+/// once the transaction has committed. Nobody else increments `lastSeq` or builds a sequenced event.
 struct ConversationAppend: Sendable {
     private(set) var conversation: ConversationDTO
     /// True when the conversation is opened by this append (its row is inserted, not updated).
@@ -237,7 +237,7 @@ struct ConversationAppend: Sendable {
         for job in lifecycleJobs {
             try await repo.enqueueJob(job)
         }
-        queuedJobs = !lifecycleJobs.isEmpty
+        queuedJobs = !lifecycleJobs.isEmpty || delivery != nil
         switch queueChange {
         case .enqueue(let team?):
             try await repo.dequeue(conversation.id, assignedAt: nil)
@@ -319,6 +319,13 @@ struct ConversationAppend: Sendable {
     /// True when something was logged (an append that logged nothing need not be written).
     var isEmpty: Bool { events.isEmpty && message == nil }
 
+    /// True when the agents' conversation list shows what this append did: a new conversation, a
+    /// change of state or assignee, a rating. (A message alone updates the list from
+    /// its own frame; receipts, notes, delivery states, calls and processed voice notes do not show there.)
+    var changesList: Bool {
+        isNew || events.contains { [.stateChanged, .assigned, .rated].contains($0.kind) }
+    }
+
     // MARK: Sequence
 
     private mutating func nextSeq() -> Int64 {
@@ -341,22 +348,5 @@ struct ConversationAppend: Sendable {
         event.seq = nextSeq()
         events.append(event)
         return event
-    }
-}
-
-extension EventBus {
-    /// Publishes what a written append logged, once its transaction has committed: its events to
-    /// the conversation's consumer and the brand's agents (private notes to the agents only), then
-    /// the conversation to the agents when anything was logged.
-    func publish(_ log: ConversationAppend, logger: Logger) async {
-        let conversation = log.conversation
-        for event in log.events {
-            let audience: RealtimeEvent.Audience =
-                event.kind == .note ? .agents(brandId: conversation.brandId) : .conversation(brandId: conversation.brandId, consumerId: conversation.consumerId)
-            await publish(.event(event), to: audience, logger: logger)
-        }
-        if !log.isEmpty {
-            await publish(.conversation(conversation), to: .agents(brandId: conversation.brandId), logger: logger)
-        }
     }
 }

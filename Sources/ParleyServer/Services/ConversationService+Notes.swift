@@ -15,7 +15,7 @@ extension ConversationService {
         let text = try MessageRules.validateNote(request.text)
         let author = ParticipantRef(kind: .agent, id: agent.agentId.rawValue)
         let result = try await withUniqueRetry {
-            try await store.write { repo -> (ConversationEventDTO, Bool) in
+            try await conversationLog.write { repo, appends -> (ConversationEventDTO, Bool) in
                 let conversation = try await Self.authorizedConversation(.agent(agent), id: conversationId, in: repo, lock: true)
                 if let stored = try await repo.note(brandId: agent.brandId, actorId: author.id, clientNoteId: request.clientNoteId) {
                     guard stored.conversationId == conversation.id, stored.text == text else {
@@ -27,12 +27,9 @@ extension ConversationService {
                 }
                 var log = ConversationAppend(conversation, now: clock.now())
                 let note = log.logNote(text, clientNoteId: request.clientNoteId, by: author)
-                try await log.write(in: repo)
+                try await appends.write(&log, in: repo)
                 return (note, true)
-            }
-        }
-        if result.1 {
-            await publish(.event(result.0), to: .agents(brandId: agent.brandId))
+            }.value
         }
         return (result.0, result.1)
     }

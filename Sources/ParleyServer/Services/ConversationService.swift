@@ -16,6 +16,9 @@ public struct ConversationService: Sendable {
     let jobs: JobQueue
     let logger: Logger
 
+    /// Where every conversation write goes: written in one transaction, published once committed.
+    var conversationLog: ConversationLog { ConversationLog(store: store, bus: bus, jobs: jobs, logger: logger) }
+
     /// Largest page of a history or list request.
     static let maxPage = 200
     /// Most conversations one `resume` frame may name.
@@ -70,15 +73,18 @@ public struct ConversationService: Sendable {
             throw ParleyError.notFound("Conversation")
         }
         let sender = principal.participant
-        let outcome = try await withUniqueRetry {
-            try await store.write { repo in try await self.append(request, content: content, by: principal, sender: sender, in: repo) }
+        let committed = try await withUniqueRetry {
+            try await conversationLog.write(excluding: connectionId) { repo, appends in
+                try await self.append(request, content: content, by: principal, sender: sender, in: repo, appends: appends)
+            }
         }
+        let outcome = committed.value
         guard outcome.created else {
             metrics.idempotentReplays.increment()
             return (SendMessageResponse(message: outcome.message, conversation: outcome.conversation, created: false), nil)
         }
         (sender.kind == .agent ? metrics.messagesFromAgents : metrics.messagesFromConsumers).increment()
-        var messageJSON = await publishAppended(outcome, excluding: connectionId)
+        var messageJSON = committed.messageJSON
         var own = outcome.message
         if let unmasked = outcome.unmaskedForSender {
             own.text = unmasked
@@ -87,41 +93,15 @@ public struct ConversationService: Sendable {
         return (SendMessageResponse(message: own, conversation: outcome.conversation, created: true), messageJSON)
     }
 
-    /// Publishes what an append logged, once committed: its events and message to the conversation's
-    /// participants (but the sending connection), and the conversation to the brand's agents when it
-    /// is new or changed. Returns the message as JSON: it is encoded once, into the frame every other
-    /// connection gets and, unless the sender's copy differs (card masking), into the sender's ack.
-    @discardableResult
-    func publishAppended(_ outcome: AppendOutcome, excluding connectionId: ConnectionID? = nil) async -> String? {
-        let audience = RealtimeEvent.Audience.conversation(
-            brandId: outcome.conversation.brandId, consumerId: outcome.conversation.consumerId)
-        for event in outcome.events {
-            await publish(.event(event), to: audience)
-        }
-        var messageJSON: String?
-        do {
-            let json = try ParleyCoders.json(outcome.message)
-            await bus.publish(RealtimeEvent(audience: audience, frame: ParleyCoders.messageFrame(json: json), excludingConnection: connectionId))
-            messageJSON = json
-        } catch {
-            logger.error("could not encode a real-time frame", metadata: ["error": "\(error)"])
-        }
-        if outcome.conversationCreated || !outcome.events.isEmpty {
-            await publish(.conversation(outcome.conversation), to: .agents(brandId: outcome.conversation.brandId))
-        }
-        return messageJSON
-    }
-
     /// The sender of the brand's automatic messages (engagement rules).
     static let automaticSender = ParticipantRef(kind: .system, id: "engagement")
 
     /// Appends the brand's automatic message (an engagement rule acted on the consumer's event) to the
     /// consumer's current conversation in their app, or to a new one when they have none open: it
     /// never reopens a conversation an agent resolved. `clientMessageId` makes it happen once.
-    /// Publish the outcome with `publishAppended` after the transaction commits.
-    func appendAutomatic(_ text: String, for consumer: ConsumerPrincipal, clientMessageId: String, in repo: any Repository) async throws
-        -> AppendOutcome
-    {
+    func appendAutomatic(
+        _ text: String, for consumer: ConsumerPrincipal, clientMessageId: String, in repo: any Repository, appends: ConversationLog.Appends
+    ) async throws -> AppendOutcome {
         let sender = Self.automaticSender
         let request = SendMessageRequest(clientMessageId: clientMessageId, text: text)
         if let original = try await Self.retried(request, content: .text(text), by: .consumer(consumer), sender: sender, in: repo) { return original }
@@ -150,17 +130,15 @@ public struct ConversationService: Sendable {
                 id: MessageID.make(), conversationId: conversation.id, seq: 0, senderKind: sender.kind, senderId: sender.id,
                 clientMessageId: clientMessageId, kind: .text, text: valid, deliveryState: .sent, createdAt: now),
             preview: MessageRules.preview(of: valid))
-        try await log.write(in: repo)
-        conversation = log.conversation
-        return AppendOutcome(message: message, conversation: conversation, created: true, conversationCreated: isNew, events: log.events)
+        try await appends.write(&log, in: repo)
+        return AppendOutcome(message: message, conversation: log.conversation, created: true)
     }
 
+    /// A message appended (or, `created == false`, the original of a retry), with its conversation.
     struct AppendOutcome: Sendable {
         var message: MessageDTO
         var conversation: ConversationDTO
         var created: Bool
-        var conversationCreated: Bool
-        var events: [ConversationEventDTO]
         /// With card masking for agents only: the text as the consumer sent it, for their own copy.
         /// Never stored.
         var unmaskedForSender: String? = nil
@@ -168,12 +146,13 @@ public struct ConversationService: Sendable {
 
     /// Appends a new message to the conversation it goes to, or returns the original of a retry.
     private func append(
-        _ request: SendMessageRequest, content: Content, by principal: Principal, sender: ParticipantRef, in repo: any Repository
+        _ request: SendMessageRequest, content: Content, by principal: Principal, sender: ParticipantRef, in repo: any Repository,
+        appends: ConversationLog.Appends
     ) async throws -> AppendOutcome {
         if let original = try await Self.retried(request, content: content, by: principal, sender: sender, in: repo) { return original }
         let now = clock.now()
         if case .consumer(let consumer) = principal, case .text(let text) = content, request.conversationId == nil, request.newConversation != true,
-            let rated = try await rateByText(text, request, by: consumer, sender: sender, in: repo, now: now)
+            let rated = try await rateByText(text, request, by: consumer, sender: sender, in: repo, appends: appends, now: now)
         {
             return rated
         }
@@ -210,7 +189,6 @@ public struct ConversationService: Sendable {
             attachment = record
         }
         message = log.log(message, preview: body.preview, voice: voice, attachment: attachment)
-        var queued = false
         if sender.kind == .agent, conversation.channel.isMessagingApp {
             // Out through the provider, as a durable job committed with the message: nothing the agent
             // saw acknowledged is lost, and the job's dedupe key makes sure it is queued once.
@@ -222,20 +200,17 @@ public struct ConversationService: Sendable {
                 ChannelSendJob.kind, ChannelSendJob(messageId: message.id, brandId: conversation.brandId, template: template),
                 brandId: conversation.brandId, lane: "send:\(conversation.id)", dedupeKey: "send:\(message.id)")
             message = log.queueDelivery(job, template: try template.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) })
-            queued = true
         }
-        try await log.write(in: repo)
-        if queued || log.queuedJobs { jobs.wake() }
-        return AppendOutcome(
-            message: message, conversation: log.conversation, created: true, conversationCreated: isNew, events: log.events,
-            unmaskedForSender: body.unmaskedForSender)
+        try await appends.write(&log, in: repo)
+        return AppendOutcome(message: message, conversation: log.conversation, created: true, unmaskedForSender: body.unmaskedForSender)
     }
 
     /// On a messaging channel, a customer's answer to the rating question of their closed
     /// conversation ("4", "5 great"): logged in that conversation with the rating, and thanked. Nil
     /// when the text is not a rating or no question is waiting (it is then an ordinary message).
     private func rateByText(
-        _ text: String, _ request: SendMessageRequest, by consumer: ConsumerPrincipal, sender: ParticipantRef, in repo: any Repository, now: Date
+        _ text: String, _ request: SendMessageRequest, by consumer: ConsumerPrincipal, sender: ParticipantRef, in repo: any Repository,
+        appends: ConversationLog.Appends, now: Date
     ) async throws -> AppendOutcome? {
         guard let rating = LifecycleRules.parseRating(text), let app = try await repo.app(id: consumer.appId), app.channel.isMessagingApp
         else { return nil }
@@ -251,13 +226,13 @@ public struct ConversationService: Sendable {
                 clientMessageId: request.clientMessageId, kind: .text, text: valid, deliveryState: .sent, createdAt: now),
             preview: MessageRules.preview(of: valid))
         _ = log.logRating(rating, agent: try await LifecycleService.ratedAgent(latest, in: repo), by: sender)
-        try await log.write(in: repo)
+        try await appends.write(&log, in: repo)
         if try await repo.automaticMessages(brandId: latest.brandId).isEnabled(.surveyThanks) {
             try await repo.enqueueJob(
                 try LifecycleJobs.say(.init(conversationId: latest.id, brandId: latest.brandId, kind: .surveyThanks, key: "thanks"), at: now))
-            jobs.wake()
+            appends.queuedJobs()
         }
-        return AppendOutcome(message: message, conversation: log.conversation, created: true, conversationCreated: false, events: log.events)
+        return AppendOutcome(message: message, conversation: log.conversation, created: true)
     }
 
     /// The stored text and list preview of a new message. Card numbers in consumers' texts are masked
@@ -306,7 +281,7 @@ public struct ConversationService: Sendable {
         guard let conversation = try await repo.conversation(brandId: principal.brandId, id: existing.conversationId, lock: false) else {
             throw StoreError.corrupt("message \(existing.id) without its conversation")
         }
-        return AppendOutcome(message: existing, conversation: conversation, created: false, conversationCreated: false, events: [])
+        return AppendOutcome(message: existing, conversation: conversation, created: false)
     }
 
     /// The conversation a message goes to, and whether it is new. An agent names one.
@@ -378,7 +353,7 @@ public struct ConversationService: Sendable {
         _ principal: Principal, conversationId: ConversationID, _ request: ReceiptRequest, fromConnection connectionId: ConnectionID? = nil
     ) async throws -> ConversationEventDTO? {
         let actor = principal.participant
-        let result = try await store.write { repo -> (ConversationEventDTO, ConversationDTO)? in
+        let event = try await conversationLog.write(excluding: connectionId) { repo, appends -> ConversationEventDTO? in
             let conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: true)
             try ConversationRules.validateReceipt(request, lastSeq: conversation.lastSeq)
             var log = ConversationAppend(conversation, now: clock.now())
@@ -387,12 +362,10 @@ public struct ConversationService: Sendable {
                 upToSeq: request.upToSeq, to: request.state, at: log.now)
             guard changed > 0 else { return nil }
             let event = log.logReceipt(upTo: request.upToSeq, request.state, by: actor)
-            try await log.write(in: repo)
-            return (event, log.conversation)
-        }
-        guard let (event, conversation) = result else { return nil }
-        metrics.receipts.increment()
-        await publish(.event(event), to: Self.participants(of: conversation), excluding: connectionId)
+            try await appends.write(&log, in: repo)
+            return event
+        }.value
+        if event != nil { metrics.receipts.increment() }
         return event
     }
 
@@ -444,16 +417,13 @@ public struct ConversationService: Sendable {
         _ agent: AgentPrincipal, conversationId: ConversationID,
         _ apply: @escaping @Sendable (inout ConversationAppend, any Repository) async throws -> Void
     ) async throws -> ConversationDTO {
-        let log = try await store.write { repo -> ConversationAppend in
+        try await conversationLog.write { repo, appends -> ConversationDTO in
             var log = ConversationAppend(
                 try await Self.authorizedConversation(.agent(agent), id: conversationId, in: repo, lock: true), now: clock.now())
             try await apply(&log, repo)
-            if !log.isEmpty { try await log.write(in: repo) }
-            return log
-        }
-        await bus.publish(log, logger: logger)
-        if log.queuedJobs { jobs.wake() }
-        return log.conversation
+            if !log.isEmpty { try await appends.write(&log, in: repo) }
+            return log.conversation
+        }.value
     }
 
     // MARK: Reading

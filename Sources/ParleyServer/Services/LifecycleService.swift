@@ -164,7 +164,7 @@ public struct LifecycleService: Sendable {
     public func rate(_ consumer: ConsumerPrincipal, conversationId: ConversationID, _ request: RateConversationRequest) async throws -> ConversationDTO {
         let rating = try LifecycleRules.validateRating(request)
         let actor = Principal.consumer(consumer).participant
-        let log = try await store.write { repo -> ConversationAppend? in
+        let rated = try await conversations.conversationLog.write { repo, appends -> ConversationDTO? in
             let conversation = try await ConversationService.authorizedConversation(.consumer(consumer), id: conversationId, in: repo, lock: true)
             if let existing = conversation.rating {
                 guard existing.score == rating.score, existing.comment == rating.comment else {
@@ -178,12 +178,11 @@ public struct LifecycleService: Sendable {
             }
             var log = ConversationAppend(conversation, now: clock.now())
             _ = log.logRating(rating, agent: try await Self.ratedAgent(conversation, in: repo), by: actor)
-            try await log.write(in: repo)
-            return log
-        }
-        guard let log else { return try await conversations.conversation(.consumer(consumer), id: conversationId) }
-        await bus.publish(log, logger: logger)
-        return log.conversation
+            try await appends.write(&log, in: repo)
+            return log.conversation
+        }.value
+        guard let rated else { return try await conversations.conversation(.consumer(consumer), id: conversationId) }
+        return rated
     }
 
     /// The agent a rating is for: the conversation's agent, or (nobody had it) the agent who wrote last.
@@ -205,8 +204,8 @@ public struct LifecycleService: Sendable {
     private enum Tick: Sendable {
         case done
         case wait(until: Date)
-        case warned(ConversationService.AppendOutcome?, ConversationAppend, closeAt: Date)
-        case closed(ConversationAppend)
+        case warned(closeAt: Date)
+        case closed
     }
 
     /// An open conversation's timer: warns the customer when the warning is due, closes the
@@ -214,7 +213,7 @@ public struct LifecycleService: Sendable {
     /// the time on). Ends once the conversation is resolved or the channel no longer closes.
     func tick(_ timer: LifecycleJobs.Timer) async throws {
         let now = clock.now()
-        let outcome = try await store.write { repo -> Tick in
+        let outcome = try await conversations.conversationLog.write { repo, appends -> Tick in
             guard let conversation = try await repo.conversation(brandId: timer.brandId, id: timer.conversationId, lock: true),
                 conversation.state != .resolved
             else { return .done }
@@ -231,28 +230,26 @@ public struct LifecycleService: Sendable {
                 log.markWarned()
                 let left = max(1, Int((closeAt.timeIntervalSince(now) / 60).rounded()))
                 let key = "warning:\(Int64(now.timeIntervalSince1970 * 1000))"
-                let outcome = try await self.logAutomatic(.closeWarning, key: key, values: ["minutes": "\(left)"], in: &log, repo: repo)
-                if outcome == nil { try await log.write(in: repo) }
-                return .warned(outcome, log, closeAt: closeAt)
+                let said = try await self.logAutomatic(
+                    .closeWarning, key: key, values: ["minutes": "\(left)"], in: &log, repo: repo, appends: appends)
+                if said == nil { try await appends.write(&log, in: repo) }
+                return .warned(closeAt: closeAt)
             case .close:
                 var log = ConversationAppend(conversation, now: now)
                 try log.apply(.resolve, by: Self.sender)
-                try await log.write(in: repo)
-                return .closed(log)
+                try await appends.write(&log, in: repo)
+                return .closed
             }
-        }
+        }.value
         switch outcome {
         case .done:
             return
         case .wait(let until):
             throw JobFailure.notYet(after: .seconds(max(1, until.timeIntervalSince(now))))
-        case .warned(let message, _, let closeAt):
-            if let message { await conversations.publishAppended(message) }
-            jobs.wake()
+        case .warned(let closeAt):
             throw JobFailure.notYet(after: .seconds(max(1, closeAt.timeIntervalSince(now))))
-        case .closed(let log):
-            await bus.publish(log, logger: logger)
-            if log.queuedJobs { jobs.wake() }
+        case .closed:
+            return
         }
     }
 
@@ -260,21 +257,21 @@ public struct LifecycleService: Sendable {
     /// no longer applies (the agent who joined was replaced, the conversation left the queue).
     func say(_ say: LifecycleJobs.Say) async throws {
         let now = clock.now()
-        let outcome = try await store.write { repo -> ConversationService.AppendOutcome? in
-            guard let conversation = try await repo.conversation(brandId: say.brandId, id: say.conversationId, lock: true) else { return nil }
+        try await conversations.conversationLog.write { repo, appends in
+            guard let conversation = try await repo.conversation(brandId: say.brandId, id: say.conversationId, lock: true) else { return }
             var values: [String: String] = [:]
             switch say.kind {
             case .agentJoined, .transferred:
                 if let agentId = say.agentId {
-                    guard conversation.assigneeId == agentId, let agent = try await repo.agent(brandId: say.brandId, id: agentId) else { return nil }
+                    guard conversation.assigneeId == agentId, let agent = try await repo.agent(brandId: say.brandId, id: agentId) else { return }
                     values["agent"] = agent.agent.name
                 } else if let teamId = say.teamId {
-                    guard let team = try await repo.teams(brandId: say.brandId).first(where: { $0.id == teamId }) else { return nil }
+                    guard let team = try await repo.teams(brandId: say.brandId).first(where: { $0.id == teamId }) else { return }
                     values["agent"] = team.name
                     values["team"] = team.name
                 }
             case .queuePosition:
-                guard let entry = try await repo.queueEntry(conversation.id) else { return nil }
+                guard let entry = try await repo.queueEntry(conversation.id) else { return }
                 let position = try await repo.queuePosition(of: entry, brandId: say.brandId)
                 let waits = try await repo.recentWaits(brandId: say.brandId, teamId: entry.teamId, limit: RoutingRules.waitSample)
                 values["position"] = "\(position)"
@@ -283,19 +280,17 @@ public struct LifecycleService: Sendable {
                 break
             }
             var log = ConversationAppend(conversation, now: now)
-            return try await self.logAutomatic(say.kind, key: say.key, values: values, in: &log, repo: repo)
+            _ = try await self.logAutomatic(say.kind, key: say.key, values: values, in: &log, repo: repo, appends: appends)
         }
-        guard let outcome else { return }
-        await conversations.publishAppended(outcome)
-        jobs.wake()
     }
 
     /// Logs the brand's automatic message of `kind` (in the customer's language) into `log` and
     /// writes it, with its delivery on a messaging channel. Nil (and nothing written) when the brand
     /// has it off, when it was written before (`key`), or when the channel's reply window has closed.
     func logAutomatic(
-        _ kind: AutomaticMessageKind, key: String, values: [String: String], in log: inout ConversationAppend, repo: any Repository
-    ) async throws -> ConversationService.AppendOutcome? {
+        _ kind: AutomaticMessageKind, key: String, values: [String: String], in log: inout ConversationAppend, repo: any Repository,
+        appends: ConversationLog.Appends
+    ) async throws -> MessageDTO? {
         let conversation = log.conversation
         let clientMessageId = "auto:\(conversation.id):\(key)"
         guard try await repo.message(senderId: Self.sender.id, clientMessageId: clientMessageId) == nil else { return nil }
@@ -318,8 +313,7 @@ public struct LifecycleService: Sendable {
                 brandId: conversation.brandId, lane: "send:\(conversation.id)", dedupeKey: "send:\(message.id)")
             message = log.queueDelivery(job, template: nil)
         }
-        try await log.write(in: repo)
-        return ConversationService.AppendOutcome(
-            message: message, conversation: log.conversation, created: true, conversationCreated: false, events: log.events)
+        try await appends.write(&log, in: repo)
+        return message
     }
 }

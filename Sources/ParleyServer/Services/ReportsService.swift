@@ -57,14 +57,16 @@ public struct ReportsService: Sendable {
     /// most every `liveInterval`, sent to managers whole and to each agent as their own row, only
     /// when it changed.
     func watch(_ bus: any EventBus) {
-        bus.subscribe { [self] event in
-            guard case .agents(let brandId) = event.audience,
-                event.frame.contains(#""type":"conversation""#) || event.frame.contains(#""type":"presence""#),
+        bus.subscribe(domain: { [self] event in
+            switch event {
+            case .conversationChanged, .presenceChanged:
                 // Nobody connected to this node would get a report: nothing to compute.
-                hub.hasAgents(brandId: brandId)
-            else { return }
-            wake(brandId)
-        }
+                guard hub.hasAgents(brandId: event.brandId) else { return }
+                wake(event.brandId)
+            case .messageLogged, .callRinging:
+                break
+            }
+        })
     }
 
     func wake(_ brandId: BrandID) {

@@ -34,6 +34,8 @@ public final class RoutingService: Sendable {
         (self.store, self.hub, self.bus, self.jobs, self.clock, self.logger) = (store, hub, bus, jobs, clock, logger)
     }
 
+    var conversationLog: ConversationLog { ConversationLog(store: store, bus: bus, jobs: jobs, logger: logger) }
+
     // MARK: Settings, teams, capacity
 
     public func settings(_ agent: AgentPrincipal) async throws -> RoutingSettingsDTO {
@@ -164,7 +166,7 @@ public final class RoutingService: Sendable {
             throw ParleyError.invalidField("note", "'note' is at most \(RoutingRules.maxTransferNoteLength) characters.")
         }
         let actor = ParticipantRef(kind: .agent, id: manager.agentId.rawValue)
-        let log = try await store.write { repo -> ConversationAppend in
+        let transferred = try await conversationLog.write { repo, appends -> ConversationDTO in
             let conversation = try await ConversationService.authorizedConversation(.agent(manager), id: conversationId, in: repo, lock: true)
             if conversation.state == .resolved {
                 throw ParleyError(.conflict, code: "conversation_resolved", message: "This conversation is resolved. Reopen it before transferring it.")
@@ -185,15 +187,12 @@ public final class RoutingService: Sendable {
                 log.announceTransfer(agent: nil, team: teamId)
             }
             if let note, !note.isEmpty { _ = log.logNote(note, clientNoteId: UUID().uuidString, by: actor) }
-            try await log.write(in: repo)
-            return log
-        }
-        // The consumer hears who they now talk to; the note goes to the agents only.
-        await bus.publish(log, logger: logger)
-        if log.queuedJobs { jobs.wake() }
+            try await appends.write(&log, in: repo)
+            return log.conversation
+        }.value
         // A conversation moved to another team's queue logs nothing, yet may now be routable.
         wake(manager.brandId)
-        return log.conversation
+        return transferred
     }
 
     /// A manager moves a waiting conversation up (or back) the queue; routing looks again at once.
@@ -274,7 +273,7 @@ public final class RoutingService: Sendable {
             await publishPositions(brandId: brandId, queue: waiting)
             return []
         }
-        let outcome = try await store.write { repo -> ([ConversationAppend], [QueuedConversation]) in
+        let outcome = try await conversationLog.write { repo, appends -> ([ConversationAppend], [QueuedConversation]) in
             try await repo.lockRouting(brandId: brandId)
             let settings = try await repo.routingSettings(brandId: brandId)
             let queue = try await repo.queued(brandId: brandId, limit: Self.passSize)
@@ -300,14 +299,12 @@ public final class RoutingService: Sendable {
                 }
                 var log = ConversationAppend(conversation, now: self.clock.now())
                 log.assign(to: agentId, by: Self.router)
-                try await log.write(in: repo)
+                try await appends.write(&log, in: repo)
                 logs.append(log)
                 if let index = candidates.firstIndex(where: { $0.agentId == agentId }) { candidates[index].load += 1 }
             }
             return (logs, waiting)
-        }
-        for log in outcome.0 { await bus.publish(log, logger: logger) }
-        if outcome.0.contains(where: \.queuedJobs) { jobs.wake() }
+        }.value
         await publishPositions(brandId: brandId, queue: outcome.1)
         return outcome.0.compactMap { log in log.conversation.assigneeId.map { (log.conversation.id, $0) } }
     }
@@ -352,21 +349,20 @@ public final class RoutingService: Sendable {
     /// Follows the brand's agents: a conversation or presence change runs routing; an agent who is
     /// not available any more gets a `routing.requeue` job after the brand's grace period.
     func watch(_ bus: any EventBus) {
-        let decoder = ParleyJSON.makeDecoder()
-        bus.subscribe { [self] event in
-            guard case .agents(let brandId) = event.audience else { return }
-            if event.frame.hasPrefix(#"{"type":"conversation""#) || event.frame.contains(#""type":"conversation""#) {
-                wake(brandId)
-            } else if event.frame.contains(#""type":"presence""#),
-                case .presence(let presence)? = try? decoder.decode(ServerFrame.self, from: Data(event.frame.utf8))
-            {
+        bus.subscribe(domain: { [self] event in
+            switch event {
+            case .conversationChanged(let conversation):
+                wake(conversation.brandId)
+            case .presenceChanged(let presence, let brandId):
                 if presence.presence == .online {
                     wake(brandId)
                 } else if presence.openConversations > 0 {
                     Task { await self.scheduleRequeue(brandId: brandId, presence: presence) }
                 }
+            case .messageLogged, .callRinging:
+                break
             }
-        }
+        })
     }
 
     private func scheduleRequeue(brandId: BrandID, presence: AgentPresenceDTO) async {
@@ -386,7 +382,7 @@ public final class RoutingService: Sendable {
     /// back to the queue (and routing runs).
     func requeue(_ payload: Requeue) async throws {
         let connected = hub.connectedAgents(brandId: payload.brandId).contains(payload.agentId)
-        let logs = try await store.write { repo -> [ConversationAppend] in
+        let logs = try await conversationLog.write { repo, appends -> [ConversationAppend] in
             try await repo.lockRouting(brandId: payload.brandId)
             guard let member = try await repo.presence(brandId: payload.brandId, agentId: payload.agentId).first else { return [] }
             if member.presence == .online && connected { return [] }
@@ -395,12 +391,11 @@ public final class RoutingService: Sendable {
                 guard let conversation = try await repo.conversation(brandId: payload.brandId, id: id, lock: true) else { continue }
                 var log = ConversationAppend(conversation, now: self.clock.now())
                 log.assign(to: nil, by: Self.router)
-                try await log.write(in: repo)
+                try await appends.write(&log, in: repo)
                 logs.append(log)
             }
             return logs
-        }
-        for log in logs { await bus.publish(log, logger: logger) }
+        }.logs
         if !logs.isEmpty { logger.info("conversations back in the queue", metadata: ["agent": "\(payload.agentId)", "count": "\(logs.count)"]) }
     }
 }

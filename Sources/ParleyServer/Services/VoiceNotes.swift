@@ -17,7 +17,7 @@ import ParleyStore
 struct VoiceNotes: Sendable {
     let store: Store
     let blobs: LocalBlobStore
-    let bus: any EventBus
+    let log: ConversationLog
     let clock: any WallClock
     let logger: Logger
 
@@ -83,17 +83,14 @@ struct VoiceNotes: Sendable {
         var record = voice
         record.updatedAt = clock.now()
         let settled = record
-        let result = try await store.write { repo -> (ConversationEventDTO, ConversationDTO)? in
+        try await log.write { repo, appends in
             try await repo.updateVoice(settled)
             guard let message = try await repo.message(brandId: settled.brandId, id: settled.messageId),
                 let conversation = try await repo.conversation(brandId: settled.brandId, id: message.conversationId, lock: true)
-            else { return nil }
+            else { return }
             var log = ConversationAppend(conversation, now: clock.now())
-            let event = log.logVoiceProcessed(message)
-            try await log.write(in: repo)
-            return (event, log.conversation)
+            _ = log.logVoiceProcessed(message)
+            try await appends.write(&log, in: repo)
         }
-        guard let (event, conversation) = result else { return }
-        await bus.publish(.event(event), to: .conversation(brandId: conversation.brandId, consumerId: conversation.consumerId), logger: logger)
     }
 }

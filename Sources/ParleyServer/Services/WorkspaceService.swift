@@ -137,6 +137,7 @@ public struct WorkspaceService: Sendable {
             guard let agent = try await store.read({ repo in try await repo.presence(brandId: brandId, agentId: agentId) }).first else { return nil }
             let presence = Self.dto(agent, connected: hub.connectedAgents(brandId: brandId).contains(agentId))
             await bus.publish(.presence(presence), to: .agents(brandId: brandId), logger: logger)
+            await bus.publish(.presenceChanged(presence, brandId: brandId))
             return presence
         } catch {
             logger.warning("could not publish an agent's presence", metadata: ["agent": "\(agentId)", "error": "\(error)"])
