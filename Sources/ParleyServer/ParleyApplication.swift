@@ -24,7 +24,7 @@ public struct ParleyServices: Sendable {
     public let conversations: ConversationService
     public let voice: VoiceService
     public let voiceProcessor: VoiceProcessor
-    public let blobs: LocalBlobStore
+    public let blobs: any BlobStore
     public let calls: CallService
     public let workspace: WorkspaceService
     public let whatsapp: WhatsAppChannel

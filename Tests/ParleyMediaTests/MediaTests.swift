@@ -55,7 +55,7 @@ struct MediaTests {
         #expect(try await store.size(key: "voice/brd_1/msg_1/original.webm") == 5)
         #expect(try await store.read(key: "voice/brd_1/msg_1/original.webm", range: 1..<4) == Data("ell".utf8))
         // A crash leaves partial files behind; start-up removes them.
-        try Data("half".utf8).write(to: store.partialFile())
+        try Data("half".utf8).write(to: store.scratchFile())
         #expect(try store.removePartialWrites() == 1)
     }
 

@@ -13,10 +13,12 @@ struct RecordsTests {
             .decode(AgentSessionResponse.self).token
     }
 
-    static func mediaDirectories(_ server: TestServer, brand: BrandID, message: MessageID) -> [String] {
-        ["voice", "quarantine/voice", "files"].filter { prefix in
-            FileManager.default.fileExists(atPath: server.services.blobs.root.appendingPathComponent("\(prefix)/\(brand)/\(message)").path)
+    static func mediaDirectories(_ server: TestServer, brand: BrandID, message: MessageID) async throws -> [String] {
+        var found: [String] = []
+        for prefix in ["voice", "quarantine/voice", "files"] where try await !server.services.blobs.list(prefix: "\(prefix)/\(brand)/\(message)").isEmpty {
+            found.append(prefix)
         }
+        return found
     }
 
     @Test("the retention job deletes what is older than the cut-off, rows and files, and nothing held; the audit log says what went")
@@ -37,8 +39,8 @@ struct RecordsTests {
             let image = try await AttachmentTests.upload(server, photo, token: oldToken, name: "receipt.jpg", conversationId: old)
                 .decode(SendMessageResponse.self).message
             _ = try await server.post("/v1/conversations/\(old)/resolve", token: acme.adminToken)
-            #expect(Self.mediaDirectories(server, brand: acme.brand.id, message: voice.id) == ["voice"])
-            #expect(Self.mediaDirectories(server, brand: acme.brand.id, message: image.id) == ["files"])
+            #expect(try await Self.mediaDirectories(server, brand: acme.brand.id, message: voice.id) == ["voice"])
+            #expect(try await Self.mediaDirectories(server, brand: acme.brand.id, message: image.id) == ["files"])
             let (heldToken, _) = try await acme.consumer(name: "Held conversation")
             let held = try await acme.send("Keep this one", as: heldToken).conversation.id
             let (customerToken, customer) = try await acme.consumer(name: "Held customer")
@@ -73,8 +75,8 @@ struct RecordsTests {
             #expect(purge.cutoff == Calendar(identifier: .gregorian).date(byAdding: .month, value: -1, to: purge.startedAt))
 
             #expect(try await server.get("/v1/conversations/\(old)", token: admin).status == .notFound)
-            #expect(Self.mediaDirectories(server, brand: acme.brand.id, message: voice.id).isEmpty)
-            #expect(Self.mediaDirectories(server, brand: acme.brand.id, message: image.id).isEmpty)
+            #expect(try await Self.mediaDirectories(server, brand: acme.brand.id, message: voice.id).isEmpty)
+            #expect(try await Self.mediaDirectories(server, brand: acme.brand.id, message: image.id).isEmpty)
             for kept in [held, customerConversation, recent] {
                 #expect(try await LifecycleTests.messages(server, admin, kept).count == 1)
             }
@@ -157,7 +159,7 @@ struct RecordsTests {
             #expect(purge.conversations == 2 && purge.messages == 3 && purge.attachments == 1 && purge.files >= 1)
             #expect(try await server.get("/v1/consumers/\(consumer.id)", token: acme.adminToken).status == .notFound)
             #expect(try await server.get("/v1/conversations/\(first)", token: acme.adminToken).status == .notFound)
-            #expect(Self.mediaDirectories(server, brand: acme.brand.id, message: image.id).isEmpty)
+            #expect(try await Self.mediaDirectories(server, brand: acme.brand.id, message: image.id).isEmpty)
             #expect(try await server.get("/v1/consumer/conversations", token: token).status == .unauthorized)
             #expect(try await socket.closedByServer() != nil)
             let log = try await server.get("/v1/purges", token: acme.adminToken)

@@ -28,7 +28,7 @@ public struct AppleChannel: Sendable {
     let connector: ChannelConnector
     let conversations: ConversationService
     let inbox: ChannelInbox
-    let blobs: LocalBlobStore
+    let blobs: any BlobStore
     let jobs: JobQueue
     let http: ProviderHTTP
     /// `https://mspgw.push.apple.com/v1`, or a local endpoint.

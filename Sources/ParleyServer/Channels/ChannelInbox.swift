@@ -15,7 +15,7 @@ struct ChannelInbox: Sendable {
     let conversations: ConversationService
     let voice: VoiceService
     let attachments: AttachmentService
-    let blobs: LocalBlobStore
+    let blobs: any BlobStore
     let http: ProviderHTTP
     let clock: any WallClock
     let logger: Logger
@@ -89,7 +89,7 @@ struct ChannelInbox: Sendable {
         let line = { (text: String) in
             try await self.appendText("[\(provider) \(kind.noun) \(text)]", channel: channel, providerMessageId: providerMessageId, principal)
         }
-        let partial = blobs.partialFile()
+        let partial = blobs.scratchFile()
         defer { try? FileManager.default.removeItem(at: partial) }
         let fetched: (status: Int, bytes: Int, contentType: String?)
         do {
@@ -259,7 +259,7 @@ struct ChannelConnector: Sendable {
 enum OutboundMedia {
     enum Rendition { case opus, aac }
 
-    static func voice(_ message: MessageDTO, brandId: BrandID, rendition: Rendition, store: Store, blobs: LocalBlobStore) async throws -> Data {
+    static func voice(_ message: MessageDTO, brandId: BrandID, rendition: Rendition, store: Store, blobs: any BlobStore) async throws -> Data {
         guard let record = try await store.read({ repo in try await repo.voice(messageId: message.id, brandId: brandId) }) else {
             throw JobFailure.permanent("the voice note is gone")
         }
@@ -275,7 +275,7 @@ enum OutboundMedia {
         return data
     }
 
-    static func attachment(_ message: MessageDTO, brandId: BrandID, store: Store, blobs: LocalBlobStore) async throws -> (AttachmentRecord, Data) {
+    static func attachment(_ message: MessageDTO, brandId: BrandID, store: Store, blobs: any BlobStore) async throws -> (AttachmentRecord, Data) {
         guard let record = try await store.read({ repo in try await repo.attachment(messageId: message.id, brandId: brandId) }),
             let data = try await blobs.get(key: record.originalKey)
         else { throw JobFailure.permanent("the attachment is gone") }

@@ -21,7 +21,7 @@ public struct MessengerChannel: Sendable {
     let connector: ChannelConnector
     let conversations: ConversationService
     let inbox: ChannelInbox
-    let blobs: LocalBlobStore
+    let blobs: any BlobStore
     let jobs: JobQueue
     let http: ProviderHTTP
     /// `https://graph.facebook.com/v24.0`, or a local endpoint.

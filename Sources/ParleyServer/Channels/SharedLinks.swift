@@ -62,7 +62,7 @@ struct SharedLinks: Sendable {
 struct SharedLinkController {
     let links: SharedLinks
     let store: Store
-    let blobs: LocalBlobStore
+    let blobs: any BlobStore
 
     func addRoutes(to routes: RouteGroups) {
         routes.open.get("/l/{token}", use: page)

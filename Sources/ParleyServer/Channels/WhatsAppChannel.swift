@@ -20,7 +20,7 @@ public struct WhatsAppChannel: Sendable {
     let connector: ChannelConnector
     let conversations: ConversationService
     let inbox: ChannelInbox
-    let blobs: LocalBlobStore
+    let blobs: any BlobStore
     let jobs: JobQueue
     let api: WhatsAppAPI
     let mediaHosts: MediaHostAllowList

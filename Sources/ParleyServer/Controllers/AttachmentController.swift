@@ -6,7 +6,7 @@ import ParleyMedia
 /// Images and files: uploads from consumers and agents, and the files themselves.
 struct AttachmentController {
     let attachments: AttachmentService
-    let blobs: LocalBlobStore
+    let blobs: any BlobStore
     let configuration: ParleyConfiguration
 
     func addRoutes(to routes: RouteGroups) {

@@ -9,7 +9,7 @@ import ParleyMedia
 struct VoiceController {
     let voice: VoiceService
     let identity: IdentityService
-    let blobs: LocalBlobStore
+    let blobs: any BlobStore
     let configuration: ParleyConfiguration
 
     func addRoutes(to routes: RouteGroups) {

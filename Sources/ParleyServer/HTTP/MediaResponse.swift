@@ -10,7 +10,7 @@ import ParleyMedia
 /// Content-Disposition when one is given.
 enum MediaResponse {
     static func make(
-        _ request: Request, blobs: LocalBlobStore, key: String, contentType: String, bytes: Int, etag: String, disposition: String?
+        _ request: Request, blobs: any BlobStore, key: String, contentType: String, bytes: Int, etag: String, disposition: String?
     ) async throws -> Response {
         var headers: HTTPFields = [
             .contentType: contentType,

@@ -11,7 +11,7 @@ import ParleyStore
 /// allow-list; a thumbnail for images; then one message in the conversation's log.
 public struct AttachmentService: Sendable {
     let store: Store
-    let blobs: LocalBlobStore
+    let blobs: any BlobStore
     let conversations: ConversationService
     let scanning: MalwareScanning
     let thumbnailer: ImageThumbnailer?
@@ -54,7 +54,7 @@ public struct AttachmentService: Sendable {
         let tooLarge = AttachmentRules.tooLarge(megabytes: cap / (1024 * 1024))
         if let contentLength, contentLength > cap { throw tooLarge }
 
-        let partial = blobs.partialFile()
+        let partial = blobs.scratchFile()
         defer { try? FileManager.default.removeItem(at: partial) }
         let size = try await receiver.receiveWhole(
             body, into: partial, maxBytes: cap, tooLarge: tooLarge, empty: "The attachment has no bytes.", emptyCode: "empty_attachment")
@@ -117,7 +117,7 @@ public struct AttachmentService: Sendable {
             guard let thumbnailer else {
                 throw ParleyError(.unavailable, code: "images_unavailable", message: "Images are unavailable: the server has no ffmpeg.")
             }
-            let thumbnailFile = blobs.partialFile()
+            let thumbnailFile = blobs.scratchFile()
             defer { try? FileManager.default.removeItem(at: thumbnailFile) }
             let made: ImageThumbnailer.Result
             do {
@@ -188,7 +188,7 @@ extension AttachmentService {
         guard let thumbnailer else {
             throw ParleyError(.unavailable, code: "images_unavailable", message: "Images are unavailable: the server has no ffmpeg.")
         }
-        let partial = blobs.partialFile()
+        let partial = blobs.scratchFile()
         defer { try? FileManager.default.removeItem(at: partial) }
         _ = try await receiver.receiveWhole(
             body, into: partial, maxBytes: Self.maxLogoBytes, tooLarge: tooLarge, empty: "The logo has no bytes.", emptyCode: "empty_attachment")
@@ -196,7 +196,7 @@ extension AttachmentService {
         guard let type = AttachmentRules.sniff([UInt8](header)), type.isImage, type != .heic else {
             throw ParleyError(.unsupportedMediaType, code: "unsupported_image", message: "A logo is a PNG, JPEG, GIF or WebP image.")
         }
-        let png = blobs.partialFile()
+        let png = blobs.scratchFile()
         defer { try? FileManager.default.removeItem(at: png) }
         do {
             try await thumbnails.run { try await thumbnailer.logo(of: partial, type: type, into: png) }

@@ -11,51 +11,42 @@ import ServiceLifecycle
 /// is never touched): at start-up and then every `interval`.
 public struct MediaJanitor: Service {
     let store: Store
-    let blobs: LocalBlobStore
+    let blobs: any BlobStore
     let minimumAge: TimeInterval
     let interval: Duration
     let metrics: ParleyMetrics
     let logger: Logger
 
-    /// Where voice notes live: `voice/BRAND/MESSAGE/…`, and the same under `quarantine/`; and
-    /// attachments: `files/BRAND/MESSAGE/…`.
-    static let prefixes = ["voice", "quarantine/voice", "files"]
-
-    /// One sweep; returns how many message directories were removed.
+    /// One sweep; returns how many messages' media were removed.
     @discardableResult
     public func sweep(now: Date = Date()) async throws -> Int {
-        let files = FileManager.default
         var removed = 0
-        for prefix in Self.prefixes {
-            let base = blobs.root.appendingPathComponent(prefix)
-            for brandId in (try? files.contentsOfDirectory(atPath: base.path)) ?? [] {
-                let brandDirectory = base.appendingPathComponent(brandId)
-                for messageId in (try? files.contentsOfDirectory(atPath: brandDirectory.path)) ?? [] {
-                    let directory = brandDirectory.appendingPathComponent(messageId)
-                    guard Self.newestModification(in: directory).map({ now.timeIntervalSince($0) >= minimumAge }) ?? false else { continue }
-                    let (message, brand) = (MessageID(rawValue: messageId), BrandID(rawValue: brandId))
-                    let referenced = try await store.read { repo in
-                        prefix == "files"
-                            ? try await repo.attachment(messageId: message, brandId: brand) != nil
-                            : try await repo.voice(messageId: message, brandId: brand) != nil
-                    }
-                    guard !referenced else { continue }
-                    try files.removeItem(at: directory)
-                    removed += 1
-                    metrics.orphanMediaRemoved.increment()
-                    logger.notice("removed media that no message refers to", metadata: ["path": "\(prefix)/\(brandId)/\(messageId)"])
+        for prefix in LocalBlobStore.messagePrefixes {
+            // PREFIX/BRAND/MESSAGE/NAME: grouped by message, judged by the newest write.
+            var newest: [String: Date] = [:]
+            for blob in try await blobs.list(prefix: prefix) {
+                let segments = blob.key.split(separator: "/")
+                let depth = prefix.split(separator: "/").count
+                guard segments.count >= depth + 3 else { continue }
+                let folder = segments.prefix(depth + 2).joined(separator: "/")
+                newest[folder] = max(newest[folder] ?? .distantPast, blob.modified)
+            }
+            for (folder, modified) in newest.sorted(by: { $0.key < $1.key }) where now.timeIntervalSince(modified) >= minimumAge {
+                let segments = folder.split(separator: "/")
+                let (brand, message) = (BrandID(rawValue: String(segments[segments.count - 2])), MessageID(rawValue: String(segments[segments.count - 1])))
+                let referenced = try await store.read { repo in
+                    prefix == "files"
+                        ? try await repo.attachment(messageId: message, brandId: brand) != nil
+                        : try await repo.voice(messageId: message, brandId: brand) != nil
                 }
+                guard !referenced else { continue }
+                _ = try await blobs.deletePrefix(folder)
+                removed += 1
+                metrics.orphanMediaRemoved.increment()
+                logger.notice("removed media that no message refers to", metadata: ["path": "\(folder)"])
             }
         }
         return removed
-    }
-
-    static func newestModification(in directory: URL) -> Date? {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        let dates = ([directory.path] + names.map { directory.appendingPathComponent($0).path }).compactMap {
-            (try? FileManager.default.attributesOfItem(atPath: $0))?[.modificationDate] as? Date
-        }
-        return dates.max()
     }
 
     public func run() async throws {

@@ -10,7 +10,7 @@ import ParleyStore
 /// (GDPR articles 15 and 17).
 public struct RecordsService: Sendable {
     let store: Store
-    let blobs: LocalBlobStore
+    let blobs: any BlobStore
     let hub: RealtimeHub
     let clock: any WallClock
     /// How often each brand's retention runs.
@@ -141,7 +141,7 @@ public struct RecordsService: Sendable {
                 let ids = try await repo.expiredConversations(brandId: brandId, before: cutoff, limit: Self.conversationBatch)
                 return try await repo.deleteConversations(ids, brandId: brandId)
             }
-            files += removeMedia(batch.mediaMessages, brandId: brandId)
+            files += await removeMedia(batch.mediaMessages, brandId: brandId)
             deleted += batch
             if batch.conversations < Self.conversationBatch { break }
         }
@@ -150,7 +150,7 @@ public struct RecordsService: Sendable {
                 let ids = try await repo.expiredMessages(brandId: brandId, before: cutoff, limit: Self.messageBatch)
                 return try await repo.deleteMessages(ids, brandId: brandId)
             }
-            files += removeMedia(batch.mediaMessages, brandId: brandId)
+            files += await removeMedia(batch.mediaMessages, brandId: brandId)
             deleted += batch
             if batch.messages < Self.messageBatch { break }
         }
@@ -173,10 +173,12 @@ public struct RecordsService: Sendable {
 
     /// Media files go after their rows' commit; a crash in between leaves files the media janitor
     /// removes (no row refers to them).
-    private func removeMedia(_ messages: [MessageID], brandId: BrandID) -> Int {
-        messages.reduce(0) { count, id in
-            count + ((try? blobs.removeMessageMedia(brandId: brandId.rawValue, messageId: id.rawValue)) ?? 0)
+    private func removeMedia(_ messages: [MessageID], brandId: BrandID) async -> Int {
+        var count = 0
+        for id in messages {
+            count += (try? await blobs.removeMessageMedia(brandId: brandId.rawValue, messageId: id.rawValue)) ?? 0
         }
+        return count
     }
 
     // MARK: A customer's data (GDPR)
@@ -230,7 +232,7 @@ public struct RecordsService: Sendable {
                 let ids = try await repo.conversations(consumerId: consumerId, brandId: admin.brandId, limit: Self.conversationBatch).map(\.id)
                 return try await repo.deleteConversations(ids, brandId: admin.brandId)
             }
-            files += removeMedia(batch.mediaMessages, brandId: admin.brandId)
+            files += await removeMedia(batch.mediaMessages, brandId: admin.brandId)
             deleted += batch
             if batch.conversations < Self.conversationBatch { break }
         }

@@ -16,7 +16,7 @@ import ParleyStore
 /// (MalwareScanning) change records only through this type.
 struct VoiceNotes: Sendable {
     let store: Store
-    let blobs: LocalBlobStore
+    let blobs: any BlobStore
     let log: ConversationLog
     let clock: any WallClock
     let logger: Logger

@@ -21,14 +21,14 @@ public final class VoiceProcessor: Service {
     private let continuation: AsyncStream<Job>.Continuation
     private let pending = Mutex<Set<Job>>([])
     private let store: Store
-    private let blobs: LocalBlobStore
+    private let blobs: any BlobStore
     private let transcoder: VoiceTranscoder?
     private let concurrency: Int
     private let logger: Logger
     private let notes: VoiceNotes
 
     init(
-        store: Store, blobs: LocalBlobStore, transcoder: VoiceTranscoder?, notes: VoiceNotes, concurrency: Int,
+        store: Store, blobs: any BlobStore, transcoder: VoiceTranscoder?, notes: VoiceNotes, concurrency: Int,
         logger: Logger
     ) {
         self.notes = notes
@@ -71,9 +71,9 @@ public final class VoiceProcessor: Service {
             else { return }
             do {
                 guard let transcoder else { throw VoiceTranscoder.Failure(description: "the server has no ffmpeg") }
-                let outputs: [VoiceRendition: URL] = [.opus: blobs.partialFile(".ogg"), .aac: blobs.partialFile(".m4a")]
+                let outputs: [VoiceRendition: URL] = [.opus: blobs.scratchFile(".ogg"), .aac: blobs.scratchFile(".m4a")]
                 defer { for url in outputs.values { try? FileManager.default.removeItem(at: url) } }
-                try await transcoder.transcode(try blobs.fileURL(for: voice.originalKey), into: outputs)
+                try await blobs.withLocalFile(key: voice.originalKey) { original in try await transcoder.transcode(original, into: outputs) }
                 let base = "voice/\(voice.brandId)/\(voice.messageId)"
                 for (rendition, url) in outputs {
                     let key = "\(base)/voice.\(rendition.fileExtension)"

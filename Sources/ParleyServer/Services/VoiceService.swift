@@ -11,7 +11,7 @@ import Synchronization
 /// Voice notes from upload to a published message; renditions follow in `VoiceProcessor`.
 public struct VoiceService: Sendable {
     let store: Store
-    let blobs: LocalBlobStore
+    let blobs: any BlobStore
     let conversations: ConversationService
     let processor: VoiceProcessor
     let scanning: MalwareScanning
@@ -101,7 +101,7 @@ public struct VoiceService: Sendable {
             throw tooLarge()
         }
 
-        let partial = blobs.partialFile()
+        let partial = blobs.scratchFile()
         defer { try? FileManager.default.removeItem(at: partial) }
         let size = try await UploadReceiver(pace: pace, metrics: metrics, drain: drain)
             .receiveWhole(body, into: partial, maxBytes: maxUploadBytes, tooLarge: tooLarge(), empty: "The upload has no bytes.", emptyCode: "empty_audio")
