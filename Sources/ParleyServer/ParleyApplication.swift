@@ -113,9 +113,9 @@ public struct ParleyServices: Sendable {
         let scanning = MalwareScanning(
             scanner: endpoint.map { ClamdScanner(endpoint: $0, timeout: .seconds(configuration.clamdTimeoutSeconds)) },
             retry: .init(firstDelaySeconds: configuration.scanRetrySeconds, maxAttempts: configuration.scanMaxAttempts),
-            store: store, blobs: blobs, notes: notes, processor: processor, metrics: metrics, clock: clock, logger: logger)
+            store: store, blobs: blobs, notes: notes, metrics: metrics, clock: clock, logger: logger)
         let voice = VoiceService(
-            store: store, blobs: blobs, conversations: conversations, processor: processor, scanning: scanning, notes: notes,
+            store: store, blobs: blobs, conversations: conversations, scanning: scanning, notes: notes,
             analyzer: ffmpeg.map { AudioAnalyzer(ffmpeg: $0, timeout: .seconds(min(30, configuration.ffmpegTimeoutSeconds))) },
             maxUploadBytes: configuration.maxVoiceBytes,
             pace: .init(
@@ -180,6 +180,7 @@ public struct ParleyServices: Sendable {
         let reports = ReportsService(store: store, hub: hub, bus: bus, clock: clock, logger: logger)
         reports.watch(bus)
         let handlers: [any JobHandler] = lifecycle.handlers + [
+            processor.handler, scanning.handler,
             PayloadJobHandler(kind: RecordsService.retentionJob, run: records.runRetention),
             PushSender(
                 store: store, secrets: secrets, http: providerHTTP, apnsURL: configuration.apnsAPIURL, tokens: APNsTokens(),
@@ -199,10 +200,14 @@ public struct ParleyServices: Sendable {
             PayloadJobHandler(kind: AppleChannel.mediaJob, run: apple.fetchMedia, lost: apple.mediaLost),
             PayloadJobHandler(kind: RoutingService.requeueJob, run: routing.requeue),
         ]
+        // A lease outlasts the slowest job: a provider's request (with its retries) or a conversion
+        // that waited for a slot. A job whose node died is taken over once its lease runs out.
+        let lease = TimeInterval(max(60, configuration.providerTimeoutSeconds * 4, configuration.ffmpegTimeoutSeconds * 2 + 60))
         let jobRunner = JobRunner(
             store: store, clock: clock, signal: jobSignal, handlers: Dictionary(uniqueKeysWithValues: handlers.map { ($0.kind, $0) }),
-            concurrency: configuration.jobConcurrency, lease: TimeInterval(max(60, configuration.providerTimeoutSeconds * 4)),
-            pollInterval: .milliseconds(500), metrics: metrics, logger: logger)
+            concurrency: configuration.jobConcurrency, lease: lease, pollInterval: .milliseconds(500), metrics: metrics, logger: logger)
+        let adopted = try await VoiceJobs.adopt(store: store, clock: clock)
+        if adopted > 0 { logger.notice("voice notes left waiting got their jobs", metadata: ["count": "\(adopted)"]) }
         return ParleyServices(
             configuration: configuration, store: store, bus: bus, hub: hub, metrics: metrics,
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics, clock: clock),
@@ -350,7 +355,7 @@ public func makeServiceGroup(
     // The deadline's service is last: shutdown goes in reverse order, so it hears first.
     let deadline = DrainDeadline(drain: services.drain, deadline: drainDeadline, logger: logger)
     var configuration = ServiceGroupConfiguration(
-        services: [services.janitor, services.searchIndexer, services.voiceProcessor, services.scanning, services.jobRunner, app, services.hub, services.calls, deadline],
+        services: [services.janitor, services.searchIndexer, services.jobRunner, app, services.hub, services.calls, deadline],
         gracefulShutdownSignals: gracefulShutdownSignals, logger: logger)
     configuration.maximumGracefulShutdownDuration = drainDeadline + .seconds(5)
     return ServiceGroup(configuration: configuration)

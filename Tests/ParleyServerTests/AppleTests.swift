@@ -103,7 +103,7 @@ struct AppleTests {
             #expect(messages.first?.clientMessageId == "7e5d2c3e-6f4b-4b8a-9f0a-2d9c1b7a6e11")
             // Apple retries (and the registered address without /message works too).
             #expect(try await Self.post(server, app, text, token: try await fake.token(), path: "/v1/webhooks/apple/\(app.id)").status == .ok)
-            try await Task.sleep(for: .milliseconds(600))
+            try await server.jobsSettled()
             #expect(try await WhatsAppDeliveryTests.messages(server, acme.adminToken, channel: .apple) { _ in true }.count == 1)
         }
     }

@@ -178,13 +178,16 @@ struct ConversationLogTests {
                 return 2
             }
             #expect(committed.value == 2 && committed.logs.count == 2 && committed.messageJSON == nil)
-            let frames = recorder.frames.withLock { $0 }
+            // (Reports and routing may publish frames of their own meanwhile: only the log's count.)
+            let frames = recorder.frames.withLock { $0 }.filter { frame in
+                [#""type":"event""#, #""type":"conversation""#, #""type":"message""#].contains { frame.contains($0) }
+            }
             #expect(frames.count == 3)
             #expect(frames.first?.contains(#""kind":"note""#) == true)
             #expect(frames.dropFirst().first?.contains(#""kind":"assigned""#) == true)
             #expect(frames.last?.hasPrefix(#"{"type":"conversation""#) == true)
             // Only a message or a receipt leaves its sender out.
-            #expect(recorder.excluded.withLock { $0 } == [nil, nil, nil])
+            #expect(recorder.excluded.withLock { $0 }.allSatisfy { $0 == nil })
             guard case .conversationChanged(let changed)? = recorder.domain.withLock({ $0 }).last else {
                 Issue.record("the assignment is a domain event")
                 return

@@ -51,7 +51,7 @@ struct LifecycleTests {
             try await acme.reply("Let me check.", in: id, as: agentToken)
 
             clock.advance(by: .seconds(49 * 60 + 59))
-            try await Task.sleep(for: .seconds(1.2))  // two looks of the job runner: nothing is due
+            try await server.services.jobRunner.runDue()  // what is due has run: nothing yet
             #expect(try await Self.messages(server, agentToken, id).count == 2)
 
             clock.advance(by: .seconds(1))  // minute 50: the warning
@@ -65,12 +65,12 @@ struct LifecycleTests {
             clock.advance(by: .seconds(5 * 60))
             try await acme.send("Still here!", as: token)
             clock.advance(by: .seconds(49 * 60))  // minute 104
-            try await Task.sleep(for: .seconds(1.2))
+            try await server.services.jobRunner.runDue()
             #expect(try await Self.messages(server, agentToken, id).count == 4)
             clock.advance(by: .seconds(60))  // minute 105
             try await Self.eventually("the second warning", { try await Self.messages(server, agentToken, id) }) { $0.count == 5 }
             clock.advance(by: .seconds(9 * 60 + 59))  // a second before minute 115
-            try await Task.sleep(for: .seconds(1.2))
+            try await server.services.jobRunner.runDue()
             #expect(try await Self.conversation(server, agentToken, id).state == .open)
             clock.advance(by: .seconds(1))
             let closed = try await Self.eventually("the close", { try await Self.conversation(server, agentToken, id) }) { $0.state == .resolved }
@@ -81,7 +81,7 @@ struct LifecycleTests {
             #expect(close.state == .resolved && close.actorKind == .system && close.actorId == "lifecycle")
             // A closed web conversation gets no text of its own (the widget shows the close), and nothing more comes.
             clock.advance(by: .seconds(3 * 3600))
-            try await Task.sleep(for: .seconds(1.2))
+            try await server.services.jobRunner.runDue()
             #expect(try await Self.messages(server, agentToken, id).count == 5)
         }
     }
@@ -358,7 +358,7 @@ struct WhatsAppLifecycleTests {
                 .decode(AgentSessionResponse.self).token
             let resolved = try await server.post("/v1/conversations/\(conversation.id)/resolve", token: admin).decode(ConversationDTO.self)
             #expect(resolved.survey == .skipped)
-            try await Task.sleep(for: .seconds(1.5))
+            try await server.services.jobRunner.runDue()
             #expect(fake.sent.isEmpty)
             #expect(try await LifecycleTests.messages(server, admin, conversation.id).count == 1)
         }

@@ -146,7 +146,7 @@ struct SMSTests {
 
             // Twilio retries: nothing is stored twice.
             try await Self.deliver(server, app, sms)
-            try await Task.sleep(for: .milliseconds(600))
+            try await server.jobsSettled()
             #expect(try await WhatsAppDeliveryTests.messages(server, acme.adminToken, channel: .sms) { _ in true }.count == 1)
             let conversation = try await Self.conversation(server, acme)
             let consumer = try await server.get("/v1/consumers/\(conversation.consumerId)", token: acme.adminToken).decode(ConsumerDTO.self)

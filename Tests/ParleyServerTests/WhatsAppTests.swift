@@ -101,7 +101,7 @@ struct WhatsAppTests {
             #expect(again.status == .ok)
             // Processed after the 200 (a job): wait for it.
             try await WhatsAppDeliveryTests.messages(server, acme.adminToken) { $0.count == 1 }
-            try await Task.sleep(for: .milliseconds(300))
+            try await server.jobsSettled()
             let conversations = try await server.get("/v1/conversations?channel=whatsapp", token: acme.adminToken).decode(Page<ConversationDTO>.self).items
             #expect(conversations.count == 1)
             let conversation = try #require(conversations.first)

@@ -224,8 +224,11 @@ struct ConversationAppend: Sendable {
         if let message {
             try await repo.insertMessage(message, brandId: conversation.brandId)
         }
+        var voiceJob = false
         if let voice {
             try await repo.insertVoice(voice)
+            // Its renditions, or its rescan while the scanner is away: durable, with the message.
+            if let job = try VoiceJobs.job(for: voice, at: now) { voiceJob = try await repo.enqueueJob(job) }
         }
         if let attachment {
             try await repo.insertAttachment(attachment)
@@ -237,7 +240,7 @@ struct ConversationAppend: Sendable {
         for job in lifecycleJobs {
             try await repo.enqueueJob(job)
         }
-        queuedJobs = !lifecycleJobs.isEmpty || delivery != nil
+        queuedJobs = !lifecycleJobs.isEmpty || delivery != nil || voiceJob
         switch queueChange {
         case .enqueue(let team?):
             try await repo.dequeue(conversation.id, assignedAt: nil)

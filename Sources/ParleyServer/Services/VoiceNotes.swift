@@ -91,6 +91,8 @@ struct VoiceNotes: Sendable {
             var log = ConversationAppend(conversation, now: clock.now())
             _ = log.logVoiceProcessed(message)
             try await appends.write(&log, in: repo)
+            // Cleared by a rescan: its renditions are due now, with the verdict.
+            if let job = try VoiceJobs.job(for: settled, at: log.now), try await repo.enqueueJob(job) { appends.queuedJobs() }
         }
     }
 }

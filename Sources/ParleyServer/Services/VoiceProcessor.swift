@@ -7,93 +7,112 @@ import ParleyStore
 import ServiceLifecycle
 import Synchronization
 
-/// Makes the renditions of voice notes in the background, a few at a time.
-///
-/// A `Service`: at start-up it picks up every note a crash left in `processing`; each job ends in
-/// `ready` or `failed` (with the reason the sender sees), stored as a sequenced conversation event.
-public final class VoiceProcessor: Service {
-    struct Job: Sendable, Hashable {
+/// The durable jobs of a voice note: its renditions (`voice.transcode`) and, while the scanner is
+/// away, its malware rescans (`voice.rescan`). Each is written in the transaction that makes it
+/// necessary (the note's message, or the scan verdict that clears it), so a note is never left
+/// waiting on work that only one process remembered; the job runner runs them on whichever node
+/// claims them. Both are idempotent: a job run twice (a lease that ran out) writes the same result.
+enum VoiceJobs {
+    static let transcode = "voice.transcode"
+    static let rescan = "voice.rescan"
+    /// A store failure is retried this many times; a conversion that fails is recorded, not retried.
+    static let maxAttempts = 5
+
+    struct Note: Codable, Sendable, Hashable {
         var messageId: MessageID
         var brandId: BrandID
     }
 
-    private let jobs: AsyncStream<Job>
-    private let continuation: AsyncStream<Job>.Continuation
-    private let pending = Mutex<Set<Job>>([])
-    private let store: Store
-    private let blobs: any BlobStore
-    private let transcoder: VoiceTranscoder?
-    private let concurrency: Int
-    private let logger: Logger
-    private let notes: VoiceNotes
-
-    init(
-        store: Store, blobs: any BlobStore, transcoder: VoiceTranscoder?, notes: VoiceNotes, concurrency: Int,
-        logger: Logger
-    ) {
-        self.notes = notes
-        (jobs, continuation) = AsyncStream<Job>.makeStream()
-        self.store = store
-        self.blobs = blobs
-        self.transcoder = transcoder
-        self.concurrency = max(1, concurrency)
-        self.logger = logger
-    }
-
-    func enqueue(messageId: MessageID, brandId: BrandID) {
-        let job = Job(messageId: messageId, brandId: brandId)
-        let isNew = pending.withLock { $0.insert(job).inserted }
-        if isNew { continuation.yield(job) }
-    }
-
-    public func run() async throws {
-        for voice in try await store.read({ repo in try await repo.voicesProcessing(limit: 10_000) }) {
-            enqueue(messageId: voice.messageId, brandId: voice.brandId)
+    /// The job `voice` needs now, if any: renditions for a deliverable note still processing, a
+    /// rescan (when the next one is due) for a note waiting for the scanner.
+    static func job(for voice: VoiceRecord, at now: Date) throws -> JobRecord? {
+        let note = String(decoding: try JSONEncoder().encode(Note(messageId: voice.messageId, brandId: voice.brandId)), as: UTF8.self)
+        if voice.deliverable, voice.state == .processing {
+            return JobRecord(
+                brandId: voice.brandId, kind: transcode, lane: nil, payload: note, dedupeKey: "transcode:\(voice.messageId)",
+                maxAttempts: maxAttempts, runAt: now, createdAt: now)
         }
-        await withTaskGroup(of: Void.self) { group in
-            var running = 0
-            for await job in jobs.cancelOnGracefulShutdown() {
-                if running >= concurrency {
-                    await group.next()
-                    running -= 1
-                }
-                running += 1
-                group.addTask { await self.process(job) }
+        if voice.scan == .pending, voice.state != .blocked {
+            return JobRecord(
+                brandId: voice.brandId, kind: rescan, lane: nil, payload: note, dedupeKey: "rescan:\(voice.messageId)",
+                maxAttempts: maxAttempts, runAt: max(now, voice.scanNextAt ?? now), createdAt: now)
+        }
+        return nil
+    }
+
+    /// Notes that an earlier version left processing or waiting for the scanner (its work lived in
+    /// memory) get their job. Run at start-up on every node: the dedupe keys keep it one job each.
+    static func adopt(store: Store, clock: any WallClock) async throws -> Int {
+        try await store.write { repo in
+            let now = clock.now()
+            var adopted = 0
+            let waiting = try await repo.voicesProcessing(limit: 10_000)
+                + repo.voicesAwaitingScan(dueBy: .distantFuture, limit: 10_000)
+            for voice in waiting {
+                if let job = try job(for: voice, at: now), try await repo.enqueueJob(job) { adopted += 1 }
             }
+            return adopted
         }
     }
+}
 
-    func process(_ job: Job) async {
-        defer { _ = pending.withLock { $0.remove(job) } }
+/// Makes the renditions of voice notes: the `voice.transcode` job's handler. At most `slots` run
+/// at once on a node (ffmpeg takes a core each); the rest wait for a slot within their lease.
+/// Each ends in `ready` or `failed` (with the reason the sender sees), stored as a sequenced
+/// conversation event.
+public struct VoiceProcessor: Sendable {
+    let store: Store
+    let blobs: any BlobStore
+    let transcoder: VoiceTranscoder?
+    let notes: VoiceNotes
+    let slots: WorkSlots
+    let logger: Logger
+
+    init(store: Store, blobs: any BlobStore, transcoder: VoiceTranscoder?, notes: VoiceNotes, concurrency: Int, logger: Logger) {
+        (self.store, self.blobs, self.transcoder, self.notes, self.logger) = (store, blobs, transcoder, notes, logger)
+        slots = WorkSlots(limit: concurrency, queueLimit: 100_000)
+    }
+
+    var handler: any JobHandler {
+        PayloadJobHandler<VoiceJobs.Note>(kind: VoiceJobs.transcode) { note in try await slots.run { try await process(note) } }
+    }
+
+    /// Converts one note. A conversion that fails is recorded (`failed`, with the reason the sender
+    /// sees); a store that cannot be read or written is thrown, and the job tried again later.
+    func process(_ job: VoiceJobs.Note) async throws {
+        guard var voice = try await store.read({ repo in try await repo.voice(messageId: job.messageId, brandId: job.brandId) }),
+            voice.state == .processing, voice.deliverable
+        else { return }
+        let outputs: [VoiceRendition: URL] = [.opus: blobs.scratchFile(".ogg"), .aac: blobs.scratchFile(".m4a")]
+        defer { for url in outputs.values { try? FileManager.default.removeItem(at: url) } }
+        var converted = false
         do {
-            guard var voice = try await store.read({ repo in try await repo.voice(messageId: job.messageId, brandId: job.brandId) }),
-                voice.state == .processing, voice.deliverable
-            else { return }
-            do {
-                guard let transcoder else { throw VoiceTranscoder.Failure(description: "the server has no ffmpeg") }
-                let outputs: [VoiceRendition: URL] = [.opus: blobs.scratchFile(".ogg"), .aac: blobs.scratchFile(".m4a")]
-                defer { for url in outputs.values { try? FileManager.default.removeItem(at: url) } }
-                try await blobs.withLocalFile(key: voice.originalKey) { original in try await transcoder.transcode(original, into: outputs) }
-                let base = "voice/\(voice.brandId)/\(voice.messageId)"
-                for (rendition, url) in outputs {
-                    let key = "\(base)/voice.\(rendition.fileExtension)"
-                    let bytes = (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue ?? 0
-                    guard bytes > 0 else { throw VoiceTranscoder.Failure(description: "the \(rendition.rawValue) rendition came out empty") }
-                    try await blobs.putFile(url, key: key)
-                    switch rendition {
-                    case .opus: (voice.opusKey, voice.opusBytes) = (key, bytes)
-                    case .aac: (voice.aacKey, voice.aacBytes) = (key, bytes)
-                    }
-                }
-                voice.state = .ready
-            } catch {
-                logger.warning("voice processing failed", metadata: ["message": "\(job.messageId)", "error": "\(error)"])
-                voice.state = .failed
-                voice.failureReason = "The voice message could not be converted for playback on every device."
+            guard let transcoder else { throw VoiceTranscoder.Failure(description: "the server has no ffmpeg") }
+            try await blobs.withLocalFile(key: voice.originalKey) { original in try await transcoder.transcode(original, into: outputs) }
+            for (rendition, url) in outputs {
+                let bytes = (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue ?? 0
+                guard bytes > 0 else { throw VoiceTranscoder.Failure(description: "the \(rendition.rawValue) rendition came out empty") }
             }
-            try await notes.settle(voice)
-        } catch {
-            logger.error("voice job could not be recorded", metadata: ["message": "\(job.messageId)", "error": "\(error)"])
+            converted = true
+        } catch let failure as VoiceTranscoder.Failure {
+            logger.warning("voice processing failed", metadata: ["message": "\(job.messageId)", "error": "\(failure)"])
         }
+        if converted {
+            let base = "voice/\(voice.brandId)/\(voice.messageId)"
+            for (rendition, url) in outputs.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                let key = "\(base)/voice.\(rendition.fileExtension)"
+                let bytes = (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue ?? 0
+                try await blobs.putFile(url, key: key)
+                switch rendition {
+                case .opus: (voice.opusKey, voice.opusBytes) = (key, bytes)
+                case .aac: (voice.aacKey, voice.aacBytes) = (key, bytes)
+                }
+            }
+            voice.state = .ready
+        } else {
+            voice.state = .failed
+            voice.failureReason = "The voice message could not be converted for playback on every device."
+        }
+        try await notes.settle(voice)
     }
 }

@@ -13,7 +13,6 @@ public struct VoiceService: Sendable {
     let store: Store
     let blobs: any BlobStore
     let conversations: ConversationService
-    let processor: VoiceProcessor
     let scanning: MalwareScanning
     let notes: VoiceNotes
     let analyzer: AudioAnalyzer?
@@ -187,8 +186,6 @@ public struct VoiceService: Sendable {
         }
         if !response.created {
             try? await blobs.delete(key: voice.originalKey)  // lost a race with its own retry: keep the first
-        } else if voice.deliverable {
-            processor.enqueue(messageId: messageId, brandId: principal.brandId)
         }
         return response
     }

@@ -185,3 +185,26 @@ struct TestDatabase: Sendable {
         await database.close()
     }
 }
+
+extension TestServer {
+    /// Returns once every job due now has run, here or on the runner's own schedule: what a
+    /// webhook, a retry or a timer started has finished (a test of "nothing happened twice" waits
+    /// for this, not for a fixed time).
+    func jobsSettled(within seconds: Double = 30) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            try await services.jobRunner.runDue()
+            let now = StoredTime.millis(services.clock.now())
+            let busy = try await services.store.database.read { db in
+                try await db.raw(
+                    "SELECT COUNT(*) AS n FROM jobs WHERE state = 'running' OR (state = 'queued' AND run_at <= \(bind: now))"
+                ).first(decoding: Count.self)?.n ?? 0
+            }
+            if busy == 0 { return }
+            guard Date() < deadline else { throw TestFailure("\(busy) jobs were still due or running after \(seconds) s") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    private struct Count: Decodable { var n: Int }
+}
