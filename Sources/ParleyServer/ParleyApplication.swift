@@ -169,15 +169,15 @@ public struct ParleyServices: Sendable {
         let vapid = try VAPIDKey.load(configuration)
         let webPushHosts = MediaHostAllowList(configuration.webPushHosts)
         let push = PushService(
-            store: store, secrets: secrets, hub: hub, jobs: jobs, limits: limits, webPushHosts: webPushHosts, vapidPublicKey: vapid.publicKeyBase64URL, clock: clock,
+            store: store, secrets: secrets, presence: hub, jobs: jobs, limits: limits, webPushHosts: webPushHosts, vapidPublicKey: vapid.publicKeyBase64URL, clock: clock,
             logger: logger)
         push.watch(bus)
-        let routing = RoutingService(store: store, hub: hub, bus: bus, jobs: jobs, clock: clock, logger: logger)
+        let routing = RoutingService(store: store, presence: hub, bus: bus, jobs: jobs, clock: clock, logger: logger)
         routing.watch(bus)
         let lifecycle = LifecycleService(store: store, conversations: conversations, bus: bus, jobs: jobs, clock: clock, logger: logger)
         let records = RecordsService(
             store: store, blobs: blobs, hub: hub, clock: clock, interval: TimeInterval(configuration.retentionIntervalHours) * 3600, logger: logger)
-        let reports = ReportsService(store: store, hub: hub, bus: bus, clock: clock, logger: logger)
+        let reports = ReportsService(store: store, presence: hub, hub: hub, bus: bus, clock: clock, logger: logger)
         reports.watch(bus)
         let handlers: [any JobHandler] = lifecycle.handlers + [
             processor.handler, scanning.handler,
@@ -213,7 +213,7 @@ public struct ParleyServices: Sendable {
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics, clock: clock),
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
             calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
-            workspace: WorkspaceService(store: store, hub: hub, bus: bus, clock: clock, logger: logger),
+            workspace: WorkspaceService(store: store, presence: hub, bus: bus, clock: clock, logger: logger),
             whatsapp: whatsapp, messenger: messenger, sms: sms, apple: apple, push: push,
             activity: ActivityService(store: store, conversations: conversations, limits: limits, clock: clock, logger: logger),
             routing: routing, lifecycle: lifecycle,

@@ -7,15 +7,15 @@ import Testing
 @Suite("Rate limits")
 struct RateLimitTests {
     @Test("a token bucket allows a burst, then one action per interval, and says how long to wait")
-    func bucket() {
-        let limiter = RateLimiter(name: "test", limit: 3, per: .seconds(60))
+    func bucket() async {
+        let buckets = LocalTokenBuckets()
         let start = ContinuousClock.now
-        #expect((0..<3).map { _ in limiter.take("a", now: start) } == [nil, nil, nil])
-        #expect(limiter.take("a", now: start) == 20)
-        #expect(limiter.take("b", now: start) == nil)  // keys are independent
-        #expect(limiter.take("a", now: start + .seconds(19)) == 1)
-        #expect(limiter.take("a", now: start + .seconds(21)) == nil)
-        #expect(RateLimiter(name: "off", limit: 0, per: .seconds(1)).take("a") == nil)
+        #expect((0..<3).map { _ in buckets.take("a", limit: 3, per: .seconds(60), now: start) } == [nil, nil, nil])
+        #expect(buckets.take("a", limit: 3, per: .seconds(60), now: start) == 20)
+        #expect(buckets.take("b", limit: 3, per: .seconds(60), now: start) == nil)  // keys are independent
+        #expect(buckets.take("a", limit: 3, per: .seconds(60), now: start + .seconds(19)) == 1)
+        #expect(buckets.take("a", limit: 3, per: .seconds(60), now: start + .seconds(21)) == nil)
+        #expect(await RateLimiter(name: "off", limit: 0, per: .seconds(1), buckets: buckets).take("a") == nil)
     }
 
     @Test("a consumer flooding messages gets 429 with Retry-After over HTTP and over the WebSocket; nothing is stored")

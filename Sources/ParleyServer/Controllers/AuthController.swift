@@ -22,9 +22,9 @@ struct AuthController {
 
     @Sendable func login(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AgentSessionResponse> {
         // Limited before the password is checked: guessing costs the guesser time, not the server bcrypt.
-        try limits.loginsPerIP.check(context.clientIP(request, trustProxy: configuration.trustProxy), "sign-in attempts")
+        try await limits.loginsPerIP.check(context.clientIP(request, trustProxy: configuration.trustProxy), "sign-in attempts")
         let body = try await request.decodeJSON(LoginRequest.self, limit: configuration.maxJSONBodyBytes)
-        try limits.loginsPerEmail.check(IdentityRules.canonicalEmail(body.email), "sign-in attempts for this account")
+        try await limits.loginsPerEmail.check(IdentityRules.canonicalEmail(body.email), "sign-in attempts for this account")
         let (session, agent) = try await identity.login(email: body.email, password: body.password)
         let cookie = sessionCookie(session.token, expires: session.expiresAt)
         return JSONResponse(
@@ -65,7 +65,7 @@ struct AuthController {
     /// The agent's new password; every other session of theirs ends, this one goes on.
     @Sendable func changePassword(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let agent = try context.requireAgent()
-        try limits.loginsPerEmail.check("password:" + agent.agentId.rawValue, "password attempts")
+        try await limits.loginsPerEmail.check("password:" + agent.agentId.rawValue, "password attempts")
         let body = try await request.decodeJSON(ChangePasswordRequest.self, limit: configuration.maxJSONBodyBytes)
         try await identity.changePassword(agent, body, sessionTokenHash: context.sessionTokenHash)
         hub.disconnect(
@@ -79,8 +79,8 @@ struct AuthController {
 
     @Sendable func consumerSession(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConsumerSessionResponse> {
         let ip = context.clientIP(request, trustProxy: configuration.trustProxy)
-        try limits.consumerSessions.check(ip, "new chat sessions from this address")
-        try limits.ipWrites.check(ip, "requests from this address")
+        try await limits.consumerSessions.check(ip, "new chat sessions from this address")
+        try await limits.ipWrites.check(ip, "requests from this address")
         let body = try await request.decodeJSON(ConsumerSessionRequest.self, limit: configuration.maxJSONBodyBytes)
         return JSONResponse(.created, try await identity.startConsumerSession(body, userAgent: request.headers[.userAgent]))
     }

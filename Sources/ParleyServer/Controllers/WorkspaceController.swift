@@ -90,7 +90,7 @@ struct WorkspaceController {
 
     @Sendable func visit(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let consumer = try context.requireConsumer()
-        try limits.ipWrites.check(context.clientIP(request, trustProxy: configuration.trustProxy), "requests from this address")
+        try await limits.ipWrites.check(context.clientIP(request, trustProxy: configuration.trustProxy), "requests from this address")
         let body = try await request.decodeJSON(ConsumerVisitRequest.self, limit: configuration.maxJSONBodyBytes)
         try await workspace.recordVisit(consumer, body, userAgent: request.headers[.userAgent])
         return Response(status: .noContent)

@@ -18,7 +18,7 @@ import Synchronization
 public struct PushService: Sendable {
     let store: Store
     let secrets: SecretBox
-    let hub: RealtimeHub
+    let presence: any PresenceDirectory
     let jobs: JobQueue
     let limits: RateLimits
     /// The push services browsers' subscriptions may point to.
@@ -61,7 +61,7 @@ public struct PushService: Sendable {
         if let environment = request.environment, !["production", "sandbox"].contains(environment) {
             throw ParleyError.invalidField("environment", "'environment' is production or sandbox.")
         }
-        try limits.pushRegistrations.check(consumer.consumerId.rawValue, "push registrations")
+        try await limits.pushRegistrations.check(consumer.consumerId.rawValue, "push registrations")
         // A device of a provider the app cannot send through would only ever queue jobs that fail
         // (Web Push signs with the server's own key: it needs nothing from the app).
         if request.provider != .webpush,
@@ -178,13 +178,13 @@ public struct PushService: Sendable {
             switch event {
             case .messageLogged(let message, let brandId, let consumerId) where message.senderKind != .consumer:
                 // A connected consumer needs no notification.
-                guard !hub.isConnected(consumerId: consumerId) else { return }
+                guard !presence.isConnected(consumerId: consumerId) else { return }
                 announcement = Announcement(
                     key: message.id.rawValue, brandId: brandId, consumerId: consumerId, conversationId: message.conversationId,
                     kind: message.kind == .voice ? .voice : message.kind == .attachment ? .attachment : .text,
                     text: message.kind == .text ? String(message.text.prefix(180)) : nil, badgeSeq: message.seq)
             case .callRinging(let call, let brandId, let consumerId):
-                guard !hub.isConnected(consumerId: consumerId) else { return }
+                guard !presence.isConnected(consumerId: consumerId) else { return }
                 announcement = Announcement(
                     key: "\(call.id.rawValue):ringing", brandId: brandId, consumerId: consumerId, conversationId: call.conversationId,
                     kind: .call, text: nil, badgeSeq: nil)

@@ -156,7 +156,7 @@ public final class RealtimeHub: Service {
     }
 
     /// Sets who is told when an agent connects for the first time or loses their last connection.
-    func onAgentConnectivity(_ observer: @escaping @Sendable (AgentPrincipal, Bool) -> Void) {
+    public func onAgentConnectivity(_ observer: @escaping @Sendable (AgentPrincipal, Bool) -> Void) {
         agentConnectivity.withLock { $0 = observer }
     }
 

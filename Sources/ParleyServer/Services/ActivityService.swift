@@ -25,7 +25,7 @@ public struct ActivityService: Sendable {
         var checked: [Date] = []
         for event in request.events { checked.append(try ActivityRules.validate(event, now: now)) }
         let times = checked
-        try limits.consumerActivity.check(consumer.consumerId.rawValue, "activity reports")
+        try await limits.consumerActivity.check(consumer.consumerId.rawValue, "activity reports")
         let (accepted, prompts) = try await conversations.conversationLog.write { repo, appends in
             var accepted = 0
             var prompts: [EngagementPromptDTO] = []

@@ -28,7 +28,7 @@ public struct AttachmentService: Sendable {
         _ principal: Principal, clientMessageId: String, conversationId: ConversationID?, fileName: String?, contentLength: Int?,
         body: RequestBody, clientAddress: String? = nil
     ) async throws -> SendMessageResponse {
-        try limits.admitMessage(from: principal, address: clientAddress)
+        try await limits.admitMessage(from: principal, address: clientAddress)
         return try await uploads.run(consumer: principal.participant.id, address: clientAddress) {
             try await receive(
                 principal, clientMessageId: clientMessageId, conversationId: conversationId, fileName: fileName, contentLength: contentLength,

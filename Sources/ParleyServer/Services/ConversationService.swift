@@ -50,7 +50,7 @@ public struct ConversationService: Sendable {
     func sendEncoded(
         _ principal: Principal, _ request: SendMessageRequest, from address: String? = nil, fromConnection connectionId: ConnectionID? = nil
     ) async throws -> (response: SendMessageResponse, messageJSON: String?) {
-        try limits.admitMessage(from: principal, address: address)
+        try await limits.admitMessage(from: principal, address: address)
         return try await sendEncoded(principal, request, content: .text(request.text), fromConnection: connectionId)
     }
 

@@ -9,6 +9,8 @@ import Synchronization
 /// agent, team or channel (`GET /v1/reports`, JSON or CSV).
 public struct ReportsService: Sendable {
     let store: Store
+    let presence: any PresenceDirectory
+    /// This node's connections: a report is computed only where somebody would get it.
     let hub: RealtimeHub
     let bus: any EventBus
     let clock: any WallClock
@@ -33,7 +35,7 @@ public struct ReportsService: Sendable {
     }
 
     func snapshot(brandId: BrandID) async throws -> LiveReportDTO {
-        let connected = hub.connectedAgents(brandId: brandId)
+        let connected = presence.connectedAgents(brandId: brandId)
         let now = clock.now()
         return try await store.read { repo in
             let queue = try await repo.queued(brandId: brandId, limit: 100_000)

@@ -16,7 +16,7 @@ import Synchronization
 /// conversation to two agents nor an agent more than their room.
 public final class RoutingService: Sendable {
     let store: Store
-    let hub: RealtimeHub
+    let presence: any PresenceDirectory
     let bus: any EventBus
     let jobs: JobQueue
     let clock: any WallClock
@@ -30,8 +30,8 @@ public final class RoutingService: Sendable {
     static let passSize = 200
     static let router = ParticipantRef(kind: .system, id: "router")
 
-    init(store: Store, hub: RealtimeHub, bus: any EventBus, jobs: JobQueue, clock: any WallClock, logger: Logger) {
-        (self.store, self.hub, self.bus, self.jobs, self.clock, self.logger) = (store, hub, bus, jobs, clock, logger)
+    init(store: Store, presence: any PresenceDirectory, bus: any EventBus, jobs: JobQueue, clock: any WallClock, logger: Logger) {
+        (self.store, self.presence, self.bus, self.jobs, self.clock, self.logger) = (store, presence, bus, jobs, clock, logger)
     }
 
     var conversationLog: ConversationLog { ConversationLog(store: store, bus: bus, jobs: jobs, logger: logger) }
@@ -120,7 +120,7 @@ public final class RoutingService: Sendable {
 
     /// The brand's agents as routing sees them: available or not, open conversations and room.
     public func loads(_ agent: AgentPrincipal) async throws -> [AgentLoadDTO] {
-        let connected = hub.connectedAgents(brandId: agent.brandId)
+        let connected = presence.connectedAgents(brandId: agent.brandId)
         return try await store.read { repo in
             let (settings, capacities, teams) = (
                 try await repo.routingSettings(brandId: agent.brandId), try await repo.agentCapacities(brandId: agent.brandId),
@@ -263,7 +263,7 @@ public final class RoutingService: Sendable {
     /// to the available agent of its team with the most room. Returns the assignments made.
     @discardableResult
     public func dispatch(_ brandId: BrandID) async throws -> [(ConversationID, AgentID)] {
-        let connected = hub.connectedAgents(brandId: brandId)
+        let connected = presence.connectedAgents(brandId: brandId)
         // A read first: with manual routing, nobody available or nobody waiting, there is nothing to
         // write (SQLite has one writer; a pass that cannot assign must not take its turn).
         let (settings, waiting) = try await store.read { repo in
@@ -381,7 +381,7 @@ public final class RoutingService: Sendable {
     /// The `routing.requeue` job: if the agent is still not available, their open conversations go
     /// back to the queue (and routing runs).
     func requeue(_ payload: Requeue) async throws {
-        let connected = hub.connectedAgents(brandId: payload.brandId).contains(payload.agentId)
+        let connected = presence.connectedAgents(brandId: payload.brandId).contains(payload.agentId)
         let logs = try await conversationLog.write { repo, appends -> [ConversationAppend] in
             try await repo.lockRouting(brandId: payload.brandId)
             guard let member = try await repo.presence(brandId: payload.brandId, agentId: payload.agentId).first else { return [] }

@@ -76,7 +76,7 @@ public struct VoiceService: Sendable {
         _ principal: Principal, clientMessageId: String, conversationId: ConversationID?, contentLength: Int?, body: RequestBody,
         clientAddress: String? = nil
     ) async throws -> SendMessageResponse {
-        try limits.admitMessage(from: principal, address: clientAddress)
+        try await limits.admitMessage(from: principal, address: clientAddress)
         return try await uploads.run(consumer: principal.participant.id, address: clientAddress) {
             try await receiveUpload(principal, clientMessageId: clientMessageId, conversationId: conversationId, contentLength: contentLength, body: body)
         }

@@ -8,21 +8,21 @@ import ParleyStore
 /// the widget learns about them (whether anyone is there, who answered) and tells them (the page).
 public struct WorkspaceService: Sendable {
     let store: Store
-    let hub: RealtimeHub
+    let presence: any PresenceDirectory
     let bus: any EventBus
     let clock: any WallClock
     let logger: Logger
 
-    init(store: Store, hub: RealtimeHub, bus: any EventBus, clock: any WallClock, logger: Logger) {
+    init(store: Store, presence: any PresenceDirectory, bus: any EventBus, clock: any WallClock, logger: Logger) {
         self.store = store
-        self.hub = hub
+        self.presence = presence
         self.bus = bus
         self.clock = clock
         self.logger = logger
         let service = self
         // An agent's presence as others see it changes when they connect or lose their last
         // connection, as well as when they choose.
-        hub.onAgentConnectivity { agent, _ in
+        presence.onAgentConnectivity { agent, _ in
             Task { await service.publishPresence(brandId: agent.brandId, agentId: agent.agentId) }
         }
     }
@@ -112,7 +112,7 @@ public struct WorkspaceService: Sendable {
 
     public func presence(_ agent: AgentPrincipal) async throws -> [AgentPresenceDTO] {
         let stored = try await store.read { repo in try await repo.presence(brandId: agent.brandId, agentId: nil) }
-        let connected = hub.connectedAgents(brandId: agent.brandId)
+        let connected = presence.connectedAgents(brandId: agent.brandId)
         return stored.map { Self.dto($0, connected: connected.contains($0.agentId)) }
     }
 
@@ -135,7 +135,7 @@ public struct WorkspaceService: Sendable {
     func publishPresence(brandId: BrandID, agentId: AgentID) async -> AgentPresenceDTO? {
         do {
             guard let agent = try await store.read({ repo in try await repo.presence(brandId: brandId, agentId: agentId) }).first else { return nil }
-            let presence = Self.dto(agent, connected: hub.connectedAgents(brandId: brandId).contains(agentId))
+            let presence = Self.dto(agent, connected: presence.connectedAgents(brandId: brandId).contains(agentId))
             await bus.publish(.presence(presence), to: .agents(brandId: brandId), logger: logger)
             await bus.publish(.presenceChanged(presence, brandId: brandId))
             return presence
@@ -153,7 +153,7 @@ public struct WorkspaceService: Sendable {
 
     /// Whether at least one of the brand's agents chose online and is connected.
     public func agentsAvailable(brandId: BrandID) async throws -> Bool {
-        let connected = hub.connectedAgents(brandId: brandId)
+        let connected = presence.connectedAgents(brandId: brandId)
         if connected.isEmpty { return false }
         let online = try await store.read { repo in try await repo.agentsChoosingOnline(brandId: brandId) }
         return !online.isDisjoint(with: connected)
