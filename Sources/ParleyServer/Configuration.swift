@@ -96,6 +96,9 @@ public struct ParleyConfiguration: Sendable {
     public var drainDeadlineSeconds: Int = 25
     /// PostgreSQL connections this node keeps at most (its pool).
     public var databasePoolSize: Int = 16
+    /// One node of several on the same PostgreSQL database: real-time events, presence and the
+    /// shared limits cross nodes (PostgreSQL LISTEN/NOTIFY and tables).
+    public var cluster: Bool = false
     var imageMemoryBytes: Int { imageMemoryMegabytes * 1024 * 1024 }
     /// Seconds a call rings before it counts as missed.
     public var callRingSeconds: Int = 45
@@ -304,6 +307,9 @@ public struct ParleyConfiguration: Sendable {
         }
         if ClamdChoice(clamd) == nil {
             throw ConfigurationError(setting: "PARLEY_CLAMD (--clamd)", message: "'\(clamd)' is not auto, off, tcp://HOST:PORT or unix:///PATH")
+        }
+        if cluster, !resolvedDatabaseURL.hasPrefix("postgres") {
+            throw ConfigurationError(setting: "PARLEY_CLUSTER (--cluster)", message: "needs a PostgreSQL database (PARLEY_DATABASE_URL=postgres://…) that every node shares")
         }
         if callRelayOnly, turnURLs.isEmpty {
             throw ConfigurationError(setting: "PARLEY_CALL_RELAY_ONLY (--call-relay-only)", message: "needs TURN servers (PARLEY_TURN_URLS)")

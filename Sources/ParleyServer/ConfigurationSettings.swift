@@ -103,6 +103,9 @@ extension ParleyConfiguration {
         Setting(flag: "drain-deadline", environment: "PARLEY_DRAIN_DEADLINE", help: "seconds open requests may take to finish at shutdown before they are cut with 503 (default 25)") { c, v, name throws(ConfigurationError) in
             c.drainDeadlineSeconds = try parseInt(v, name, range: 1...3_600, what: "a number of seconds")
         },
+        Setting(flag: "cluster", environment: "PARLEY_CLUSTER", help: "one node of several on the same PostgreSQL database: events, presence and limits cross nodes (default false)") { c, v, name throws(ConfigurationError) in
+            c.cluster = try parseBool(v, name)
+        },
         Setting(flag: "database-pool", environment: "PARLEY_DATABASE_POOL", help: "PostgreSQL connections this node opens at most (default 16)") { c, v, name throws(ConfigurationError) in
             c.databasePoolSize = try parseInt(v, name, range: 1...1_000, what: "a count")
         },

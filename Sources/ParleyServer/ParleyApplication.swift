@@ -19,6 +19,10 @@ public struct ParleyServices: Sendable {
     public let store: Store
     public let bus: any EventBus
     public let hub: RealtimeHub
+    /// Who is connected: this node's hub, or the whole cluster's (`ClusterPresence`).
+    public let presence: any PresenceDirectory
+    /// What a node of several runs besides (the cluster's bus and presence); empty on one node.
+    public let cluster: [any Service]
     public let metrics: ParleyMetrics
     public let identity: IdentityService
     public let conversations: ConversationService
@@ -57,7 +61,7 @@ public struct ParleyServices: Sendable {
 
     /// Opens the database, applies migrations and wires the services together.
     public static func make(
-        configuration: ParleyConfiguration, metrics: ParleyMetrics = ParleyMetrics(), bus: any EventBus = LocalEventBus(),
+        configuration: ParleyConfiguration, metrics: ParleyMetrics = ParleyMetrics(), bus given: (any EventBus)? = nil,
         clock: any WallClock = SystemClock(), logger: Logger
     ) async throws -> ParleyServices {
         try configuration.validate()
@@ -86,9 +90,20 @@ public struct ParleyServices: Sendable {
         if removed > 0 {
             logger.notice("removed partial media writes left by a crash", metadata: ["count": "\(removed)"])
         }
+        // One node: events stay in the process. Several: they cross nodes through PostgreSQL.
+        let clusterBus: ClusterEventBus? = configuration.cluster
+            ? ClusterEventBus(
+                transport: try PostgresBusTransport(url: configuration.resolvedDatabaseURL, database: database, logger: logger), logger: logger)
+            : nil
+        let bus: any EventBus = clusterBus ?? given ?? LocalEventBus()
         let hub = RealtimeHub(
             bus: bus, queueLimit: configuration.realtimeQueueLimit, writeTimeout: .seconds(configuration.realtimeWriteTimeoutSeconds),
             metrics: metrics, logger: logger)
+        let clusterPresence = clusterBus.map { ClusterPresence(hub: hub, bus: $0, logger: logger) }
+        let presence: any PresenceDirectory = clusterPresence ?? hub
+        // Events missed by this node (a lost bus connection): its clients resume from the log.
+        clusterBus?.onGap { hub.resumeAll(reason: "this server may have missed events: reconnect and resume") }
+        if let clusterBus { logger.info("joined the cluster", metadata: ["node": "\(clusterBus.node)"]) }
         let drain = Drain()
         let jobSignal = JobSignal()
         let jobs = JobQueue(store: store, clock: clock, signal: jobSignal, maxAttempts: configuration.jobMaxAttempts)
@@ -169,15 +184,15 @@ public struct ParleyServices: Sendable {
         let vapid = try VAPIDKey.load(configuration)
         let webPushHosts = MediaHostAllowList(configuration.webPushHosts)
         let push = PushService(
-            store: store, secrets: secrets, presence: hub, jobs: jobs, limits: limits, webPushHosts: webPushHosts, vapidPublicKey: vapid.publicKeyBase64URL, clock: clock,
+            store: store, secrets: secrets, presence: presence, jobs: jobs, limits: limits, webPushHosts: webPushHosts, vapidPublicKey: vapid.publicKeyBase64URL, clock: clock,
             logger: logger)
         push.watch(bus)
-        let routing = RoutingService(store: store, presence: hub, bus: bus, jobs: jobs, clock: clock, logger: logger)
+        let routing = RoutingService(store: store, presence: presence, bus: bus, jobs: jobs, clock: clock, logger: logger)
         routing.watch(bus)
         let lifecycle = LifecycleService(store: store, conversations: conversations, bus: bus, jobs: jobs, clock: clock, logger: logger)
         let records = RecordsService(
             store: store, blobs: blobs, hub: hub, clock: clock, interval: TimeInterval(configuration.retentionIntervalHours) * 3600, logger: logger)
-        let reports = ReportsService(store: store, presence: hub, hub: hub, bus: bus, clock: clock, logger: logger)
+        let reports = ReportsService(store: store, presence: presence, hub: hub, bus: bus, clock: clock, logger: logger)
         reports.watch(bus)
         let handlers: [any JobHandler] = lifecycle.handlers + [
             processor.handler, scanning.handler,
@@ -209,11 +224,12 @@ public struct ParleyServices: Sendable {
         let adopted = try await VoiceJobs.adopt(store: store, clock: clock)
         if adopted > 0 { logger.notice("voice notes left waiting got their jobs", metadata: ["count": "\(adopted)"]) }
         return ParleyServices(
-            configuration: configuration, store: store, bus: bus, hub: hub, metrics: metrics,
+            configuration: configuration, store: store, bus: bus, hub: hub, presence: presence,
+            cluster: [clusterBus as (any Service)?, clusterPresence].compactMap { $0 }, metrics: metrics,
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics, clock: clock),
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
             calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
-            workspace: WorkspaceService(store: store, presence: hub, bus: bus, clock: clock, logger: logger),
+            workspace: WorkspaceService(store: store, presence: presence, bus: bus, clock: clock, logger: logger),
             whatsapp: whatsapp, messenger: messenger, sms: sms, apple: apple, push: push,
             activity: ActivityService(store: store, conversations: conversations, limits: limits, clock: clock, logger: logger),
             routing: routing, lifecycle: lifecycle,
@@ -355,7 +371,7 @@ public func makeServiceGroup(
     // The deadline's service is last: shutdown goes in reverse order, so it hears first.
     let deadline = DrainDeadline(drain: services.drain, deadline: drainDeadline, logger: logger)
     var configuration = ServiceGroupConfiguration(
-        services: [services.janitor, services.searchIndexer, services.jobRunner, app, services.hub, services.calls, deadline],
+        services: services.cluster + [services.janitor, services.searchIndexer, services.jobRunner, app, services.hub, services.calls, deadline],
         gracefulShutdownSignals: gracefulShutdownSignals, logger: logger)
     configuration.maximumGracefulShutdownDuration = drainDeadline + .seconds(5)
     return ServiceGroup(configuration: configuration)

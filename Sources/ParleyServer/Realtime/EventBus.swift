@@ -3,8 +3,8 @@ import ParleyAPI
 import Synchronization
 
 /// One real-time event on its way to the connections that may see it.
-public struct RealtimeEvent: Sendable {
-    public enum Audience: Sendable, Hashable {
+public struct RealtimeEvent: Sendable, Codable {
+    public enum Audience: Sendable, Hashable, Codable {
         /// The brand's agents and the conversation's consumer (every device of theirs).
         case conversation(brandId: BrandID, consumerId: ConsumerID)
         /// Those taking part in one conversation: its consumer (every device), its assignee (every
@@ -95,6 +95,15 @@ public final class LocalEventBus: EventBus {
 
     public func subscribe(domain handler: @escaping @Sendable (DomainEvent) -> Void) {
         domainHandlers.withLock { $0.append(handler) }
+    }
+
+    /// Hands an event from elsewhere (another node) to every subscriber.
+    func deliverNow(_ event: RealtimeEvent) {
+        for handler in handlers.withLock({ $0 }) { handler(event) }
+    }
+
+    func deliverNow(_ event: DomainEvent) {
+        for handler in domainHandlers.withLock({ $0 }) { handler(event) }
     }
 }
 

@@ -28,6 +28,8 @@ public final class RealtimeHub: Service {
     private let metrics: ParleyMetrics
     /// Told when an agent's first connection opens (true) or their last one closes (false), outside the lock.
     private let agentConnectivity = Mutex<(@Sendable (AgentPrincipal, Bool) -> Void)?>(nil)
+    /// The same for consumers (a directory shared by several nodes follows both).
+    private let consumerConnectivity = Mutex<(@Sendable (ConsumerID, Bool) -> Void)?>(nil)
 
     public init(bus: any EventBus, queueLimit: Int, writeTimeout: Duration = .seconds(10), metrics: ParleyMetrics, logger: Logger) {
         self.queueLimit = queueLimit
@@ -44,7 +46,7 @@ public final class RealtimeHub: Service {
         let outbox = Outbox(
             connectionId: ConnectionID.make(), principal: principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt,
             limit: queueLimit, channel: channel)
-        let firstOfAgent = state.withLock { state -> Bool in
+        let first = state.withLock { state -> Bool in
             state.connections[outbox.connectionId] = outbox
             switch principal {
             case .agent(let agent):
@@ -53,18 +55,23 @@ public final class RealtimeHub: Service {
                 return state.byAgent[agent.agentId]?.count == 1
             case .consumer(let consumer):
                 state.byConsumer[consumer.consumerId, default: []].insert(outbox.connectionId)
-                return false
+                return state.byConsumer[consumer.consumerId]?.count == 1
             }
         }
         metrics.realtimeConnections.increment()
-        if firstOfAgent, case .agent(let agent) = principal { agentConnectivity.withLock { $0 }?(agent, true) }
+        if first {
+            switch principal {
+            case .agent(let agent): agentConnectivity.withLock { $0 }?(agent, true)
+            case .consumer(let consumer): consumerConnectivity.withLock { $0 }?(consumer.consumerId, true)
+            }
+        }
         return outbox
     }
 
     /// Removes a connection from every index; a second call for the same connection does nothing.
     public func unregister(_ outbox: Outbox) {
         let id = outbox.connectionId
-        let (removed, lastOfAgent) = state.withLock { state -> (Bool, Bool) in
+        let (removed, last) = state.withLock { state -> (Bool, Bool) in
             guard state.connections.removeValue(forKey: id) != nil else { return (false, false) }
             var last = false
             switch outbox.principal {
@@ -74,6 +81,7 @@ public final class RealtimeHub: Service {
                 last = state.byAgent[agent.agentId] == nil
             case .consumer(let consumer):
                 Self.remove(id, from: &state.byConsumer, key: consumer.consumerId)
+                last = state.byConsumer[consumer.consumerId] == nil
             }
             if let conversation = state.viewing.removeValue(forKey: id) {
                 Self.remove(id, from: &state.viewers, key: conversation)
@@ -81,7 +89,12 @@ public final class RealtimeHub: Service {
             return (true, last)
         }
         if removed { metrics.realtimeConnections.decrement() }
-        if lastOfAgent, case .agent(let agent) = outbox.principal { agentConnectivity.withLock { $0 }?(agent, false) }
+        if last {
+            switch outbox.principal {
+            case .agent(let agent): agentConnectivity.withLock { $0 }?(agent, false)
+            case .consumer(let consumer): consumerConnectivity.withLock { $0 }?(consumer.consumerId, false)
+            }
+        }
     }
 
     private static func remove<Key: Hashable>(_ id: ConnectionID, from index: inout [Key: Set<ConnectionID>], key: Key) {
@@ -151,6 +164,10 @@ public final class RealtimeHub: Service {
 
     /// Whether the consumer has a live real-time connection on this node (push notifications go to
     /// consumers who do not).
+    public func isConnected(agentId: AgentID) -> Bool {
+        state.withLock { !($0.byAgent[agentId] ?? []).isEmpty }
+    }
+
     public func isConnected(consumerId: ConsumerID) -> Bool {
         state.withLock { !($0.byConsumer[consumerId] ?? []).isEmpty }
     }
@@ -158,6 +175,28 @@ public final class RealtimeHub: Service {
     /// Sets who is told when an agent connects for the first time or loses their last connection.
     public func onAgentConnectivity(_ observer: @escaping @Sendable (AgentPrincipal, Bool) -> Void) {
         agentConnectivity.withLock { $0 = observer }
+    }
+
+    func onConsumerConnectivity(_ observer: @escaping @Sendable (ConsumerID, Bool) -> Void) {
+        consumerConnectivity.withLock { $0 = observer }
+    }
+
+    /// Every agent and consumer with a connection here (a node's presence snapshot).
+    func connectedPrincipals() -> (agents: [AgentPrincipal], consumers: [ConsumerID]) {
+        state.withLock { state in
+            var agents: [AgentID: AgentPrincipal] = [:]
+            for id in state.byAgent.values.compactMap(\.first) {
+                if case .agent(let agent) = state.connections[id]?.principal { agents[agent.agentId] = agent }
+            }
+            return (Array(agents.values), Array(state.byConsumer.keys))
+        }
+    }
+
+    /// Tells every connection to reconnect and resume (close code 4000): this node may have missed
+    /// events, and the conversation log has them.
+    func resumeAll(reason: String) {
+        let all = state.withLock { Array($0.connections.values) }
+        for outbox in all { outbox.close(code: RealtimeCloseCode.resume, text: reason) }
     }
 
     /// Who holds an open connection of this node.

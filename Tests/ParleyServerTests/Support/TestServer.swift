@@ -24,6 +24,8 @@ struct TestServer: Sendable {
     let dataDirectory: URL
     /// The PostgreSQL server the suite runs on, if any.
     static let postgresURL = ProcessInfo.processInfo.environment["TEST_SERVER_POSTGRES_URL"]
+    /// Where several nodes can share a database in either run (the test script starts it).
+    static let clusterPostgresURL = ProcessInfo.processInfo.environment["TEST_SERVER_POSTGRES_URL"] ?? ProcessInfo.processInfo.environment["TEST_POSTGRES_URL"]
     var onPostgres: Bool { Self.postgresURL != nil }
 
     static var repositoryRoot: URL {
@@ -159,8 +161,19 @@ struct TestDatabase: Sendable {
     let url: String?
     let name: String?
 
+    /// A PostgreSQL database for several nodes, on the server suite's PostgreSQL or, in the SQLite
+    /// run, the repository suite's (`TEST_POSTGRES_URL`).
+    static func makeShared() async throws -> TestDatabase {
+        guard let admin = TestServer.postgresURL ?? TestServer.clusterPostgresURL else { throw TestFailure("no PostgreSQL for a cluster") }
+        return try await make(on: admin)
+    }
+
     static func make() async throws -> TestDatabase {
         guard let admin = TestServer.postgresURL else { return TestDatabase(url: nil, name: nil) }
+        return try await make(on: admin)
+    }
+
+    private static func make(on admin: String) async throws -> TestDatabase {
         let name = "parley_server_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16))"
         try await run(admin, "CREATE DATABASE \(name)")
         var components = URLComponents(string: admin)!
@@ -170,7 +183,7 @@ struct TestDatabase: Sendable {
 
     /// Drops the test's database (its server has closed its connections by then).
     func drop() async {
-        guard let name, let admin = TestServer.postgresURL else { return }
+        guard let name, let admin = TestServer.postgresURL ?? TestServer.clusterPostgresURL else { return }
         try? await Self.run(admin, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
     }
 

@@ -1,0 +1,180 @@
+import Foundation
+import Logging
+import ParleyAPI
+import ParleyDomain
+import ParleyStore
+import ServiceLifecycle
+import Synchronization
+
+/// The event bus of several nodes: what a node publishes reaches its own subscribers at once (as
+/// on one node) and every other node's through a `BusTransport` (PostgreSQL LISTEN/NOTIFY).
+///
+/// Order: a node's envelopes carry its own sequence numbers and are sent one batch at a time, in
+/// publish order; each node hands them to its subscribers in that order. Loss: a gap in a node's
+/// numbers, an envelope that could not be sent, or a transport that reconnected means frames were
+/// missed; the node then tells its clients to reconnect and resume (`onGap`), and they get what
+/// they missed from the conversation log. Nothing acknowledged is lost by this: the bus carries
+/// notices of committed rows, never the rows themselves.
+public final class ClusterEventBus: EventBus, Service {
+    /// What travels: a frame for the connections of an audience, or a domain event.
+    struct Envelope: Codable, Sendable {
+        var node: String
+        var seq: UInt64
+        var frame: RealtimeEvent?
+        var domain: DomainEvent?
+        var presence: PresenceNotice?
+    }
+
+    /// This process, as other nodes know it.
+    public let node: String
+    private let local = LocalEventBus()
+    private let transport: any BusTransport
+    private let logger: Logger
+    /// Envelopes to send, in order, with the last number given; the sender is woken through `wake`.
+    private let outgoing = Mutex<(queue: [String], seq: UInt64)>(([], 0))
+    private let wake: AsyncStream<Void>.Continuation
+    private let wakes: AsyncStream<Void>
+    /// The last sequence number seen from each other node.
+    private let seen = Mutex<[String: UInt64]>([:])
+    private let gapHandlers = Mutex<[@Sendable () -> Void]>([])
+    private let presenceHandlers = Mutex<[@Sendable (String, PresenceNotice) -> Void]>([])
+    /// Envelopes received from other nodes, for tests and metrics.
+    private let received = Atomic<Int>(0)
+    /// Most envelopes sent in one batch.
+    static let batch = 256
+
+    public init(transport: any BusTransport, node: String = "node_" + Identifier.random(12), logger: Logger) {
+        self.transport = transport
+        self.node = node
+        self.logger = logger
+        (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    // MARK: EventBus
+
+    public func publish(_ event: RealtimeEvent) async {
+        await local.publish(event)
+        send(Envelope(node: node, seq: 0, frame: event))
+    }
+
+    public func subscribe(_ handler: @escaping @Sendable (RealtimeEvent) -> Void) {
+        local.subscribe(handler)
+    }
+
+    public func publish(_ event: DomainEvent) async {
+        await local.publish(event)
+        send(Envelope(node: node, seq: 0, domain: event))
+    }
+
+    public func subscribe(domain handler: @escaping @Sendable (DomainEvent) -> Void) {
+        local.subscribe(domain: handler)
+    }
+
+    /// Tells the other nodes who is connected here (`ClusterPresence`).
+    func publish(presence notice: PresenceNotice) {
+        send(Envelope(node: node, seq: 0, presence: notice))
+    }
+
+    /// Registers a handler for other nodes' presence notices (with the sending node).
+    func subscribe(presence handler: @escaping @Sendable (String, PresenceNotice) -> Void) {
+        presenceHandlers.withLock { $0.append(handler) }
+    }
+
+    /// Called when this node may have missed envelopes (its clients should resume from the log).
+    public func onGap(_ handler: @escaping @Sendable () -> Void) {
+        gapHandlers.withLock { $0.append(handler) }
+    }
+
+    /// How many envelopes from other nodes this node has handed to its subscribers.
+    public var receivedCount: Int { received.load(ordering: .relaxed) }
+
+    private func send(_ envelope: Envelope) {
+        var envelope = envelope
+        // Numbered and queued under one lock: the queue's order is the numbers' order.
+        let encoded: Bool = outgoing.withLock { outgoing in
+            envelope.seq = outgoing.seq + 1
+            guard let data = try? ParleyCoders.encoder.encode(envelope) else { return false }
+            outgoing.seq += 1
+            outgoing.queue.append(String(decoding: data, as: UTF8.self))
+            return true
+        }
+        if encoded { wake.yield() } else { logger.error("could not encode a bus envelope") }
+    }
+
+    // MARK: Running
+
+    public func run() async throws {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.sendLoop() }
+            group.addTask {
+                do {
+                    try await self.transport.run(receive: { payload in self.receive(payload) }, reconnected: { self.gap("reconnected") })
+                } catch {
+                    self.logger.error("the event bus stopped", metadata: ["error": "\(error)"])
+                }
+            }
+            try? await gracefulShutdown()
+            wake.finish()
+            group.cancelAll()
+        }
+    }
+
+    private func sendLoop() async {
+        for await _ in wakes {
+            while true {
+                // Whatever is queued goes in one batch (NOTIFY is cheap; round trips are not).
+                let batch: [String] = outgoing.withLock { outgoing in
+                    let taken = Array(outgoing.queue.prefix(Self.batch))
+                    outgoing.queue.removeFirst(taken.count)
+                    return taken
+                }
+                if batch.isEmpty { break }
+                var delay = Duration.milliseconds(50)
+                var sent = false
+                for _ in 0..<5 where !Task.isCancelled {
+                    do {
+                        try await transport.send(batch)
+                        sent = true
+                        break
+                    } catch {
+                        logger.warning("the event bus could not send; trying again", metadata: ["error": "\(error)"])
+                        try? await Task.sleep(for: delay)
+                        delay *= 2
+                    }
+                }
+                if !sent {
+                    // The other nodes see a gap in this node's numbers and make their clients resume.
+                    logger.error("the event bus dropped envelopes it could not send", metadata: ["count": "\(batch.count)"])
+                }
+            }
+            if Task.isCancelled { return }
+        }
+    }
+
+    private func receive(_ payload: String) {
+        guard let envelope = try? ParleyCoders.decoder.decode(Envelope.self, from: Data(payload.utf8)) else {
+            logger.warning("an event bus envelope could not be read")
+            return
+        }
+        guard envelope.node != node else { return }  // delivered here when it was published
+        let previous = seen.withLock { seen -> UInt64? in
+            defer { seen[envelope.node] = max(seen[envelope.node] ?? 0, envelope.seq) }
+            return seen[envelope.node]
+        }
+        if let previous, envelope.seq != previous + 1 {
+            if envelope.seq <= previous { return }  // already had it
+            gap("node \(envelope.node) skipped from \(previous) to \(envelope.seq)")
+        }
+        received.add(1, ordering: .relaxed)
+        if let frame = envelope.frame { local.deliverNow(frame) }
+        if let domain = envelope.domain { local.deliverNow(domain) }
+        if let notice = envelope.presence {
+            for handler in presenceHandlers.withLock({ $0 }) { handler(envelope.node, notice) }
+        }
+    }
+
+    private func gap(_ why: String) {
+        logger.notice("the event bus may have missed events; clients resume from the log", metadata: ["why": "\(why)"])
+        for handler in gapHandlers.withLock({ $0 }) { handler() }
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import ParleyAPI
+import ParleyDomain
+import ParleyStore
+import SQLKit
+import Testing
+
+@testable import ParleyServer
+
+/// Several nodes on one PostgreSQL database (`PARLEY_CLUSTER`): events, presence and routing cross
+/// nodes through LISTEN/NOTIFY. Two real servers in this process, each with its own port, hub
+/// and job runner.
+@Suite("Cluster", .enabled(if: TestServer.clusterPostgresURL != nil, "the test script starts PostgreSQL"))
+struct ClusterTests {
+    /// Two nodes on one new database; the database is dropped afterwards.
+    static func twoNodes(routing: Bool = false, _ body: @Sendable (TestServer, TestServer) async throws -> Void) async throws {
+        let database = try await TestDatabase.makeShared()
+        do {
+            try await TestServer.run(database: database, configure: { $0.cluster = true }) { a in
+                try await TestServer.run(database: database, configure: { $0.cluster = true }) { b in
+                    try await body(a, b)
+                }
+            }
+        } catch {
+            await database.drop()
+            throw error
+        }
+        await database.drop()
+    }
+
+    struct Count: Decodable { var n: Int }
+
+    /// Polls `check` (on the wall clock: another node's notice travels through PostgreSQL).
+    static func eventually(_ what: String, within seconds: Double = 15, _ check: () async throws -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while try await !check() {
+            guard Date() < deadline else { throw TestFailure("\(what) did not happen within \(seconds) s") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    @Test("a consumer on node A and an agent on node B: messages both ways with the same sequence numbers, typing and receipts, presence; a large frame crosses too")
+    func acrossNodes() async throws {
+        try await Self.twoNodes { a, b in
+            let acme = try await BrandScenario.make(a)
+            let (agentToken, agent) = try await acme.agent()
+            let (consumerToken, _) = try await acme.consumer(name: "Nadia")
+            let onA = try await RealtimeProbe.connect(port: a.port, token: consumerToken)
+            let onB = try await RealtimeProbe.connect(port: b.port, token: agentToken)
+
+            // The agent connected to B is connected for A.
+            try await Self.eventually("A seeing the agent on B") { a.services.presence.connectedAgents(brandId: acme.brand.id).contains(agent.id) }
+
+            // The consumer writes on A; the agent on B gets the message as committed.
+            let sent = try await a.post(
+                "/v1/consumer/messages", token: consumerToken, json: SendMessageRequest(clientMessageId: UUID().uuidString, text: "Hello from A"))
+                .decode(SendMessageResponse.self).message
+            let arrived = try await onB.next { if case .message(let message) = $0 { message.id == sent.id } else { false } }
+            guard case .message(let seen) = arrived else { return }
+            #expect(seen.seq == sent.seq && seen.text == "Hello from A")
+            let conversationId = sent.conversationId
+
+            // The agent opens it on B and replies there; the consumer on A gets the reply.
+            try onB.send(.view(conversationId: conversationId))
+            let reply = try await b.post(
+                "/v1/conversations/\(conversationId)/messages", token: agentToken,
+                json: SendMessageRequest(clientMessageId: UUID().uuidString, text: "Hello from B", conversationId: conversationId))
+                .decode(SendMessageResponse.self).message
+            _ = try await onA.next { if case .message(let message) = $0 { message.id == reply.id && message.seq == sent.seq + 1 } else { false } }
+
+            // Typing from A reaches the agent viewing on B; a receipt from B reaches A.
+            try onA.send(.typing(conversationId: conversationId, isTyping: true))
+            _ = try await onB.next { if case .typing(let id, let who, true) = $0 { id == conversationId && who.kind == .consumer } else { false } }
+            _ = try await b.post(
+                "/v1/conversations/\(conversationId)/receipts", token: agentToken, json: ReceiptRequest(upToSeq: sent.seq, state: .read))
+            _ = try await onA.next { frame in
+                if case .event(let event) = frame { event.kind == .receipt && event.upToSeq == sent.seq } else { false }
+            }
+
+            // A frame too large for a NOTIFY payload (8,000 bytes) goes by reference, in order.
+            // (2,000 characters is a consumer's most; four bytes each.)
+            let long = String(repeating: "🙂", count: 1_990)
+            let big = try await a.post(
+                "/v1/consumer/messages", token: consumerToken,
+                json: SendMessageRequest(clientMessageId: UUID().uuidString, text: long, conversationId: conversationId))
+            #expect(big.status == .created, "\(big.text)")
+            let bigMessage = try big.decode(SendMessageResponse.self).message
+            #expect(bigMessage.text.utf8.count + 200 > PostgresBusTransport.inlineLimit)
+            _ = try await onB.next { if case .message(let message) = $0 { message.id == bigMessage.id && message.text == long } else { false } }
+            let stored = try await a.services.store.database.read { db in
+                try await db.raw("SELECT COUNT(*) AS n FROM bus_payloads").first(decoding: Count.self)?.n ?? 0
+            }
+            #expect(stored >= 1)
+
+            // The agent's last connection closes on B: offline on A too.
+            _ = await onB.close()
+            try await Self.eventually("A seeing the agent leave") { !a.services.presence.connectedAgents(brandId: acme.brand.id).contains(agent.id) }
+            _ = await onA.close()
+        }
+    }
+
+    @Test("routing on node A gives a new conversation to an agent connected only to node B")
+    func routingAcrossNodes() async throws {
+        try await Self.twoNodes { a, b in
+            let acme = try await BrandScenario.make(a, routing: .automatic)
+            let (agentToken, agent) = try await acme.agent()
+            _ = try await a.request(.put, "/v1/me/presence", token: acme.adminToken, json: SetPresenceRequest(presence: .offline))
+            let onB = try await RealtimeProbe.connect(port: b.port, token: agentToken)
+            _ = try await b.request(.put, "/v1/me/presence", token: agentToken, json: SetPresenceRequest(presence: .online))
+            try await Self.eventually("A seeing the agent on B") { a.services.presence.connectedAgents(brandId: acme.brand.id).contains(agent.id) }
+
+            let (token, _) = try await acme.consumer()
+            let conversation = try await acme.send("Who can help?", as: token).conversation
+            try await Self.eventually("the conversation assigned") {
+                try await a.get("/v1/conversations/\(conversation.id)", token: acme.adminToken).decode(ConversationDTO.self).assigneeId == agent.id
+            }
+            // The agent on B hears of it: the conversation frame crossed from A.
+            _ = try await onB.next { if case .conversation(let changed) = $0 { changed.id == conversation.id && changed.assigneeId == agent.id } else { false } }
+            _ = await onB.close()
+        }
+    }
+
+    @Test("a node that loses its bus connection reconnects and makes its clients resume: what they missed comes from the log, nothing is lost")
+    func busConnectionLost() async throws {
+        try await Self.twoNodes { a, b in
+            let acme = try await BrandScenario.make(a)
+            let (agentToken, _) = try await acme.agent()
+            let (consumerToken, _) = try await acme.consumer()
+            let first = try await acme.send("Before the cut", as: consumerToken).message
+            let onB = try await RealtimeProbe.connect(port: b.port, token: agentToken)
+
+            // Every LISTEN connection of this database is cut (as a failover or a network blip would).
+            let database = try #require(b.services.configuration.databaseURL.flatMap { URLComponents(string: $0)?.path.dropFirst() })
+            try await a.services.store.database.read { db in
+                try await db.raw(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(bind: String(database)) AND query LIKE 'LISTEN%'"
+                ).run()
+            }
+            // B's clients are told to reconnect and resume.
+            let closed = try await onB.closedByServer()
+            #expect(closed?.closeCode == .unknown(RealtimeCloseCode.resume), "\(String(describing: closed))")
+
+            // Written while B was catching up: the resume after reconnecting brings it.
+            let missed = try await acme.send("During the cut", as: consumerToken, conversationId: first.conversationId).message
+            let again = try await RealtimeProbe.connect(port: b.port, token: agentToken)
+            try again.send(.resume(id: "r1", cursors: [first.conversationId.rawValue: first.seq]))
+            _ = try await again.next { if case .message(let message) = $0 { message.id == missed.id } else { false } }
+            _ = try await again.next { if case .resumed(let id, _, _) = $0 { id == "r1" } else { false } }
+            // And the bus carries new events again.
+            let after = try await acme.send("After the cut", as: consumerToken, conversationId: first.conversationId).message
+            _ = try await again.next { if case .message(let message) = $0 { message.id == after.id } else { false } }
+            _ = await again.close()
+        }
+    }
+}
