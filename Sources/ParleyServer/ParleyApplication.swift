@@ -84,7 +84,9 @@ public struct ParleyServices: Sendable {
             await database.close()
             throw error
         }
-        let limits = RateLimits(configuration, clock: clock)
+        // Per-client limits: per node on one node, in PostgreSQL for a cluster (docs/cluster.md).
+        let sharedBuckets = configuration.cluster ? SharedTokenBuckets(store: store, clock: clock, logger: logger) : nil
+        let limits = RateLimits(configuration, clock: clock, shared: sharedBuckets)
         let blobs = try LocalBlobStore(root: URL(fileURLWithPath: configuration.mediaDirectory))
         let removed = try blobs.removePartialWrites()
         if removed > 0 {
@@ -225,7 +227,7 @@ public struct ParleyServices: Sendable {
         if adopted > 0 { logger.notice("voice notes left waiting got their jobs", metadata: ["count": "\(adopted)"]) }
         return ParleyServices(
             configuration: configuration, store: store, bus: bus, hub: hub, presence: presence,
-            cluster: [clusterBus as (any Service)?, clusterPresence].compactMap { $0 }, metrics: metrics,
+            cluster: [clusterBus as (any Service)?, clusterPresence, sharedBuckets].compactMap { $0 }, metrics: metrics,
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics, clock: clock),
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
             calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),

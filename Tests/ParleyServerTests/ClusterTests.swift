@@ -13,11 +13,13 @@ import Testing
 @Suite("Cluster", .enabled(if: TestServer.clusterPostgresURL != nil, "the test script starts PostgreSQL"))
 struct ClusterTests {
     /// Two nodes on one new database; the database is dropped afterwards.
-    static func twoNodes(routing: Bool = false, _ body: @Sendable (TestServer, TestServer) async throws -> Void) async throws {
+    static func twoNodes(
+        configure: @escaping @Sendable (inout ParleyConfiguration) -> Void = { _ in }, _ body: @Sendable (TestServer, TestServer) async throws -> Void
+    ) async throws {
         let database = try await TestDatabase.makeShared()
         do {
-            try await TestServer.run(database: database, configure: { $0.cluster = true }) { a in
-                try await TestServer.run(database: database, configure: { $0.cluster = true }) { b in
+            try await TestServer.run(database: database, configure: { $0.cluster = true; configure(&$0) }) { a in
+                try await TestServer.run(database: database, configure: { $0.cluster = true; configure(&$0) }) { b in
                     try await body(a, b)
                 }
             }
@@ -150,6 +152,24 @@ struct ClusterTests {
             let after = try await acme.send("After the cut", as: consumerToken, conversationId: first.conversationId).message
             _ = try await again.next { if case .message(let message) = $0 { message.id == after.id } else { false } }
             _ = await again.close()
+        }
+    }
+
+    @Test("a limit holds for the cluster: sign-in attempts spread over two nodes share one bucket")
+    func limitsAcrossNodes() async throws {
+        try await Self.twoNodes(configure: { $0.rateLogins = 4 }) { a, b in
+            let acme = try await BrandScenario.make(a)
+            var statuses: [Int] = []
+            for attempt in 0..<6 {
+                let node = attempt.isMultiple(of: 2) ? a : b
+                // Another account each time: only the per-address limit (4 a minute) applies.
+                let reply = try await node.post("/v1/auth/login", json: LoginRequest(email: "nobody\(attempt)@acme.test", password: "not the password"))
+                statuses.append(Int(reply.status.code))
+            }
+            // Four attempts a minute from one address, whichever node each reached (one was the scenario's
+            // sign-in); per node, each would have allowed four.
+            _ = acme
+            #expect(statuses == [401, 401, 401, 429, 429, 429], "\(statuses)")
         }
     }
 }

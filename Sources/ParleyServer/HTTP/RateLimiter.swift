@@ -120,8 +120,10 @@ public struct RateLimits: Sendable {
 
     /// `clock` is the service's: buckets refill on the machine's monotonic clock, or, when a test
     /// injected a clock of its own, as that clock moves (a test of a limit never races real time).
-    /// Each limit keeps its buckets in this process.
-    public init(_ configuration: ParleyConfiguration, clock: any WallClock = SystemClock()) {
+    /// Each limit keeps its buckets in this process, or, on several nodes, in `shared` (every
+    /// limit here is per client, which may reach any node). Per-connection budgets (frames, typing)
+    /// stay with their connection (`FrameLimiter`).
+    public init(_ configuration: ParleyConfiguration, clock: any WallClock = SystemClock(), shared: (any TokenBuckets)? = nil) {
         let now: @Sendable () -> ContinuousClock.Instant
         if clock is SystemClock {
             now = { .now }
@@ -130,12 +132,12 @@ public struct RateLimits: Sendable {
             now = { base.advanced(by: .milliseconds(Int64(clock.now().timeIntervalSince(start) * 1000))) }
         }
         floods = FloodCooldown(duration: .seconds(configuration.realtimeFloodCooldownSeconds))
-        consumerMessages = RateLimiter(name: "consumer messages", limit: configuration.rateConsumerMessages, per: .seconds(60), buckets: LocalTokenBuckets(clock: now))
-        consumerActivity = RateLimiter(name: "consumer activity", limit: configuration.rateConsumerActivity, per: .seconds(60), buckets: LocalTokenBuckets(clock: now))
-        pushRegistrations = RateLimiter(name: "push registrations", limit: configuration.rateConsumerPush, per: .seconds(60), buckets: LocalTokenBuckets(clock: now))
-        ipWrites = RateLimiter(name: "writes per IP", limit: configuration.rateIPWrites, per: .seconds(60), buckets: LocalTokenBuckets(clock: now))
-        consumerSessions = RateLimiter(name: "consumer sessions per IP", limit: configuration.rateConsumerSessions, per: .seconds(60), buckets: LocalTokenBuckets(clock: now))
-        loginsPerIP = RateLimiter(name: "sign-ins per IP", limit: configuration.rateLogins, per: .seconds(60), buckets: LocalTokenBuckets(clock: now))
-        loginsPerEmail = RateLimiter(name: "sign-ins per email", limit: max(0, configuration.rateLogins / 2), per: .seconds(300), buckets: LocalTokenBuckets(clock: now))
+        consumerMessages = RateLimiter(name: "consumer messages", limit: configuration.rateConsumerMessages, per: .seconds(60), buckets: shared ?? LocalTokenBuckets(clock: now))
+        consumerActivity = RateLimiter(name: "consumer activity", limit: configuration.rateConsumerActivity, per: .seconds(60), buckets: shared ?? LocalTokenBuckets(clock: now))
+        pushRegistrations = RateLimiter(name: "push registrations", limit: configuration.rateConsumerPush, per: .seconds(60), buckets: shared ?? LocalTokenBuckets(clock: now))
+        ipWrites = RateLimiter(name: "writes per IP", limit: configuration.rateIPWrites, per: .seconds(60), buckets: shared ?? LocalTokenBuckets(clock: now))
+        consumerSessions = RateLimiter(name: "consumer sessions per IP", limit: configuration.rateConsumerSessions, per: .seconds(60), buckets: shared ?? LocalTokenBuckets(clock: now))
+        loginsPerIP = RateLimiter(name: "sign-ins per IP", limit: configuration.rateLogins, per: .seconds(60), buckets: shared ?? LocalTokenBuckets(clock: now))
+        loginsPerEmail = RateLimiter(name: "sign-ins per email", limit: max(0, configuration.rateLogins / 2), per: .seconds(300), buckets: shared ?? LocalTokenBuckets(clock: now))
     }
 }

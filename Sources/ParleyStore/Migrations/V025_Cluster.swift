@@ -8,6 +8,7 @@ extension Migration {
             CREATE TABLE rate_buckets (
                 key TEXT PRIMARY KEY,
                 tokens DOUBLE PRECISION NOT NULL,
+                allowed INTEGER NOT NULL,
                 updated_at BIGINT NOT NULL
             )
             """,
