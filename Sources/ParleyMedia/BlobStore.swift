@@ -28,6 +28,8 @@ public protocol BlobStore: Sendable {
     /// A new path for a local file on its way into the store (an upload, a transcoder's output),
     /// which `putFile` later moves in. Nothing is created.
     func scratchFile(_ suffix: String) -> URL
+    /// Throws unless the store can be written now (`/ready`).
+    func check() async throws
 }
 
 /// One stored blob, as `BlobStore.list` reports it.
@@ -99,6 +101,12 @@ public struct LocalBlobStore: BlobStore {
         defer { try? handle.close() }
         try handle.seek(toOffset: UInt64(range.lowerBound))
         return try handle.read(upToCount: range.count) ?? Data()
+    }
+
+    public func check() async throws {
+        let probe = scratchFile(".ready")
+        try Data("ok".utf8).write(to: probe)
+        try FileManager.default.removeItem(at: probe)
     }
 
     /// Inside the store's partial directory: `putFile` is then an atomic rename on one file system.

@@ -279,7 +279,11 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
         conversations: services.conversations, identity: services.identity, configuration: services.configuration)
         .addRoutes(to: routes)
     AdminController(identity: services.identity, hub: services.hub, configuration: services.configuration).addRoutes(to: routes)
-    SystemController(store: services.store, metrics: services.metrics, configuration: services.configuration).addRoutes(to: routes)
+    let clusterBus = services.bus as? ClusterEventBus
+    SystemController(
+        store: services.store, blobs: services.blobs, drain: services.drain, busConnected: { clusterBus?.isConnected ?? true },
+        metrics: services.metrics, configuration: services.configuration
+    ).addRoutes(to: routes)
     VoiceController(
         voice: services.voice, identity: services.identity, blobs: services.blobs, configuration: services.configuration
     ).addRoutes(to: routes)

@@ -14,6 +14,8 @@ public protocol BusTransport: Sendable {
     /// `reconnected` is called when the transport had lost its connection and has it again:
     /// envelopes sent meanwhile are lost, and the bus makes its clients resume from the log.
     func run(receive: @escaping @Sendable (String) async -> Void, reconnected: @escaping @Sendable () async -> Void) async throws
+    /// Whether it is receiving now.
+    var isConnected: Bool { get }
 }
 
 /// PostgreSQL LISTEN/NOTIFY as a bus transport: no other component to run.
@@ -33,6 +35,8 @@ public final class PostgresBusTransport: BusTransport {
     private let settings: PostgresSettings
     private let logger: Logger
     private let sentByReference = Atomic<Int>(0)
+    private let listening = Atomic<Bool>(false)
+    public var isConnected: Bool { listening.load(ordering: .relaxed) }
 
     public init(url: String, database: any DatabaseClient, logger: Logger) throws {
         self.settings = try PostgresSettings(url: url)
@@ -78,6 +82,8 @@ public final class PostgresBusTransport: BusTransport {
                     configuration: try settings.connectionConfiguration(connectTimeout: .seconds(5)), id: 1, logger: logger)
                 defer { Task { try? await connection.close() } }
                 try await connection.listen(on: Self.channel) { notifications in
+                    listening.store(true, ordering: .relaxed)
+                    defer { listening.store(false, ordering: .relaxed) }
                     if lost {
                         logger.notice("the event bus is connected again; clients resume from the log")
                         await reconnected()

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import ParleyAPI
-import ParleyServer
+@testable import ParleyServer
 import ParleyStore
 import Testing
 
@@ -174,6 +174,35 @@ struct HTTPErrorTests {
             #expect(reply.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")
             let error = try await server.get("/v1/me")
             #expect(error.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")
+        }
+    }
+
+    @Test("/ready: 200 with every part ok; 503 naming the part when the media store cannot be written, and while draining")
+    func readiness() async throws {
+        struct Readiness: Decodable { var status, database, media, bus: String; var draining: Bool }
+        try await TestServer.run { server in
+            let ready = try await server.get("/ready")
+            #expect(ready.status == .ok)
+            let body = try ready.decode(Readiness.self)
+            #expect(body.status == "ready" && body.database == "ok" && body.media == "ok" && body.bus == "ok" && !body.draining)
+
+            // The media directory's scratch space is gone (a full or unmounted disk would do the same).
+            let scratch = server.dataDirectory.appendingPathComponent("media/.partial")
+            try FileManager.default.removeItem(at: scratch)
+            let broken = try await server.get("/ready")
+            #expect(broken.status == .serviceUnavailable)
+            let why = try broken.decode(Readiness.self)
+            #expect(why.status == "not_ready" && why.media == "unavailable" && why.database == "ok")
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            #expect(try await server.get("/ready").status == .ok)
+
+            // SIGTERM begins the drain: the node says so until it stops; /health still answers.
+            server.services.drain.startDeadline(.seconds(600), logger: .init(label: "test"))
+            let draining = try await server.get("/ready")
+            #expect(draining.status == .serviceUnavailable)
+            #expect(try draining.decode(Readiness.self).status == "draining")
+            #expect(try await server.get("/health").status == .ok)
+            server.services.drain.stop()
         }
     }
 }

@@ -1,11 +1,16 @@
 import Hummingbird
 import ParleyAPI
 import ParleyDomain
+import ParleyMedia
 import ParleyStore
 
-/// Liveness, metrics, and the plain-HTTP answer of the real-time endpoint.
+/// Liveness, readiness, metrics, and the plain-HTTP answer of the real-time endpoint.
 struct SystemController {
     let store: Store
+    let blobs: any BlobStore
+    let drain: Drain
+    /// Whether the event bus is receiving from the other nodes (always, on one node).
+    let busConnected: @Sendable () -> Bool
     let metrics: ParleyMetrics
     let configuration: ParleyConfiguration
 
@@ -14,8 +19,21 @@ struct SystemController {
         var database: String
     }
 
+    /// What `/ready` found: each part "ok" or why not.
+    struct Readiness: Codable, Sendable {
+        var status: String
+        var database: String
+        var media: String
+        var bus: String
+        var draining: Bool
+    }
+
+    /// Longest each part of `/ready` may take: a load balancer's check must answer in time.
+    static let readyTimeout: Duration = .seconds(2)
+
     func addRoutes(to routes: RouteGroups) {
         routes.open.get("/health", use: health)
+        routes.open.get("/ready", use: ready)
         routes.open.get("/metrics", use: prometheus)
         routes.anyone.get(RouterPath(stringLiteral: RealtimeController.path), use: upgradeRequired)
     }
@@ -23,6 +41,45 @@ struct SystemController {
     @Sendable func health(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<Health> {
         _ = try await store.read { repo in try await repo.brandCount() }
         return JSONResponse(.ok, Health(status: "ok", database: store.flavor.rawValue))
+    }
+
+    /// For the load balancer: 200 when this node should get clients (its database, media store and
+    /// event bus answer, and it is not shutting down), else 503 saying which part is not ready.
+    @Sendable func ready(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        async let database = Self.within(Self.readyTimeout) { _ = try await store.read { repo in try await repo.brandCount() } }
+        async let media = Self.within(Self.readyTimeout) { try await blobs.check() }
+        let bus = busConnected() ? "ok" : "not connected to the other nodes"
+        let draining = drain.isDraining
+        let readiness = Readiness(
+            status: "", database: await database, media: await media, bus: bus, draining: draining)
+        let isReady = !draining && [readiness.database, readiness.media, readiness.bus].allSatisfy { $0 == "ok" }
+        var body = readiness
+        body.status = isReady ? "ready" : draining ? "draining" : "not_ready"
+        return Response(
+            status: isReady ? .ok : .serviceUnavailable,
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try ParleyCoders.encoder.encode(body))))
+    }
+
+    /// "ok", "unavailable", or that it took too long.
+    static func within(_ limit: Duration, _ check: @escaping @Sendable () async throws -> Void) async -> String {
+        await withTaskGroup(of: String.self) { group in
+            group.addTask {
+                do {
+                    try await check()
+                    return "ok"
+                } catch {
+                    return "unavailable"  // what failed is in the node's log, not on an open route
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return "no answer within \(limit.components.seconds) s"
+            }
+            let first = await group.next() ?? "unknown"
+            group.cancelAll()
+            return first
+        }
     }
 
     /// The metrics count every brand's messages and failed sign-ins, so they are not public: they need

@@ -29,6 +29,9 @@ public final class Drain: Sendable {
     /// Past the deadline: what is still running is to stop.
     public var isCut: Bool { cut.load(ordering: .relaxed) }
 
+    /// Shutdown has begun (SIGTERM): `/ready` says so, and a load balancer sends no new clients.
+    public var isDraining: Bool { timer.withLock { $0 != nil } }
+
     func begin(_ method: String, _ path: String) -> Int {
         requests.withLock { state in
             state.next += 1

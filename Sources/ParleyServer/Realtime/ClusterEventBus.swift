@@ -85,6 +85,9 @@ public final class ClusterEventBus: EventBus, Service {
         gapHandlers.withLock { $0.append(handler) }
     }
 
+    /// Whether envelopes from other nodes are arriving (`/ready`).
+    public var isConnected: Bool { transport.isConnected }
+
     /// How many envelopes from other nodes this node has handed to its subscribers.
     public var receivedCount: Int { received.load(ordering: .relaxed) }
 
