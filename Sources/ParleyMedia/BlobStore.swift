@@ -198,7 +198,17 @@ public struct LocalBlobStore: BlobStore {
     }
 }
 
+/// The store did not answer (in time), or refused for a reason of its own: the request that needed
+/// it is answered 503 `media_unavailable`, and may be sent again.
+public struct BlobStoreUnavailable: Error, CustomStringConvertible {
+    public var operation: String
+    public var detail: String
+    public init(_ operation: String, _ detail: String) { (self.operation, self.detail) = (operation, detail) }
+    public var description: String { "the media store could not \(operation): \(detail)" }
+}
+
 public struct BlobKeyError: Error, CustomStringConvertible {
     public var key: String
+    public init(key: String) { self.key = key }
     public var description: String { "'\(key)' is not a valid blob key" }
 }

@@ -99,6 +99,18 @@ public struct ParleyConfiguration: Sendable {
     /// One node of several on the same PostgreSQL database: real-time events, presence and the
     /// shared limits cross nodes (PostgreSQL LISTEN/NOTIFY and tables).
     public var cluster: Bool = false
+    /// An S3-compatible object store for every media file (voice notes and renditions, attachments,
+    /// thumbnails, logos), e.g. `https://s3.eu-west-1.amazonaws.com` or `http://127.0.0.1:8333`
+    /// (SeaweedFS); nil keeps them on local disk under the data directory.
+    public var s3Endpoint: String?
+    public var s3Bucket: String = "parley-media"
+    /// A folder inside the bucket for this deployment's media (none by default).
+    public var s3Prefix: String = ""
+    public var s3Region: String = "us-east-1"
+    public var s3AccessKey: String?
+    public var s3SecretKey: String?
+    /// Longest one request to the object store may take (each is retried twice).
+    public var s3TimeoutSeconds: Int = 30
     var imageMemoryBytes: Int { imageMemoryMegabytes * 1024 * 1024 }
     /// Seconds a call rings before it counts as missed.
     public var callRingSeconds: Int = 45
@@ -307,6 +319,15 @@ public struct ParleyConfiguration: Sendable {
         }
         if ClamdChoice(clamd) == nil {
             throw ConfigurationError(setting: "PARLEY_CLAMD (--clamd)", message: "'\(clamd)' is not auto, off, tcp://HOST:PORT or unix:///PATH")
+        }
+        if s3Endpoint != nil, s3AccessKey == nil || s3SecretKey == nil {
+            throw ConfigurationError(setting: "PARLEY_S3_ACCESS_KEY, PARLEY_S3_SECRET_KEY", message: "are needed when PARLEY_S3_ENDPOINT is set")
+        }
+        if let endpoint = s3Endpoint, URL(string: endpoint)?.host == nil || !(endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")) {
+            throw ConfigurationError(setting: "PARLEY_S3_ENDPOINT (--s3-endpoint)", message: "'\(endpoint)' is not an http(s) URL")
+        }
+        if cluster, s3Endpoint == nil {
+            throw ConfigurationError(setting: "PARLEY_CLUSTER (--cluster)", message: "needs an object store every node shares (PARLEY_S3_ENDPOINT): media on one node's disk cannot be served by the others")
         }
         if cluster, !resolvedDatabaseURL.hasPrefix("postgres") {
             throw ConfigurationError(setting: "PARLEY_CLUSTER (--cluster)", message: "needs a PostgreSQL database (PARLEY_DATABASE_URL=postgres://…) that every node shares")

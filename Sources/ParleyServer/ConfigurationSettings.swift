@@ -106,6 +106,34 @@ extension ParleyConfiguration {
         Setting(flag: "cluster", environment: "PARLEY_CLUSTER", help: "one node of several on the same PostgreSQL database: events, presence and limits cross nodes (default false)") { c, v, name throws(ConfigurationError) in
             c.cluster = try parseBool(v, name)
         },
+        Setting(flag: "s3-endpoint", environment: "PARLEY_S3_ENDPOINT", help: "an S3-compatible object store for media, e.g. https://s3.eu-west-1.amazonaws.com (default: local disk)") { c, v, _ throws(ConfigurationError) in
+            c.s3Endpoint = v.isEmpty ? nil : v
+        },
+        Setting(flag: "s3-bucket", environment: "PARLEY_S3_BUCKET", help: "the bucket media goes to, created if missing (default parley-media)") { c, v, name throws(ConfigurationError) in
+            guard (3...63).contains(v.count), v.allSatisfy({ $0.isLowercase || $0.isNumber || $0 == "-" || $0 == "." }) else {
+                throw ConfigurationError(setting: name, message: "'\(v)' is not a bucket name (3-63 of a-z, 0-9, '-', '.')")
+            }
+            c.s3Bucket = v
+        },
+        Setting(flag: "s3-prefix", environment: "PARLEY_S3_PREFIX", help: "a folder inside the bucket for this deployment's media (default none)") { c, v, name throws(ConfigurationError) in
+            let trimmed = v.hasSuffix("/") ? String(v.dropLast()) : v
+            guard trimmed.isEmpty || LocalBlobStore.isValidKey(trimmed) else {
+                throw ConfigurationError(setting: name, message: "'\(v)' is not a folder name (a-z, 0-9, '-', '_', '.' segments separated by '/')")
+            }
+            c.s3Prefix = trimmed
+        },
+        Setting(flag: "s3-region", environment: "PARLEY_S3_REGION", help: "the object store's region, for signing (default us-east-1)") { c, v, _ throws(ConfigurationError) in
+            c.s3Region = v
+        },
+        Setting(flag: "s3-access-key", environment: "PARLEY_S3_ACCESS_KEY", help: "the object store's access key id") { c, v, _ throws(ConfigurationError) in
+            c.s3AccessKey = v
+        },
+        Setting(flag: "s3-secret-key", environment: "PARLEY_S3_SECRET_KEY", help: "the object store's secret access key") { c, v, _ throws(ConfigurationError) in
+            c.s3SecretKey = v
+        },
+        Setting(flag: "s3-timeout", environment: "PARLEY_S3_TIMEOUT", help: "seconds one object-store request may take (default 30)") { c, v, name throws(ConfigurationError) in
+            c.s3TimeoutSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
+        },
         Setting(flag: "database-pool", environment: "PARLEY_DATABASE_POOL", help: "PostgreSQL connections this node opens at most (default 16)") { c, v, name throws(ConfigurationError) in
             c.databasePoolSize = try parseInt(v, name, range: 1...1_000, what: "a count")
         },

@@ -47,6 +47,8 @@ public struct ParleyServices: Sendable {
     public let jobRunner: JobRunner
     /// Calls to providers; shut down by `close()`.
     let httpClient: HTTPClient
+    /// Calls to the object store, when media is in one.
+    let objectStoreClient: HTTPClient?
     public let attachments: AttachmentService
     public let scanning: MalwareScanning
     public let limits: RateLimits
@@ -87,10 +89,36 @@ public struct ParleyServices: Sendable {
         // Per-client limits: per node on one node, in PostgreSQL for a cluster (docs/cluster.md).
         let sharedBuckets = configuration.cluster ? SharedTokenBuckets(store: store, clock: clock, logger: logger) : nil
         let limits = RateLimits(configuration, clock: clock, shared: sharedBuckets)
-        let blobs = try LocalBlobStore(root: URL(fileURLWithPath: configuration.mediaDirectory))
-        let removed = try blobs.removePartialWrites()
+        // Media: local disk (the embedded default), or an S3-compatible store every node shares.
+        let local = try LocalBlobStore(root: URL(fileURLWithPath: configuration.mediaDirectory))
+        let removed = try local.removePartialWrites()
         if removed > 0 {
             logger.notice("removed partial media writes left by a crash", metadata: ["count": "\(removed)"])
+        }
+        let blobs: any BlobStore
+        var objectStoreClient: HTTPClient?
+        if let endpoint = configuration.s3Endpoint, let accessKey = configuration.s3AccessKey, let secretKey = configuration.s3SecretKey {
+            let client = HTTPClient(
+                eventLoopGroupProvider: .singleton,
+                configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(5))))
+            objectStoreClient = client
+            let s3 = try S3BlobStore(
+                settings: .init(
+                    endpoint: endpoint, bucket: configuration.s3Bucket, prefix: configuration.s3Prefix, region: configuration.s3Region,
+                    accessKey: accessKey, secretKey: secretKey,
+                    timeout: .seconds(configuration.s3TimeoutSeconds)),
+                client: client, scratch: URL(fileURLWithPath: configuration.mediaDirectory).appendingPathComponent(".partial"), logger: logger)
+            do {
+                try await s3.ensureBucket()
+            } catch {
+                try? await client.shutdown()
+                await database.close()
+                throw error
+            }
+            logger.info("media in the object store", metadata: ["endpoint": "\(endpoint)", "bucket": "\(configuration.s3Bucket)"])
+            blobs = s3
+        } else {
+            blobs = local
         }
         // One node: events stay in the process. Several: they cross nodes through PostgreSQL.
         let clusterBus: ClusterEventBus? = configuration.cluster
@@ -239,7 +267,7 @@ public struct ParleyServices: Sendable {
                 store: store, clock: clock, publicURL: configuration.publicURL, running: RunningExports(), maxExports: configuration.transcriptExports,
                 logger: logger),
             records: records, reports: reports,
-            links: links, jobRunner: jobRunner, httpClient: httpClient,
+            links: links, jobRunner: jobRunner, httpClient: httpClient, objectStoreClient: objectStoreClient,
             attachments: attachments,
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
             searchIndexer: SearchIndexer(store: store, interval: .milliseconds(250), logger: logger),
@@ -253,6 +281,7 @@ public struct ParleyServices: Sendable {
     public func close() async {
         drain.stop()
         try? await httpClient.shutdown()
+        try? await objectStoreClient?.shutdown()
         await store.close()
     }
 

@@ -10,16 +10,27 @@ import Testing
 /// Several nodes on one PostgreSQL database (`PARLEY_CLUSTER`): events, presence and routing cross
 /// nodes through LISTEN/NOTIFY. Two real servers in this process, each with its own port, hub
 /// and job runner.
-@Suite("Cluster", .enabled(if: TestServer.clusterPostgresURL != nil, "the test script starts PostgreSQL"))
+@Suite(
+    "Cluster",
+    .enabled(if: TestServer.clusterPostgresURL != nil && BlobStoreContractTests.s3Endpoint != nil, "the test script starts PostgreSQL and SeaweedFS"))
 struct ClusterTests {
     /// Two nodes on one new database; the database is dropped afterwards.
     static func twoNodes(
         configure: @escaping @Sendable (inout ParleyConfiguration) -> Void = { _ in }, _ body: @Sendable (TestServer, TestServer) async throws -> Void
     ) async throws {
         let database = try await TestDatabase.makeShared()
+        let folder = "cluster-\(UUID().uuidString.prefix(8).lowercased())"
+        let node: @Sendable (inout ParleyConfiguration) -> Void = { configuration in
+            configuration.cluster = true
+            configuration.s3Endpoint = BlobStoreContractTests.s3Endpoint
+            configuration.s3Bucket = BlobStoreContractTests.s3Bucket
+            configuration.s3Prefix = folder
+            (configuration.s3AccessKey, configuration.s3SecretKey) = ("parley", "parley-secret")
+            configure(&configuration)
+        }
         do {
-            try await TestServer.run(database: database, configure: { $0.cluster = true; configure(&$0) }) { a in
-                try await TestServer.run(database: database, configure: { $0.cluster = true; configure(&$0) }) { b in
+            try await TestServer.run(database: database, configure: node) { a in
+                try await TestServer.run(database: database, configure: node) { b in
                     try await body(a, b)
                 }
             }
@@ -170,6 +181,27 @@ struct ClusterTests {
             // sign-in); per node, each would have allowed four.
             _ = acme
             #expect(statuses == [401, 401, 401, 429, 429, 429], "\(statuses)")
+        }
+    }
+
+    @Test("a voice note uploaded on node A is converted by whichever node's job runner claims it and plays on node B, Range requests and all")
+    func voiceAcrossNodes() async throws {
+        let audio = try AudioFixtures.files()
+        try await Self.twoNodes { a, b in
+            let acme = try await BrandScenario.make(a)
+            let (consumerToken, _) = try await acme.consumer()
+            let sent = try await VoiceTests.upload(a, try audio.data("note.webm"), token: consumerToken).decode(SendMessageResponse.self).message
+            let ready = try await VoiceTests.processed(b, sent, token: acme.adminToken)
+            #expect(ready.voice?.state == .ready)
+            let original = try await b.get("/v1/media/\(sent.id)/original", token: acme.adminToken)
+            let uploaded = try audio.data("note.webm")
+            #expect(original.status == .ok && original.body == uploaded)
+            let opus = try await b.get("/v1/media/\(sent.id)/opus", token: acme.adminToken)
+            #expect(opus.status == .ok && opus.body.starts(with: Data("OggS".utf8)))
+            let part = try await b.request(.get, "/v1/media/\(sent.id)/opus", token: acme.adminToken, headers: [.range: "bytes=0-3"])
+            #expect(part.status == .partialContent && part.body == Data("OggS".utf8))
+            // Nothing of it on either node's disk: the object store holds it.
+            #expect(VoiceTests.mediaFiles(a).isEmpty && VoiceTests.mediaFiles(b).isEmpty)
         }
     }
 }

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import ParleyAPI
 import ParleyDomain
+import ParleyMedia
 
 /// Turns every error into the one JSON error shape with a stable code, and logs server faults.
 struct ErrorMiddleware: RouterMiddleware {
@@ -15,6 +16,9 @@ struct ErrorMiddleware: RouterMiddleware {
             return Self.response(for: error)
         } catch let error as HTTPError {
             return Self.response(for: Self.translate(error))
+        } catch let error as BlobStoreUnavailable {
+            context.logger.warning("the media store is unavailable", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            return Self.response(for: Self.mediaUnavailable)
         } catch let error as any HTTPResponseError {
             return Self.response(
                 for: ParleyError(Self.kind(for: error.status), code: Self.code(for: error.status), message: error.status.reasonPhrase))
@@ -23,6 +27,9 @@ struct ErrorMiddleware: RouterMiddleware {
             return Self.response(for: ParleyError(.internalError, code: "internal_error", message: "Something went wrong on our side. Try again."))
         }
     }
+
+    static let mediaUnavailable = ParleyError(
+        .unavailable, code: "media_unavailable", message: "Media storage is not answering. Send it again in a moment.", retryAfter: 5)
 
     static func translate(_ error: HTTPError) -> ParleyError {
         switch error.status {

@@ -1,9 +1,12 @@
+import AsyncHTTPClient
 import Foundation
+import Logging
 import ParleyMedia
+import ParleyServer
 import Testing
 
 /// What every `BlobStore` must do, whatever it stores on: the services depend on nothing else.
-/// `LocalBlobStore` runs it here; each other store runs the same `check` on a real server.
+/// Local disk, and an S3 store on a real SeaweedFS (`TEST_S3_ENDPOINT`, started by the test script).
 @Suite("Blob store contract")
 struct BlobStoreContractTests {
     /// The contract, on an empty store.
@@ -62,5 +65,63 @@ struct BlobStoreContractTests {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("blobs-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
         try await Self.check(try LocalBlobStore(root: root))
+    }
+
+    static let s3Endpoint = ProcessInfo.processInfo.environment["TEST_S3_ENDPOINT"]
+
+    /// The one bucket of the test SeaweedFS (each bucket costs SeaweedFS volumes); every test has a
+    /// folder of its own in it.
+    static let s3Bucket = "parley-test"
+
+    /// An S3 store in a new folder of the test bucket.
+    static func s3(multipartThreshold: Int = 16 * 1024 * 1024, timeout: Duration = .seconds(10), endpoint: String? = nil) async throws
+        -> (S3BlobStore, HTTPClient)
+    {
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let store = try S3BlobStore(
+            settings: .init(
+                endpoint: endpoint ?? s3Endpoint!, bucket: s3Bucket, prefix: "t-\(UUID().uuidString.prefix(8).lowercased())", accessKey: "parley",
+                secretKey: "parley-secret",
+                timeout: timeout, multipartThreshold: multipartThreshold, partSize: 5 * 1024 * 1024),
+            client: client, scratch: FileManager.default.temporaryDirectory.appendingPathComponent("s3-scratch-\(UUID().uuidString)"),
+            logger: Logger(label: "test-s3"))
+        if endpoint == nil { try await store.ensureBucket() }
+        return (store, client)
+    }
+
+    @Test("S3 on SeaweedFS keeps the contract; a file over the multipart threshold goes up in parts and comes back whole",
+          .enabled(if: s3Endpoint != nil, "the test script starts SeaweedFS"))
+    func s3() async throws {
+        let (store, client) = try await Self.s3(multipartThreshold: 6 * 1024 * 1024)
+        do {
+            try await Self.check(store)
+            // 12 MiB of varied bytes: three parts of 5, 5 and 2 MiB.
+            var bytes = Data(count: 12 * 1024 * 1024)
+            for index in stride(from: 0, to: bytes.count, by: 4096) { bytes[index] = UInt8(truncatingIfNeeded: index / 4096) }
+            let file = store.scratchFile(".bin")
+            try bytes.write(to: file)
+            try await store.putFile(file, key: "files/brd_1/msg_big/file")
+            #expect(try await store.size(key: "files/brd_1/msg_big/file") == bytes.count)
+            #expect(try await store.read(key: "files/brd_1/msg_big/file", range: 5_242_870..<5_242_890) == bytes.subdata(in: 5_242_870..<5_242_890))
+            #expect(try await store.get(key: "files/brd_1/msg_big/file") == bytes)
+            #expect(try await store.deletePrefix("files/brd_1/msg_big") == 1)
+            try await store.check()
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+    }
+
+    @Test("an S3 store that does not answer fails within its deadline as unavailable, and check says so")
+    func s3Unreachable() async throws {
+        // A port nothing listens on (bound and closed): refused at once, retried, then unavailable.
+        let (store, client) = try await Self.s3(timeout: .seconds(1), endpoint: "http://127.0.0.1:9")
+        let started = ContinuousClock.now
+        await #expect(throws: BlobStoreUnavailable.self) { try await store.put(Data("x".utf8), key: "voice/brd_1/msg_1/original.webm") }
+        await #expect(throws: BlobStoreUnavailable.self) { try await store.get(key: "voice/brd_1/msg_1/original.webm") }
+        await #expect(throws: BlobStoreUnavailable.self) { try await store.check() }
+        #expect(ContinuousClock.now - started < .seconds(20))
+        try await client.shutdown()
     }
 }
