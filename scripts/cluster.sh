@@ -5,6 +5,8 @@
 #   scripts/cluster.sh [start]   builds (release; CLUSTER_BUILD=debug for a debug build), starts it all,
 #                                prints the address and the demo login
 #   scripts/cluster.sh stop      stops what it started, by process id, and removes its directory
+#   scripts/cluster.sh restart N stops node N (SIGTERM: it drains) and starts it again on its port
+#   scripts/cluster.sh kill N    kills node N (SIGKILL), as a crash would
 # Everything lives in $CLUSTER_DIR (default ./cluster-data); the load balancer listens on
 # $CLUSTER_PORT (default 8080), the nodes and the stores on free ports. (Not PARLEY_*: a node refuses
 # settings it does not know.)
@@ -24,12 +26,60 @@ stop_all() {
     [[ -n "${CLUSTER_KEEP_LOGS:-}" ]] || rm -rf "$dir"
 }
 
+start_node() {
+    local n=$1 port psql_url s3
+    port=$(cat "$dir/node$n.port" 2>/dev/null || free_port tcp)
+    psql_url=$(cat "$dir/database.url")
+    s3=$(cat "$dir/s3.url")
+    local binary
+    binary=$(cat "$dir/binary")
+    mkdir -p "$dir/node$n"
+    (
+        close_inherited_descriptors
+        PARLEY_CLUSTER=true PARLEY_DATABASE_URL="$psql_url" PARLEY_S3_ENDPOINT="$s3" PARLEY_S3_ACCESS_KEY=parley \
+            PARLEY_S3_SECRET_KEY=parley-secret PARLEY_S3_BUCKET=parley-media PARLEY_HOST=127.0.0.1 PARLEY_PORT=$port \
+            PARLEY_DATA_DIR="$dir/node$n" PARLEY_SEED_DEMO=$([[ $n == 1 ]] && echo true || echo false) PARLEY_TRUST_PROXY=true \
+            exec "$binary" serve </dev/null >>"$dir/node$n.log" 2>&1
+    ) &
+    echo $! >"$dir/node$n.pid"
+    echo "$port" >"$dir/node$n.port"
+
+    for _ in $(seq 1 600); do
+        curl -sf -o /dev/null "http://127.0.0.1:$port/ready" && return 0
+        kill -0 "$(cat "$dir/node$n.pid")" 2>/dev/null || { echo "cluster: node $n exited; see $dir/node$n.log" >&2; return 1; }
+        sleep 0.1
+    done
+    echo "cluster: node $n was not ready within 60 s; see $dir/node$n.log" >&2
+    return 1
+}
 if [[ "$action" == "stop" ]]; then
     stop_all
     echo "cluster: stopped"
     exit 0
 fi
-[[ "$action" == "start" ]] || { echo "usage: $0 [start|stop]" >&2; exit 2; }
+if [[ "$action" == "restart" || "$action" == "kill" ]]; then
+    n=${2:?which node}
+    [[ -f "$dir/node$n.port" ]] || { echo "cluster: there is no node $n in $dir" >&2; exit 1; }
+    if [[ "$action" == "kill" ]]; then
+        kill -9 "$(cat "$dir/node$n.pid")" 2>/dev/null || true
+        rm -f "$dir/node$n.pid"
+        echo "cluster: node $n killed"
+    else
+        # SIGTERM: /ready turns 503 (HAProxy stops sending clients), open requests finish, sockets are
+        # told to resume elsewhere; then it exits (KILL only after 40 s).
+        pid=$(cat "$dir/node$n.pid" 2>/dev/null || true)
+        if [[ -n "$pid" ]]; then
+            kill -TERM "$pid" 2>/dev/null || true
+            for _ in $(seq 1 400); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            kill -9 "$pid" 2>/dev/null || true
+            rm -f "$dir/node$n.pid"
+        fi
+        start_node "$n"
+        echo "cluster: node $n restarted"
+    fi
+    exit 0
+fi
+[[ "$action" == "start" ]] || { echo "usage: $0 [start|stop|restart N|kill N]" >&2; exit 2; }
 [[ -d "$dir" ]] && { echo "cluster: $dir exists: run '$0 stop' first" >&2; exit 1; }
 
 scripts/install-deps.sh
@@ -42,47 +92,31 @@ if [[ ! -x .venv/bin/weed ]]; then
 fi
 build=${CLUSTER_BUILD:-release}
 swift build -c "$build" --product parley
-binary=$PWD/.build/$build/parley
-
 mkdir -p "$dir"
+echo "$PWD/.build/$build/parley" >"$dir/binary"
 trap 'echo "cluster: start failed; stopping what started" >&2; stop_all' ERR
 admin_url=$(scripts/postgres.sh start "$dir/pg")
 psql_url=${admin_url%/postgres}/parley
 "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)/psql" "$admin_url" -qc "CREATE DATABASE parley" >/dev/null
 s3=$(scripts/seaweedfs.sh start "$dir/s3")
+echo "$psql_url" >"$dir/database.url"
+echo "$s3" >"$dir/s3.url"
 
 # One node first (it migrates and creates the demo brand), then the others.
-start_node() {
-    local n=$1 port
-    port=$(free_port tcp)
-    mkdir -p "$dir/node$n"
-    (
-        close_inherited_descriptors
-        PARLEY_CLUSTER=true PARLEY_DATABASE_URL="$psql_url" PARLEY_S3_ENDPOINT="$s3" PARLEY_S3_ACCESS_KEY=parley \
-            PARLEY_S3_SECRET_KEY=parley-secret PARLEY_S3_BUCKET=parley-media PARLEY_HOST=127.0.0.1 PARLEY_PORT=$port \
-            PARLEY_DATA_DIR="$dir/node$n" PARLEY_SEED_DEMO=$([[ $n == 1 ]] && echo true || echo false) PARLEY_TRUST_PROXY=true \
-            exec "$binary" serve </dev/null >>"$dir/node$n.log" 2>&1
-    ) &
-    echo $! >"$dir/node$n.pid"
-    echo "$port" >"$dir/node$n.port"
-    for _ in $(seq 1 600); do
-        curl -sf -o /dev/null "http://127.0.0.1:$port/ready" && return 0
-        kill -0 "$(cat "$dir/node$n.pid")" 2>/dev/null || { echo "cluster: node $n exited; see $dir/node$n.log" >&2; return 1; }
-        sleep 0.1
-    done
-    echo "cluster: node $n was not ready within 60 s; see $dir/node$n.log" >&2
-    return 1
-}
+
 start_node 1
 for n in $(seq 2 $nodes); do start_node "$n"; done
 
 # HAProxy: round robin, no stickiness; WebSockets live up to an hour without traffic (the server
 # pings every 30 s); a node that fails /ready twice leaves the pool, one that passes twice returns.
 lb_port=${CLUSTER_PORT:-8080}
+# Each proxied connection takes two descriptors: as many as the descriptor limit allows, up to 50,000.
+maxconn=$(( ($(ulimit -Hn) - 100) / 2 ))
+(( maxconn > 50000 )) && maxconn=50000
 {
     cat <<EOF
 global
-    maxconn 20000
+    maxconn $maxconn
 defaults
     mode http
     timeout connect 5s
@@ -91,6 +125,9 @@ defaults
     timeout tunnel 1h
     timeout http-request 15s
     option forwardfor
+    # A node that refuses the connection (killed, restarting) costs a retry on another, not an error.
+    retries 3
+    option redispatch 1
 frontend parley
     bind 127.0.0.1:$lb_port
     default_backend nodes
@@ -108,11 +145,16 @@ haproxy -c -q -f "$dir/haproxy.cfg"
     exec haproxy -f "$dir/haproxy.cfg" -db </dev/null >>"$dir/haproxy.log" 2>&1
 ) &
 echo $! >"$dir/haproxy.pid"
-for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$lb_port/ready" && break; sleep 0.1; done
+lb_ready=false
+for _ in $(seq 1 100); do
+    if curl -sf -o /dev/null "http://127.0.0.1:$lb_port/ready"; then lb_ready=true; break; fi
+    sleep 0.1
+done
+$lb_ready || { echo "cluster: HAProxy did not answer on port $lb_port; see $dir/haproxy.log" >&2; false; }
 trap - ERR
 
 echo "Parley is running on $nodes nodes behind HAProxy at http://127.0.0.1:$lb_port"
 for n in $(seq 1 $nodes); do echo "  node $n: http://127.0.0.1:$(cat "$dir/node$n.port") (log: $dir/node$n.log)"; done
-echo "  PostgreSQL: $psql_url   S3 (SeaweedFS): $s3"
+echo "  PostgreSQL: $(cat "$dir/database.url")   S3 (SeaweedFS): $(cat "$dir/s3.url")"
 sed -n '/Parley created a demo brand/,/password/p' "$dir/node1.log"
 echo "Stop it all with: $0 stop"
