@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from conftest import ROOT, free_port
 
@@ -141,6 +142,81 @@ def assert_logged_once_in_order(cluster, results):
         assert logged == sent, (index, logged, sent)
         seqs = [message["seq"] for message in page["items"]]
         assert seqs == sorted(set(seqs)), seqs
+
+
+class Node:
+    """One node as the page helpers want a server: its own address, the demo brand's login."""
+
+    def __init__(self, cluster, n):
+        self.url, self.app_id, self.email, self.password = cluster.node_url(n), cluster.app_id, cluster.email, cluster.password
+
+
+def test_widget_on_one_node_and_workspace_on_another(cluster, browser, shoot, console_errors):
+    """The customer's widget talks to node 1 only, the agent's workspace to node 3 only: text both ways,
+    typing, read receipts, presence, routing and a voice note recorded on node 1 played on node 3."""
+    a, b = Node(cluster, 1), Node(cluster, 3)
+    agent = console_errors(browser.new_context(viewport={"width": 1280, "height": 800}).new_page())
+    agent.goto(b.url + "/")
+    agent.fill("input[name=email]", b.email)
+    agent.fill("input[name=password]", b.password)
+    agent.click("button[type=submit]")
+    expect(agent.locator(".topbar .status")).to_have_text("Online", timeout=10000)
+
+    consumer = console_errors(browser.new_context(viewport={"width": 360, "height": 740}, permissions=["microphone"]).new_page())
+    consumer.goto(f"{a.url}/widget.html?app={a.app_id}")
+    expect(consumer.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
+    # The agent is connected to node 3 only: node 1's widget says somebody is there.
+    expect(consumer.locator(".empty-hint")).to_have_text("Send us a message or a voice note.", timeout=15000)
+    marker = f"Across {uuid.uuid4().hex[:6]}"
+    consumer.fill("#message", f"{marker}: hello from node 1")
+    consumer.keyboard.press("Enter")
+    shoot(consumer, "cluster-01-widget-on-node-1-360")
+
+    # Node 3's workspace lists it, assigned by routing to the agent online on node 3.
+    row = agent.locator(".conversations li button", has_text=marker).first
+    expect(row).to_be_visible(timeout=15000)
+    row.click()
+    expect(agent.locator(".row.in .bubble").last).to_contain_text("hello from node 1")
+    expect(consumer.locator(".row.out .delivery").last).to_have_attribute("data-state", "read", timeout=15000)
+
+    # Typing and a reply cross back.
+    agent.locator("#reply").press_sequentially("Hi from node 3", delay=40)
+    expect(consumer.locator(".typing-indicator")).to_be_visible(timeout=10000)
+    agent.locator("#reply").press("Enter")
+    expect(consumer.locator(".row.in .bubble").last).to_have_text("Hi from node 3", timeout=10000)
+    shoot(consumer, "cluster-02-reply-from-node-3-360")
+
+    # A voice note recorded on node 1 plays on node 3 (media in the shared bucket).
+    consumer.click("button[aria-label='Record a voice message']")
+    consumer.wait_for_timeout(1800)
+    consumer.click("button[aria-label='Stop and preview']")
+    consumer.click("button[aria-label='Send voice message']")
+    incoming = agent.locator(".row.in[data-kind=voice] parley-voice")
+    expect(incoming).to_have_count(1, timeout=20000)
+    expect(agent.locator(".row.in[data-kind=voice] .meta")).not_to_contain_text("Processing", timeout=30000)
+    incoming.locator("button.play").click()
+    expect(incoming).to_have_attribute("data-state", "playing", timeout=10000)
+    shoot(agent, "cluster-03-voice-from-node-1-played-on-node-3-1280")
+
+    # Node 1 knows the agent on node 3: present, and given the conversation by routing.
+    token = admin_token(cluster)
+    status, me = call(a.url, "GET", "/v1/me", token=token)
+    admin_id = me["id"] if "id" in me else me["agent"]["id"]
+    status, listed = call(a.url, "GET", "/v1/conversations?limit=1", token=token)
+    assert status == 200 and listed["items"][0]["assigneeId"] == admin_id, listed
+    # The agent's last connection (on node 3) closes: offline on node 1 too. (The API session above
+    # holds no socket.)
+    def connected_on_node_1():
+        status, presence = call(a.url, "GET", "/v1/presence", token=token)
+        return [p["connected"] for p in presence["items"] if p["agentId"] == admin_id]
+    assert connected_on_node_1() == [True]
+    agent.context.close()
+    deadline = time.time() + 15
+    while connected_on_node_1() != [False]:
+        assert time.time() < deadline, "node 1 still sees the agent connected"
+        time.sleep(0.2)
+    assert console_errors.errors == [], console_errors.errors
+    consumer.context.close()
 
 
 def test_a_node_killed_under_load_loses_and_duplicates_nothing(cluster):

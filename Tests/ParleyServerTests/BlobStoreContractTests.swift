@@ -121,7 +121,9 @@ struct BlobStoreContractTests {
         await #expect(throws: BlobStoreUnavailable.self) { try await store.put(Data("x".utf8), key: "voice/brd_1/msg_1/original.webm") }
         await #expect(throws: BlobStoreUnavailable.self) { try await store.get(key: "voice/brd_1/msg_1/original.webm") }
         await #expect(throws: BlobStoreUnavailable.self) { try await store.check() }
-        #expect(ContinuousClock.now - started < .seconds(20))
+        // Each ends at its deadline and two retries (about 3.5 s here), not at a connect timeout of
+        // minutes; a loaded machine stretches that, so the bound is loose.
+        #expect(ContinuousClock.now - started < .seconds(60))
         try await client.shutdown()
     }
 }

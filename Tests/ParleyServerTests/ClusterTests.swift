@@ -171,16 +171,18 @@ struct ClusterTests {
         try await Self.twoNodes(configure: { $0.rateLogins = 4 }) { a, b in
             let acme = try await BrandScenario.make(a)
             var statuses: [Int] = []
-            for attempt in 0..<6 {
+            for attempt in 0..<8 {
                 let node = attempt.isMultiple(of: 2) ? a : b
                 // Another account each time: only the per-address limit (4 a minute) applies.
                 let reply = try await node.post("/v1/auth/login", json: LoginRequest(email: "nobody\(attempt)@acme.test", password: "not the password"))
                 statuses.append(Int(reply.status.code))
             }
             // Four attempts a minute from one address, whichever node each reached (one was the scenario's
-            // sign-in); per node, each would have allowed four.
+            // sign-in; a slow machine may see one token refill): per node, all eight would have been let
+            // through (four each).
             _ = acme
-            #expect(statuses == [401, 401, 401, 429, 429, 429], "\(statuses)")
+            #expect(statuses.filter { $0 == 401 }.count <= 4, "\(statuses)")
+            #expect(statuses.suffix(3) == [429, 429, 429], "\(statuses)")
         }
     }
 

@@ -144,7 +144,11 @@ struct ConversationLogTests {
             let (token, _) = try await scenario.consumer()
             let first = try await scenario.send("Hi", as: token)
             let conversationId = first.message.conversationId
+            // The brand's greeting (a job) is written and published before the recorder listens.
+            try await server.jobsSettled()
             let services = server.services
+            let lastSeq = { try await services.store.read { repo in try await repo.conversation(brandId: scenario.brand.id, id: conversationId, lock: false) }?.lastSeq }
+            let before = try #require(try await lastSeq())
             let recorder = Recorder(services.bus)
             let log = services.conversations.conversationLog
             struct Refused: Error {}
@@ -160,8 +164,7 @@ struct ConversationLogTests {
                 }
             }
             #expect(recorder.frames.withLock { $0 }.isEmpty && recorder.domain.withLock { $0 }.isEmpty)
-            let stored = try await services.store.read { repo in try await repo.conversation(brandId: scenario.brand.id, id: conversationId, lock: false) }
-            #expect(stored?.lastSeq == first.message.seq)
+            #expect(try await lastSeq() == before)
 
             // Two appends in one transaction: the note, then an assignment; published in that order,
             // the assignment's domain event after its frames.
@@ -185,14 +188,14 @@ struct ConversationLogTests {
             #expect(frames.count == 3)
             #expect(frames.first?.contains(#""kind":"note""#) == true)
             #expect(frames.dropFirst().first?.contains(#""kind":"assigned""#) == true)
-            #expect(frames.last?.hasPrefix(#"{"type":"conversation""#) == true)
+            #expect(frames.last?.contains(#""type":"conversation""#) == true, "\(frames.map { $0.prefix(60) })")
             // Only a message or a receipt leaves its sender out.
             #expect(recorder.excluded.withLock { $0 }.allSatisfy { $0 == nil })
             guard case .conversationChanged(let changed)? = recorder.domain.withLock({ $0 }).last else {
                 Issue.record("the assignment is a domain event")
                 return
             }
-            #expect(changed.assigneeId == scenario.admin.id && changed.lastSeq == first.message.seq + 2)
+            #expect(changed.assigneeId == scenario.admin.id && changed.lastSeq == before + 2)
 
             // A message from a connection: every other connection gets the frame, the domain event
             // carries the message, and the sender's ack reuses the published JSON.
