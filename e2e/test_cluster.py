@@ -46,7 +46,7 @@ def cluster():
     port = free_port()
     # The test sends from one address faster than people do: its limits are off (they pass to every node).
     env = {**os.environ, "CLUSTER_DIR": str(directory), "CLUSTER_PORT": str(port), "CLUSTER_BUILD": "debug",
-           "PARLEY_RATE_IP_WRITES": "0", "PARLEY_RATE_CONSUMER_SESSIONS": "0", "PARLEY_RATE_LOGINS": "0", "PARLEY_CLAMD": "off"}
+           "PARLEY_RATE_IP_WRITES": "0", "PARLEY_RATE_CONSUMER_MESSAGES": "0", "PARLEY_RATE_CONSUMER_SESSIONS": "0", "PARLEY_RATE_LOGINS": "0", "PARLEY_CLAMD": "off"}
     started = subprocess.run(["scripts/cluster.sh", "start"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     try:
         assert started.returncode == 0, started.stdout[-3000:] + started.stderr[-3000:]
