@@ -38,8 +38,8 @@ struct Run: AsyncParsableCommand {
     @Option(name: .customLong("public-dir"), help: "The web pages directory.") var publicDir = "Public"
     @Option(help: "ffmpeg, by name or path.") var ffmpeg = "ffmpeg"
     @Option(help: "Write the Markdown report here (bench/RESULTS.md for the record).") var output: String?
-    @Option(help: "Comma-separated sections: text, connections, voice, wire (playback runs with voice), attack.")
-    var only = "text,connections,voice,wire,attack"
+    @Option(help: "Comma-separated sections: text, connections, voice, wire (playback runs with voice), attack, cluster (two nodes on PostgreSQL and SeaweedFS).")
+    var only = "text,connections,voice,wire,attack,cluster"
 
     func run() async throws {
         let ownPath = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
@@ -92,6 +92,13 @@ struct Run: AsyncParsableCommand {
                     server: running, silentSockets: tiny ? 50 : 2000, requests: tiny ? 10 : 300, sends: tiny ? 5 : 60, bombs: tiny ? 0 : 10,
                     ffmpeg: ffmpeg)
             }
+        }
+        if sections.contains("cluster") {
+            log("two nodes: delivery across them")
+            let root = ownPath.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            report.cluster = try await ClusterBench.run(
+                binary: binary, publicDir: publicDir, root: FileManager.default.fileExists(atPath: "scripts/postgres.sh") ? URL(fileURLWithPath: ".") : root,
+                consumers: tiny ? 4 : 100, rate: tiny ? 50 : 1000, seconds: tiny ? 1 : 10, repeats: tiny ? 1 : 3)
         }
         var markdown = report.markdown()
         print(markdown)

@@ -80,7 +80,9 @@ final class ParleyServer {
     var api: API { API(port: port) }
     var pid: Int32 { child.pid }
 
-    init(binary: URL, publicDir: URL, extraEnvironment: [String: String] = [:]) async throws {
+    /// `demo`: the brand and admin this server's output names; another node of a cluster (which
+    /// creates none) is given its first node's.
+    init(binary: URL, publicDir: URL, extraEnvironment: [String: String] = [:], demo: (appId: String, email: String, password: String)? = nil) async throws {
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bench-data-\(UUID().uuidString)")
         var environment = [
             "PARLEY_HOST": "127.0.0.1", "PARLEY_PORT": "0", "PARLEY_DATA_DIR": dataDir.path, "PARLEY_PUBLIC_DIR": publicDir.path,
@@ -96,8 +98,8 @@ final class ParleyServer {
         environment.merge(extraEnvironment) { $1 }
         child = try await ChildProcess(executable: binary, arguments: ["serve"], environment: environment, readyMarker: "Parley is listening")
         guard let url = child.word(after: "Parley is listening on "), let port = url.split(separator: ":").last.flatMap({ Int($0) }),
-            let app = Self.appId(in: child.output),
-            let email = child.word(after: "\n  admin "), let password = child.word(after: "\n  password ")
+            let app = demo?.appId ?? Self.appId(in: child.output),
+            let email = demo?.email ?? child.word(after: "\n  admin "), let password = demo?.password ?? child.word(after: "\n  password ")
         else { throw BenchError("unexpected `parley serve` output:\n\(child.output)") }
         self.port = port
         appId = app

@@ -7,6 +7,7 @@ struct Report {
     var binary: URL
     var fileLimit: Int
     var text: TextBench.Report?
+    var cluster: ClusterBench.Report?
     var connections: [ConnectionsBench.Row]?
     var connectionBaseline: ConnectionsBench.Row?
     var voice: VoiceBench.Report?
@@ -63,6 +64,7 @@ struct Report {
         if let wire { lines += wireSection(wire) }
         if let playback { lines += playbackSection(playback) }
         if let attack { lines += attackSection(attack) }
+        if let cluster { lines += clusterSection(cluster) }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -100,10 +102,34 @@ struct Report {
                 rows.append(("10 decoder bombs at once: RSS within 64 MB of idle", "+\(Self.f(Double(growth) / 1_048_576, 1)) MB", growth <= 64 << 20))
             }
         }
+        if let cluster {
+            let ratio = cluster.crossNode.deliveryLatency.p99 / cluster.sameNode.deliveryLatency.p99
+            rows.append(("Across nodes: delivery p99 ≤ 2× same-node", "\(Self.f(ratio, 2))×", ratio <= 2))
+            rows.append(("Across nodes: delivery p99 < 10 ms", "\(Self.f(cluster.crossNode.deliveryLatency.p99, 2)) ms", cluster.crossNode.deliveryLatency.p99 < 10))
+        }
         guard !rows.isEmpty else { return [] }
         var lines = ["## Targets", "", "| Target | Measured | Met |", "|---|---:|:---:|"]
         for (target, measured, met) in rows { lines.append("| \(target) | \(measured) | \(met ? "yes" : "**no**") |") }
         return lines + [""]
+    }
+
+    private func clusterSection(_ cluster: ClusterBench.Report) -> [String] {
+        func row(_ phase: TextBench.Phase, _ range: (Double, Double)) -> String {
+            "| \(phase.name) | \(phase.delivered) | \(Self.f(phase.deliveryLatency.p50, 2)) / \(Self.f(phase.deliveryLatency.p99, 2)) / "
+                + "\(Self.f(phase.deliveryLatency.max, 2)) | \(Self.f(range.0, 2))–\(Self.f(range.1, 2)) | \(Self.f(phase.cpuMicrosPerMessage, 1)) |"
+        }
+        return [
+            "## 6. Across nodes", "",
+            "Two `parley serve --cluster` nodes on one PostgreSQL (scripts/postgres.sh) and one SeaweedFS bucket; the consumers are",
+            "connected to node A and send at \(cluster.rate) messages/s for \(Self.f(cluster.seconds, 0)) s; the agent is connected to node A",
+            "(*same node*) or node B (*across nodes*: every frame goes through PostgreSQL LISTEN/NOTIFY). The runs interleave; each",
+            "row is the median of \(cluster.repeats) by delivery p99. CPU is both nodes' per message delivered.", "",
+            "| Agent on | Delivered | Delivery p50 / p99 / max (ms) | p99 over the runs (ms) | Server CPU per message (µs) |",
+            "|---|---:|---:|---:|---:|",
+            row(cluster.sameNode, cluster.sameRange),
+            row(cluster.crossNode, cluster.crossRange),
+            "",
+        ]
     }
 
     private func textSection(_ text: TextBench.Report) -> [String] {

@@ -143,15 +143,7 @@ enum TextBench {
     ) async throws -> Report {
         let api = server.api
         let agentToken = try await api.login(email: server.adminEmail, password: server.adminPassword)
-        // Every consumer opens its conversation over HTTP first, so the timed sends all continue one.
-        let appId = server.appId
-        let sessions = try await concurrently(consumers, width: 8) { index in
-            let session = try await api.consumerSession(appId: appId, name: "Bench consumer \(index)")
-            let first: SendMessageResponse = try await api.call(
-                "POST", "/v1/consumer/messages", token: session.token,
-                body: SendMessageRequest(clientMessageId: "open-\(index)", text: "Hello, I need help with my order"))
-            return (session.token, first.conversation.id.rawValue)
-        }
+        let sessions = try await openConversations(server, consumers: consumers)
 
         // The machine is shared and noisy: each phase runs `repeats` times, interleaved, and the
         // report keeps the median run (by delivery p99, by throughput) and the range.
@@ -180,6 +172,20 @@ enum TextBench {
             throughputRange: (saturationRuns.map(\.messagesPerSecond).min() ?? .nan, saturationRuns.map(\.messagesPerSecond).max() ?? .nan))
     }
 
+    /// Every consumer opens its conversation over HTTP first, so the timed sends all continue one.
+    /// Returns each one's token and conversation id.
+    static func openConversations(_ server: ParleyServer, consumers: Int) async throws -> [(String, String)] {
+        let api = server.api
+        let appId = server.appId
+        return try await concurrently(consumers, width: 8) { index in
+            let session = try await api.consumerSession(appId: appId, name: "Bench consumer \(index)")
+            let first: SendMessageResponse = try await api.call(
+                "POST", "/v1/consumer/messages", token: session.token,
+                body: SendMessageRequest(clientMessageId: "open-\(index)", text: "Hello, I need help with my order"))
+            return (session.token, first.conversation.id.rawValue)
+        }
+    }
+
     enum Mode {
         case fixedRate(Int)
         case window(Int)
@@ -206,15 +212,17 @@ enum TextBench {
         return sent
     }
 
+    /// `agentPort`: the agent connects to another node (cross-node delivery); `otherNodes`: their CPU
+    /// counts too.
     static func phase(
         _ name: String, server: ParleyServer, agentToken: String, sessions: [(String, String)], seconds: Double, capacity: Int,
-        mode: Mode
+        mode: Mode, agentPort: Int? = nil, otherNodes: [ChildProcess] = []
     ) async throws -> Phase {
         let timeline = Timeline(capacity: capacity)
         let debug = Timeline.debug
         let run = UUID().uuidString.prefix(8).lowercased()
         let stopAt = Atomic<UInt64>(UInt64.max)
-        let agent = try await BenchSocket.open(url: "ws://127.0.0.1:\(server.port)/v1/realtime?access_token=\(agentToken)") { text in
+        let agent = try await BenchSocket.open(url: "ws://127.0.0.1:\(agentPort ?? server.port)/v1/realtime?access_token=\(agentToken)") { text in
             if debug { FileHandle.standardError.write(Data("agent: \(text.prefix(300))\n".utf8)) }
             if let index = deliveredIndex(text) { timeline.markDelivered(index) }
         }
@@ -240,7 +248,8 @@ enum TextBench {
             sockets.append(socket)
         }
 
-        let cpuBefore = server.child.cpuSeconds
+        let nodes = [server.child] + otherNodes
+        let cpuBefore = nodes.map(\.cpuSeconds).reduce(0, +)
         let ownBefore = ProcStats.cpuSeconds(pid: getpid())
         let started = monotonicNanos()
         let end = started + UInt64(seconds * 1e9)
@@ -271,7 +280,7 @@ enum TextBench {
         {
             try await Task.sleep(for: .milliseconds(10))
         }
-        let cpu = server.child.cpuSeconds - cpuBefore
+        let cpu = nodes.map(\.cpuSeconds).reduce(0, +) - cpuBefore
         let own = ProcStats.cpuSeconds(pid: getpid()) - ownBefore
         let (ack, delivery) = timeline.latencies()
         for socket in sockets { await socket.close() }

@@ -1,0 +1,111 @@
+import Foundation
+
+/// Section 6: two nodes on one PostgreSQL (and one SeaweedFS bucket) with the event bus between them:
+/// delivery to an agent connected to the other node against the same node, in the same run.
+enum ClusterBench {
+    struct Report: Sendable {
+        var rate: Int
+        var seconds: Double
+        var repeats: Int
+        var sameNode: TextBench.Phase
+        var crossNode: TextBench.Phase
+        var sameRange: (Double, Double)
+        var crossRange: (Double, Double)
+    }
+
+    /// Runs a repository script (postgres.sh, seaweedfs.sh) and returns its first line of output. The
+    /// output goes through a file, not a pipe (a daemon the script starts may inherit a pipe and keep
+    /// it open), and the end is seen by the exit status the shell writes to a second file: this
+    /// process's executor never blocks a thread on waiting.
+    static func script(_ root: URL, _ arguments: [String]) async throws -> String {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bench-script-\(UUID().uuidString)")
+        let (outputFile, statusFile) = (base.appendingPathExtension("out"), base.appendingPathExtension("status"))
+        defer { for file in [outputFile, statusFile] { try? FileManager.default.removeItem(at: file) } }
+        let quoted = arguments.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = ["-c", "cd '\(root.path)' && scripts/\(quoted.joined(separator: " ")) >'\(outputFile.path)' 2>&1 </dev/null; echo $? >'\(statusFile.path)'"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let deadline = ContinuousClock.now + .seconds(120)
+        var status: String?
+        while status == nil {
+            status = (try? String(contentsOf: statusFile, encoding: .utf8)).flatMap { $0.hasSuffix("\n") ? $0.trimmingCharacters(in: .whitespacesAndNewlines) : nil }
+            if status != nil { break }
+            guard ContinuousClock.now < deadline else { throw BenchError("\(arguments.joined(separator: " ")) did not finish") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let text = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
+        guard status == "0" else { throw BenchError("\(arguments.joined(separator: " ")) failed: \(text.suffix(500))") }
+        return text.split(separator: "\n").first.map(String.init) ?? ""
+    }
+
+    static func run(binary: URL, publicDir: URL, root: URL, consumers: Int, rate: Int, seconds: Double, repeats: Int) async throws -> Report {
+        let work = URL(fileURLWithPath: "/tmp/parley-bench-cluster-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: work.path)
+        let pg = work.appendingPathComponent("pg").path, s3 = work.appendingPathComponent("s3").path
+        let admin: String, endpoint: String
+        do {
+            admin = try await script(root, ["postgres.sh", "start", pg])
+            endpoint = try await script(root, ["seaweedfs.sh", "start", s3])
+        } catch {
+            await stopStores()
+            throw error
+        }
+        func stopStores() async {
+            _ = try? await script(root, ["postgres.sh", "stop", pg])
+            _ = try? await script(root, ["seaweedfs.sh", "stop", s3])
+            try? FileManager.default.removeItem(at: work)
+        }
+        let environment = [
+            "PARLEY_CLUSTER": "true", "PARLEY_DATABASE_URL": admin, "PARLEY_S3_ENDPOINT": endpoint, "PARLEY_S3_ACCESS_KEY": "bench",
+            "PARLEY_S3_SECRET_KEY": "bench-secret",
+        ]
+        do {
+            let report = try await measure(binary: binary, publicDir: publicDir, environment: environment, consumers: consumers, rate: rate, seconds: seconds, repeats: repeats)
+            await stopStores()
+            return report
+        } catch {
+            await stopStores()
+            throw error
+        }
+    }
+
+    private static func measure(
+        binary: URL, publicDir: URL, environment: [String: String], consumers: Int, rate: Int, seconds: Double, repeats: Int
+    ) async throws -> Report {
+        let a = try await ParleyServer(binary: binary, publicDir: publicDir, extraEnvironment: environment)
+        return try await a.use { a in
+            let b = try await ParleyServer(
+                binary: binary, publicDir: publicDir, extraEnvironment: environment.merging(["PARLEY_SEED_DEMO": "false"]) { $1 },
+                demo: (a.appId, a.adminEmail, a.adminPassword))
+            return try await b.use { b in
+                let agentToken = try await a.api.login(email: a.adminEmail, password: a.adminPassword)
+                let sessions = try await TextBench.openConversations(a, consumers: consumers)
+                var same: [TextBench.Phase] = []
+                var cross: [TextBench.Phase] = []
+                let capacity = rate * Int(seconds.rounded(.up)) + 16
+                for _ in 0..<repeats {
+                    same.append(
+                        try await TextBench.phase(
+                            "same node", server: a, agentToken: agentToken, sessions: sessions, seconds: seconds, capacity: capacity,
+                            mode: .fixedRate(rate), otherNodes: [b.child]))
+                    cross.append(
+                        try await TextBench.phase(
+                            "across nodes", server: a, agentToken: agentToken, sessions: sessions, seconds: seconds, capacity: capacity,
+                            mode: .fixedRate(rate), agentPort: b.port, otherNodes: [b.child]))
+                }
+                func median(_ runs: [TextBench.Phase]) -> TextBench.Phase { runs.sorted { $0.deliveryLatency.p99 < $1.deliveryLatency.p99 }[runs.count / 2] }
+                func range(_ runs: [TextBench.Phase]) -> (Double, Double) {
+                    (runs.map(\.deliveryLatency.p99).min() ?? .nan, runs.map(\.deliveryLatency.p99).max() ?? .nan)
+                }
+                return Report(
+                    rate: rate, seconds: seconds, repeats: repeats, sameNode: median(same), crossNode: median(cross), sameRange: range(same),
+                    crossRange: range(cross))
+            }
+        }
+    }
+}
