@@ -119,7 +119,7 @@ struct Report {
                 + "\(Self.f(phase.deliveryLatency.max, 2)) | \(Self.f(range.0, 2))–\(Self.f(range.1, 2)) | \(Self.f(phase.cpuMicrosPerMessage, 1)) |"
         }
         return [
-            "## 6. Across nodes", "",
+            "## Across nodes", "",
             "Two `parley serve --cluster` nodes on one PostgreSQL (scripts/postgres.sh) and one SeaweedFS bucket; the consumers are",
             "connected to node A and send at \(cluster.rate) messages/s for \(Self.f(cluster.seconds, 0)) s; the agent is connected to node A",
             "(*same node*) or node B (*across nodes*: every frame goes through PostgreSQL LISTEN/NOTIFY). The runs interleave; each",
