@@ -63,6 +63,9 @@ public final class ClusterEventBus: EventBus, Service {
 
     public func publish(_ event: DomainEvent) async {
         await local.publish(event)
+        // A logged message matters to push only, which decides on the node that logged it (with the
+        // cluster's presence): one envelope fewer per message for every other node to read.
+        if case .messageLogged = event { return }
         send(Envelope(node: node, seq: 0, domain: event))
     }
 
