@@ -9,25 +9,50 @@ import Testing
 /// behind, reads answer 503, `/ready` says why; once it is back everything works without a restart.
 @Suite("Object store faults", .enabled(if: BlobStoreContractTests.s3Endpoint != nil, "the test script installs SeaweedFS"))
 struct ObjectStoreFaultTests {
-    static func seaweed(_ action: String, _ directory: URL) throws -> String {
+    /// Runs scripts/seaweedfs.sh and returns what it printed. Never blocks a thread: the script's
+    /// end is seen by the exit status the shell writes to a file (a blocking wait for a child on the
+    /// test pool's two threads once stalled the whole suite).
+    static func seaweed(_ action: String, _ directory: URL) async throws -> String {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("seaweed-\(UUID().uuidString)")
+        let (output, status) = (base.appendingPathExtension("out"), base.appendingPathExtension("status"))
+        defer { for file in [output, status] { try? FileManager.default.removeItem(at: file) } }
         let process = Process()
-        process.executableURL = TestServer.repositoryRoot.appendingPathComponent("scripts/seaweedfs.sh")
-        process.arguments = [action, directory.path]
-        let output = Pipe()
-        process.standardOutput = output
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [
+            "-c", "'\(TestServer.repositoryRoot.path)/scripts/seaweedfs.sh' \(action) '\(directory.path)' >'\(output.path)' 2>&1 </dev/null; echo $? >'\(status.path)'",
+        ]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
         try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TestFailure("seaweedfs.sh \(action) failed") }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let deadline = Date().addingTimeInterval(90)
+        while true {
+            if let code = try? String(contentsOf: status, encoding: .utf8), code.hasSuffix("\n") {
+                let text = ((try? String(contentsOf: output, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+                guard code.trimmingCharacters(in: .whitespacesAndNewlines) == "0" else { throw TestFailure("seaweedfs.sh \(action) failed: \(text)") }
+                return text
+            }
+            guard Date() < deadline else { throw TestFailure("seaweedfs.sh \(action) did not finish") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
     }
 
     @Test("SeaweedFS stopped during uploads: 503 media_unavailable, nothing stored, /ready not ready; started again: uploads and reads work")
     func storeGoesAway() async throws {
-        let audio = try AudioFixtures.files()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-s3-fault-\(UUID().uuidString.prefix(8))")
-        let endpoint = try Self.seaweed("start", directory)
-        defer { _ = try? Self.seaweed("stop", directory) }
+        let endpoint = try await Self.seaweed("start", directory)
+        do {
+            try await Self.withServer(endpoint, directory)
+        } catch {
+            _ = try? await Self.seaweed("stop", directory)
+            throw error
+        }
+        _ = try await Self.seaweed("stop", directory)
+    }
+
+    /// The upload, the outage and the recovery, on a server whose media is in that SeaweedFS.
+    static func withServer(_ endpoint: String, _ directory: URL) async throws {
+        let audio = try AudioFixtures.files()
         try await TestServer.run(configure: {
             $0.s3Endpoint = endpoint
             $0.s3AccessKey = "parley"
@@ -40,7 +65,7 @@ struct ObjectStoreFaultTests {
             _ = try await VoiceTests.processed(server, first, token: acme.adminToken)
             let before = try await HTTPErrorTests.rowCounts(server)
 
-            _ = try Self.seaweed("pause", directory)
+            _ = try await Self.seaweed("pause", directory)
             let started = ContinuousClock.now
             let refused = try await VoiceTests.upload(server, try audio.data("note.ogg"), token: token, conversationId: first.conversationId)
             #expect(refused.status == .serviceUnavailable)
@@ -52,7 +77,7 @@ struct ObjectStoreFaultTests {
             let ready = try await server.get("/ready")
             #expect(ready.status == .serviceUnavailable && !ready.text.contains(#""media":"ok""#), "\(ready.text)")
 
-            _ = try Self.seaweed("resume", directory)
+            _ = try await Self.seaweed("resume", directory)
             let again = try await VoiceTests.upload(server, try audio.data("note.ogg"), token: token, conversationId: first.conversationId)
             #expect(again.status == .created)
             #expect(try await server.get("/v1/media/\(first.id)/opus", token: acme.adminToken).status == .ok)
