@@ -78,7 +78,17 @@ struct ObjectStoreFaultTests {
             #expect(ready.status == .serviceUnavailable && !ready.text.contains(#""media":"ok""#), "\(ready.text)")
 
             _ = try await Self.seaweed("resume", directory)
-            let again = try await VoiceTests.upload(server, try audio.data("note.ogg"), token: token, conversationId: first.conversationId)
+            // As a client does after 503 (Retry-After): the same upload again, until the store has found
+            // its feet (SeaweedFS answers before its volumes take writes).
+            let clientMessageId = UUID().uuidString
+            var again = try await VoiceTests.upload(
+                server, try audio.data("note.ogg"), token: token, clientMessageId: clientMessageId, conversationId: first.conversationId)
+            let deadline = Date().addingTimeInterval(60)
+            while again.status == .serviceUnavailable, Date() < deadline {
+                try await Task.sleep(for: .seconds(1))
+                again = try await VoiceTests.upload(
+                    server, try audio.data("note.ogg"), token: token, clientMessageId: clientMessageId, conversationId: first.conversationId)
+            }
             #expect(again.status == .created)
             #expect(try await server.get("/v1/media/\(first.id)/opus", token: acme.adminToken).status == .ok)
             #expect(try await server.get("/ready").status == .ok)
