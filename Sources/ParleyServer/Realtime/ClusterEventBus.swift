@@ -38,8 +38,6 @@ public final class ClusterEventBus: EventBus, Service {
     private let seen = Mutex<[String: UInt64]>([:])
     private let gapHandlers = Mutex<[@Sendable () -> Void]>([])
     private let presenceHandlers = Mutex<[@Sendable (String, PresenceNotice) -> Void]>([])
-    /// Envelopes received from other nodes, for tests and metrics.
-    private let received = Atomic<Int>(0)
     /// Most envelopes sent in one batch.
     static let batch = 256
 
@@ -90,9 +88,6 @@ public final class ClusterEventBus: EventBus, Service {
 
     /// Whether envelopes from other nodes are arriving (`/ready`).
     public var isConnected: Bool { transport.isConnected }
-
-    /// How many envelopes from other nodes this node has handed to its subscribers.
-    public var receivedCount: Int { received.load(ordering: .relaxed) }
 
     private func send(_ envelope: Envelope) {
         var envelope = envelope
@@ -171,7 +166,6 @@ public final class ClusterEventBus: EventBus, Service {
             if envelope.seq <= previous { return }  // already had it
             gap("node \(envelope.node) skipped from \(previous) to \(envelope.seq)")
         }
-        received.add(1, ordering: .relaxed)
         if let frame = envelope.frame { local.deliverNow(frame) }
         if let domain = envelope.domain { local.deliverNow(domain) }
         if let notice = envelope.presence {
