@@ -1,9 +1,10 @@
 /// The error every Parley layer throws for a refusal a client can understand.
 ///
 /// `code` is stable and machine-readable; `kind` says which class of failure it is, and the
-/// transports map it to an HTTP status or a real-time `error` frame.
-public struct ParleyError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: Sendable, Hashable {
+/// transports map it to an HTTP status or a real-time `error` frame. Codable: a node answering for
+/// another (a call frame forwarded to the node that holds the call) sends it back as it is.
+public struct ParleyError: Error, Sendable, Hashable, Codable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable, Codable {
         case badRequest          // 400
         case unauthorized        // 401
         case forbidden           // 403

@@ -1,7 +1,7 @@
 import ParleyAPI
 
 /// An authenticated agent, as the server knows it for one request or connection.
-public struct AgentPrincipal: Sendable, Hashable {
+public struct AgentPrincipal: Sendable, Hashable, Codable {
     public var agentId: AgentID
     public var brandId: BrandID
     public var role: AgentRole
@@ -33,7 +33,7 @@ public struct AgentPrincipal: Sendable, Hashable {
 }
 
 /// An authenticated consumer: always bound to one brand and one app.
-public struct ConsumerPrincipal: Sendable, Hashable {
+public struct ConsumerPrincipal: Sendable, Hashable, Codable {
     public var consumerId: ConsumerID
     public var brandId: BrandID
     public var appId: AppID
@@ -45,8 +45,8 @@ public struct ConsumerPrincipal: Sendable, Hashable {
     }
 }
 
-/// Whoever is making a request.
-public enum Principal: Sendable, Hashable {
+/// Whoever is making a request. Codable: a call frame forwarded to another node carries it.
+public enum Principal: Sendable, Hashable, Codable {
     case agent(AgentPrincipal)
     case consumer(ConsumerPrincipal)
 

@@ -258,7 +258,9 @@ public struct ParleyServices: Sendable {
             cluster: [clusterBus as (any Service)?, clusterPresence, sharedBuckets].compactMap { $0 }, metrics: metrics,
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics, clock: clock),
             conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
-            calls: CallService(store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock, logger: logger),
+            calls: CallService(
+                store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock,
+                relay: clusterBus.flatMap { bus in clusterPresence.map { BusCallRelay(bus: bus, presence: $0) } }, logger: logger),
             workspace: WorkspaceService(store: store, presence: presence, bus: bus, clock: clock, logger: logger),
             whatsapp: whatsapp, messenger: messenger, sms: sms, apple: apple, push: push,
             activity: ActivityService(store: store, conversations: conversations, limits: limits, clock: clock, logger: logger),

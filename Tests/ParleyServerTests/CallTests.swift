@@ -386,7 +386,7 @@ struct CallTests {
                 invitedBy: party.agent.id.rawValue, inviterName: party.agent.name, answeredBy: party.consumer.id.rawValue,
                 invitedAt: SystemClock().now().addingTimeInterval(-60), answeredAt: SystemClock().now().addingTimeInterval(-50))
             try await server.services.store.write { repo in try await repo.insertCall(orphan, brandId: party.acme.brand.id) }
-            await server.services.calls.closeInterruptedRecords()
+            await server.services.calls.endOrphanedCalls()
             let list = try await server.get("/v1/conversations/\(party.conversation.id)/calls", token: party.agentToken)
             let items = try list.decode(ListResponse<CallDTO>.self).items
             let closed = try #require(items.first { $0.id == orphan.id })

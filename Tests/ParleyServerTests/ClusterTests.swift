@@ -3,6 +3,7 @@ import ParleyAPI
 import ParleyDomain
 import ParleyStore
 import SQLKit
+import Synchronization
 import Testing
 
 @testable import ParleyServer
@@ -205,4 +206,135 @@ struct ClusterTests {
             #expect(VoiceTests.mediaFiles(a).isEmpty && VoiceTests.mediaFiles(b).isEmpty)
         }
     }
+
+    @Test("a call across nodes: the agent's request lands on node A while its socket is on B; the consumer on A rings, answers, signals and hangs up through B, which holds the call; a device connecting on A rings too; the consumer's socket closing on A ends a call held on B")
+    func callAcrossNodes() async throws {
+        try await Self.twoNodes(configure: CallTests.configure) { a, b in
+            let acme = try await BrandScenario.make(a)
+            let (agentToken, _) = try await acme.agent(permissions: [.initiateVoiceCall, .initiateVideoCall])
+            let (consumerToken, consumer) = try await acme.consumer(name: "Ana")
+            let conversation = try await acme.send("Can you call me?", as: consumerToken).conversation
+            let agentOnB = try await RealtimeProbe.connect(port: b.port, token: agentToken)
+            let consumerOnA = try await RealtimeProbe.connect(port: a.port, token: consumerToken)
+
+            // The HTTP request reaches A (a load balancer without stickiness): B, with the socket, holds the call.
+            let started = try await a.post(
+                "/v1/conversations/\(conversation.id)/calls", token: agentToken,
+                json: StartCallRequest(media: .voice, connectionId: agentOnB.connectionId))
+            #expect(started.status == .created, "\(started.text)")
+            let call = try started.decode(CallSessionResponse.self).call
+            #expect(b.services.calls.liveCount == 1 && a.services.calls.liveCount == 0)
+            #expect(try await a.services.store.read { repo in try await repo.callAndNode(brandId: acme.brand.id, id: call.id) }?.node
+                == b.services.calls.node)
+            // A connection id no node has is refused, after every node was asked.
+            let nowhere = try await a.post(
+                "/v1/conversations/\(conversation.id)/calls", token: agentToken,
+                json: StartCallRequest(media: .voice, connectionId: ConnectionID.make()))
+            #expect(nowhere.status == .unprocessableContent)
+            #expect(try nowhere.error.code == "connection_not_found")
+
+            // The consumer on A rings; a second device connecting to A while it rings rings too.
+            _ = try await consumerOnA.next(where: { CallTests.call($0, .ringing) != nil })
+            let lateDevice = try await RealtimeProbe.connect(port: a.port, token: consumerToken)
+            let rang = try #require(CallTests.call(try await lateDevice.next(where: { CallTests.call($0, .ringing) != nil }), .ringing))
+            #expect(rang.id == call.id && rang.ringsUntil != nil)
+
+            // Answered on A: forwarded to B, which binds the consumer's connection on A.
+            let accepted = try await CallTests.request(consumerOnA, .callAccept(id: "a1", callId: call.id), id: "a1").get()
+            #expect(accepted.0.state == .connecting && accepted.0.answeredBy == consumer.id.rawValue)
+            #expect(accepted.1?.iceServers.last?.username?.hasSuffix("\(call.id).consumer") == true)
+            _ = try await agentOnB.next(where: { CallTests.call($0, .connecting) != nil })
+            // The other device on A is refused by B, with B's reason.
+            #expect(CallTests.errorCode(try await CallTests.request(lateDevice, .callAccept(id: "a2", callId: call.id), id: "a2")) == "call_already_answered")
+
+            // Signalling both ways: the offer from B reaches the socket on A; the answer from A reaches B.
+            let offer = CallSignal(kind: .offer, sdp: CallTests.offer)
+            _ = try await CallTests.request(agentOnB, .callSignal(id: "s1", callId: call.id, offer), id: "s1").get()
+            guard case .callSignal(_, .agent, let relayed) = try await consumerOnA.next(where: {
+                if case .callSignal = $0 { return true } else { return false }
+            }) else { throw TestFailure("no offer") }
+            #expect(relayed == offer)
+            _ = try await CallTests.request(consumerOnA, .callSignal(id: "s2", callId: call.id, CallSignal(kind: .answer, sdp: CallTests.offer)), id: "s2").get()
+            guard case .callSignal(_, .consumer, let answer) = try await agentOnB.next(where: {
+                if case .callSignal = $0 { return true } else { return false }
+            }) else { throw TestFailure("no answer") }
+            #expect(answer.kind == .answer)
+            let active = try await CallTests.request(consumerOnA, .callReport(id: "r1", callId: call.id, .connected, reason: nil), id: "r1").get()
+            #expect(active.0.state == .active)
+            _ = try await CallTests.request(consumerOnA, .callMedia(id: "m1", callId: call.id, CallMediaState(muted: true, cameraOn: false)), id: "m1").get()
+            guard case .callMedia(_, .consumer, let media) = try await agentOnB.next(where: {
+                if case .callMedia = $0 { return true } else { return false }
+            }) else { throw TestFailure("no media state") }
+            #expect(media.muted)
+
+            // The consumer hangs up on A: B ends the call and stores the record; a repeat gets the record.
+            let ended = try await CallTests.request(consumerOnA, .callHangUp(id: "h1", callId: call.id), id: "h1").get().0
+            #expect(ended.state == .ended && ended.endedBy == .consumer && ended.outcome == .completed)
+            #expect(b.services.calls.liveCount == 0)
+            let again = try await CallTests.request(consumerOnA, .callHangUp(id: "h2", callId: call.id), id: "h2").get().0
+            #expect(again.endedBy == .consumer)
+            _ = try await agentOnB.next(where: { CallTests.callEvent($0) != nil })
+
+            // A second call, answered on A; the consumer's socket on A closes: B hears it and ends the call.
+            let second = try await a.post(
+                "/v1/conversations/\(conversation.id)/calls", token: agentToken,
+                json: StartCallRequest(media: .voice, connectionId: agentOnB.connectionId)).decode(CallSessionResponse.self).call
+            _ = try await CallTests.request(consumerOnA, .callAccept(id: "a3", callId: second.id), id: "a3").get()
+            await consumerOnA.close()
+            let left = try #require(CallTests.call(try await agentOnB.next(where: { CallTests.call($0, .ended)?.id == second.id }), .ended))
+            #expect(left.endReason == .consumerDisconnected)
+            #expect(b.services.calls.liveCount == 0)
+            await lateDevice.close()
+            await agentOnB.close()
+        }
+    }
+
+    @Test("the record of a call whose node is gone is ended by a node that knows who is alive; live nodes' calls are left alone")
+    func orphanedCalls() async throws {
+        try await Self.twoNodes(configure: CallTests.configure) { a, b in
+            let acme = try await BrandScenario.make(a)
+            let (consumerToken, _) = try await acme.consumer(name: "Ana")
+            let conversation = try await acme.send("Call me", as: consumerToken).conversation
+            func record(_ node: String) async throws -> CallDTO {
+                let call = CallDTO(
+                    id: CallID.make(), conversationId: conversation.id, media: .voice, state: .active, version: 1, invitedBy: "agt_x",
+                    inviterName: "Sam", invitedAt: Date().addingTimeInterval(-60), answeredAt: Date().addingTimeInterval(-50))
+                try await a.services.store.write { repo in try await repo.insertCall(call, brandId: acme.brand.id, node: node) }
+                return call
+            }
+            let gone = try await record("node_gone")
+            let onB = try await record(b.services.calls.node)
+            // Too new to know who is alive: nothing is touched.
+            let relay = StubRelay(node: a.services.calls.node, live: nil)
+            let sweeper = CallService(
+                store: a.services.store, hub: a.services.hub, bus: a.services.bus, conversations: a.services.conversations,
+                configuration: a.services.configuration, clock: a.services.calls.clock, relay: relay, logger: a.services.calls.logger)
+            await sweeper.endOrphanedCalls()
+            #expect(try await a.services.store.read { repo in try await repo.unfinishedCalls(limit: 10) }.count == 2)
+            relay.live.withLock { $0 = [a.services.calls.node, b.services.calls.node] }
+            await sweeper.endOrphanedCalls()
+            let stored = try await a.services.store.read { repo in try await repo.call(brandId: acme.brand.id, id: gone.id) }
+            #expect(stored?.state == .ended && stored?.outcome == .failed && stored?.endReason == .serverShutdown)
+            #expect(try await a.services.store.read { repo in try await repo.call(brandId: acme.brand.id, id: onB.id) }?.state == .active)
+        }
+    }
+}
+
+/// A relay that says which nodes are alive, for the sweep.
+final class StubRelay: CallRelay, Sendable {
+    let node: String
+    let live: Mutex<Set<String>?>
+
+    init(node: String, live: Set<String>?) {
+        self.node = node
+        self.live = Mutex(live)
+    }
+
+    func forward(_ call: ForwardedCall, to node: String?, timeout: Duration) async throws -> CallAnswer {
+        throw ParleyError.callNodeUnavailable
+    }
+
+    func serveCalls(_ handler: @escaping @Sendable (ForwardedCall) async -> CallAnswer?) {}
+
+    func liveNodes() -> Set<String>? { live.withLock { $0 } }
 }

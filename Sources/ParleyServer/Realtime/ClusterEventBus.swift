@@ -23,6 +23,16 @@ public final class ClusterEventBus: EventBus, Service {
         var frame: RealtimeEvent?
         var domain: DomainEvent?
         var presence: PresenceNotice?
+        var call: CallEnvelope?
+    }
+
+    /// A call frame forwarded to the node holding the call (`to`; nil: every node), or its answer
+    /// (`to`: the node that asked), matched by `id`.
+    struct CallEnvelope: Codable, Sendable {
+        var to: String?
+        var id: UInt64
+        var forwarded: ForwardedCall?
+        var answer: CallAnswer?
     }
 
     /// This process, as other nodes know it.
@@ -38,6 +48,9 @@ public final class ClusterEventBus: EventBus, Service {
     private let seen = Mutex<[String: UInt64]>([:])
     private let gapHandlers = Mutex<[@Sendable () -> Void]>([])
     private let presenceHandlers = Mutex<[@Sendable (String, PresenceNotice) -> Void]>([])
+    /// Forwarded call frames waiting for their answer, by id.
+    private let waitingAnswers = Mutex<(last: UInt64, waiting: [UInt64: CheckedContinuation<CallAnswer, any Error>])>((0, [:]))
+    private let callHandler = Mutex<(@Sendable (ForwardedCall) async -> CallAnswer?)?>(nil)
     /// Most envelopes sent in one batch.
     static let batch = 256
 
@@ -79,6 +92,42 @@ public final class ClusterEventBus: EventBus, Service {
     /// Registers a handler for other nodes' presence notices (with the sending node).
     func subscribe(presence handler: @escaping @Sendable (String, PresenceNotice) -> Void) {
         presenceHandlers.withLock { $0.append(handler) }
+    }
+
+    // MARK: Forwarded call frames
+
+    /// Sends a call frame to `node` (nil: every node) and waits up to `timeout` for the answer.
+    func forward(_ call: ForwardedCall, to node: String?, timeout: Duration) async throws -> CallAnswer {
+        let id = waitingAnswers.withLock { state in
+            state.last += 1
+            return state.last
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            waitingAnswers.withLock { $0.waiting[id] = continuation }
+            send(Envelope(node: self.node, seq: 0, call: CallEnvelope(to: node, id: id, forwarded: call)))
+            Task {
+                // A network deadline, in real time: the node asked may be gone.
+                try? await Task.sleep(for: timeout)
+                self.waitingAnswers.withLock { $0.waiting.removeValue(forKey: id) }?.resume(throwing: ParleyError.callNodeUnavailable)
+            }
+        }
+    }
+
+    /// Answers call frames forwarded to this node; `handler` returns nil to stay silent.
+    func serveCalls(_ handler: @escaping @Sendable (ForwardedCall) async -> CallAnswer?) {
+        callHandler.withLock { $0 = handler }
+    }
+
+    private func received(_ envelope: CallEnvelope, from sender: String) {
+        guard envelope.to == nil || envelope.to == node else { return }
+        if let answer = envelope.answer {
+            waitingAnswers.withLock { $0.waiting.removeValue(forKey: envelope.id) }?.resume(returning: answer)
+        } else if let forwarded = envelope.forwarded, let handler = callHandler.withLock({ $0 }) {
+            Task {
+                guard let answer = await handler(forwarded) else { return }
+                self.send(Envelope(node: self.node, seq: 0, call: CallEnvelope(to: sender, id: envelope.id, answer: answer)))
+            }
+        }
     }
 
     /// Called when this node may have missed envelopes (its clients should resume from the log).
@@ -171,6 +220,7 @@ public final class ClusterEventBus: EventBus, Service {
         if let notice = envelope.presence {
             for handler in presenceHandlers.withLock({ $0 }) { handler(envelope.node, notice) }
         }
+        if let call = envelope.call { received(call, from: envelope.node) }
     }
 
     private func gap(_ why: String) {

@@ -42,6 +42,7 @@ public final class ClusterPresence: PresenceDirectory, Service {
     private let snapshotInterval: Duration
     private let expiry: Duration
     private let nodes = Mutex<[String: View]>([:])
+    private let started = ContinuousClock.now
     private let observer = Mutex<(@Sendable (AgentPrincipal, Bool) -> Void)?>(nil)
 
     public init(hub: RealtimeHub, bus: ClusterEventBus, snapshotInterval: Duration = .seconds(5), expiry: Duration = .seconds(15), logger: Logger) {
@@ -65,6 +66,13 @@ public final class ClusterPresence: PresenceDirectory, Service {
 
     public func isConnected(consumerId: ConsumerID) -> Bool {
         hub.isConnected(consumerId: consumerId) || nodes.withLock { $0.values.contains { $0.consumers.contains(consumerId) } }
+    }
+
+    /// The nodes heard from within the expiry, this one included; nil until this node has listened
+    /// for that long (before, a live node may not have been heard yet).
+    func liveNodes(now: ContinuousClock.Instant = .now) -> Set<String>? {
+        guard now - started >= expiry else { return nil }
+        return nodes.withLock { nodes in Set(nodes.filter { now - $0.value.heard <= expiry }.keys) }.union([bus.node])
     }
 
     public func onAgentConnectivity(_ observer: @escaping @Sendable (AgentPrincipal, Bool) -> Void) {
@@ -144,4 +152,22 @@ public final class ClusterPresence: PresenceDirectory, Service {
             }
         }
     }
+}
+
+/// Call frames cross nodes on the cluster's bus; the presence says which nodes are alive.
+struct BusCallRelay: CallRelay {
+    let bus: ClusterEventBus
+    let presence: ClusterPresence
+
+    var node: String { bus.node }
+
+    func forward(_ call: ForwardedCall, to node: String?, timeout: Duration) async throws -> CallAnswer {
+        try await bus.forward(call, to: node, timeout: timeout)
+    }
+
+    func serveCalls(_ handler: @escaping @Sendable (ForwardedCall) async -> CallAnswer?) {
+        bus.serveCalls(handler)
+    }
+
+    func liveNodes() -> Set<String>? { presence.liveNodes() }
 }

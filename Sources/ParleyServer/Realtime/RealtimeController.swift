@@ -57,7 +57,7 @@ struct RealtimeController {
             to: outbox)
         if case .consumer(let consumer) = principal {
             // A device that connects while a call rings rings too.
-            for call in calls.ringing(for: consumer) { send(.call(call), to: outbox) }
+            for call in await calls.ringing(for: consumer) { send(.call(call), to: outbox) }
         }
 
         await withTaskGroup(of: Void.self) { group in

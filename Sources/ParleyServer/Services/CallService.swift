@@ -9,12 +9,15 @@ import Synchronization
 
 /// Voice and video calls: invitations, the call state machine, signalling relay and call records.
 ///
-/// A live call exists only in this node's memory, bound to the two real-time connections that take
-/// part in it: the inviting agent's and the consumer device's that accepted. Signalling goes only
-/// between those two. The stored record (table `calls`) follows the call and is final once it ends,
-/// when a sequenced `call` event also puts it in the conversation's timeline.
+/// A live call exists in the memory of one node (the one with the inviting agent's real-time
+/// connection), bound to the two real-time connections that take part in it: the inviting agent's
+/// and the consumer device's that accepted. Signalling goes only between those two. The stored
+/// record (table `calls`) follows the call, names the node that holds it, and is final once it
+/// ends, when a sequenced `call` event also puts it in the conversation's timeline. On several
+/// nodes, frames that arrive elsewhere are forwarded to that node (CallService+Cluster.swift).
 ///
-/// A `Service`: at start it closes records a crash left open; on shutdown it ends every live call.
+/// A `Service`: at start it closes records a crash left open (and, on several nodes, those of
+/// nodes that went away, now and then); on shutdown it ends every live call.
 public final class CallService: Service, Sendable {
     let sessions = Mutex<[CallID: Session]>([:])
     let store: Store
@@ -24,11 +27,19 @@ public final class CallService: Service, Sendable {
     let configuration: ParleyConfiguration
     let clock: any WallClock
     let logger: Logger
+    /// Carries frames to and from the other nodes; nil on one node.
+    let relay: (any CallRelay)?
+    /// This node's name in the records of the calls it holds.
+    let node: String
+    /// Connections here bound to calls other nodes hold.
+    let remoteBindings = Mutex<[ConnectionID: RemoteBinding]>([:])
 
     init(
         store: Store, hub: RealtimeHub, bus: any EventBus, conversations: ConversationService, configuration: ParleyConfiguration,
-        clock: any WallClock, logger: Logger
+        clock: any WallClock, relay: (any CallRelay)? = nil, logger: Logger
     ) {
+        self.relay = relay
+        self.node = relay?.node ?? "node_" + Identifier.random(12)
         self.clock = clock
         self.bus = bus
         self.store = store
@@ -36,6 +47,7 @@ public final class CallService: Service, Sendable {
         self.conversations = conversations
         self.configuration = configuration
         self.logger = logger
+        relay?.serveCalls { [weak self] forwarded in await self?.answer(forwarded) }
     }
 
     /// Live calls on this node.
@@ -44,8 +56,32 @@ public final class CallService: Service, Sendable {
     // MARK: Starting
 
     /// The agent invites the conversation's consumer. Signalling for the agent's side goes to the
-    /// agent's real-time connection `request.connectionId`.
+    /// agent's real-time connection `request.connectionId`; the node that has it holds the call.
     public func start(_ agent: AgentPrincipal, conversationId: ConversationID, _ request: StartCallRequest) async throws -> CallSessionResponse {
+        if let relay, ConnectionID.isWellFormed(request.connectionId), hub.principal(ofConnection: request.connectionId) == nil {
+            try CallRules.requirePermission(agent, media: request.media)
+            let answer: CallAnswer
+            do {
+                answer = try await relay.forward(
+                    ForwardedCall(
+                        principal: .agent(agent), callId: nil, connection: request.connectionId, command: .start(conversationId: conversationId, request)),
+                    to: nil, timeout: Self.forwardTimeout)
+            } catch let error as ParleyError where error.code == ParleyError.callNodeUnavailable.code {
+                throw Self.connectionNotFound  // no node has that connection
+            }
+            if let error = answer.error { throw error }
+            guard let call = answer.call, let ice = answer.ice else { throw ParleyError.callNodeUnavailable }
+            return CallSessionResponse(call: call, ice: ice)
+        }
+        return try await startHere(agent, conversationId: conversationId, request)
+    }
+
+    private static let connectionNotFound = ParleyError(
+        .unprocessable, code: "connection_not_found",
+        message: "connectionId must be one of your open real-time connections (from its hello frame).", field: "connectionId")
+
+    /// Starts the call on this node, which has the agent's connection.
+    func startHere(_ agent: AgentPrincipal, conversationId: ConversationID, _ request: StartCallRequest) async throws -> CallSessionResponse {
         try CallRules.requirePermission(agent, media: request.media)
         let (conversation, inviter) = try await store.read { repo in
             let conversation = try await ConversationService.authorizedConversation(.agent(agent), id: conversationId, in: repo, lock: false)
@@ -54,9 +90,7 @@ public final class CallService: Service, Sendable {
         guard ConnectionID.isWellFormed(request.connectionId),
             case .agent(let owner) = hub.principal(ofConnection: request.connectionId), owner.agentId == agent.agentId
         else {
-            throw ParleyError(
-                .unprocessable, code: "connection_not_found",
-                message: "connectionId must be one of your open real-time connections (from its hello frame).", field: "connectionId")
+            throw Self.connectionNotFound
         }
         try CallRules.authorizeInvite(agent, media: request.media, channel: conversation.channel, conversationState: conversation.state)
         let now = clock.now()
@@ -77,7 +111,7 @@ public final class CallService: Service, Sendable {
             sessions[call.id] = session
         }
         do {
-            try await store.write { repo in try await repo.insertCall(call, brandId: agent.brandId) }
+            try await store.write { repo in try await repo.insertCall(call, brandId: agent.brandId, node: self.node) }
         } catch {
             _ = sessions.withLock { $0.removeValue(forKey: call.id) }
             throw error
@@ -93,20 +127,67 @@ public final class CallService: Service, Sendable {
 
     /// The consumer answers on the device of `connection`; that device becomes the call's consumer side.
     public func accept(_ principal: Principal, callId: CallID, connection: ConnectionID) async throws -> CallSessionResponse {
-        let call = try await transition(callId, .accept, actor: .principal(principal, connection: connection))
-        return CallSessionResponse(call: call, ice: iceConfiguration(callId: callId, party: .consumer, now: clock.now()))
+        if let answer = try await forwarded(principal, callId: callId, connection: connection, .accept) {
+            guard let call = answer.call, let ice = answer.ice else { throw ParleyError.callNodeUnavailable }
+            return CallSessionResponse(call: call, ice: ice)
+        }
+        return try await acceptHere(principal, callId: callId, connection: connection)
     }
 
     public func reject(_ principal: Principal, callId: CallID, connection: ConnectionID) async throws -> CallDTO {
-        try await transition(callId, .reject, actor: .principal(principal, connection: connection))
+        try await perform(principal, callId: callId, connection: connection, .reject) {
+            try await self.transition(callId, .reject, actor: .principal(principal, connection: connection))
+        }
     }
 
     public func hangUp(_ principal: Principal, callId: CallID, connection: ConnectionID) async throws -> CallDTO {
-        try await transition(callId, .hangUp, actor: .principal(principal, connection: connection))
+        try await perform(principal, callId: callId, connection: connection, .hangUp) {
+            try await self.transition(callId, .hangUp, actor: .principal(principal, connection: connection))
+        }
     }
 
     /// A side reports that its media connected, or failed.
     public func report(
+        _ principal: Principal, callId: CallID, _ report: CallConnectionReport, reason: CallEndReason?, connection: ConnectionID
+    ) async throws -> CallDTO {
+        try await perform(principal, callId: callId, connection: connection, .report(report, reason: reason)) {
+            try await self.reportHere(principal, callId: callId, report, reason: reason, connection: connection)
+        }
+    }
+
+    /// Relays an offer, answer or ICE candidate to the other side. Offers that bring video into a
+    /// voice call need an inviter who may make video calls; they turn the call into a video call.
+    public func signal(_ principal: Principal, callId: CallID, _ signal: CallSignal, connection: ConnectionID) async throws -> CallDTO {
+        try CallRules.validate(signal)
+        return try await perform(principal, callId: callId, connection: connection, .signal(signal)) {
+            try await self.signalHere(principal, callId: callId, signal, connection: connection)
+        }
+    }
+
+    /// A side muted or unmuted, or turned its camera on or off; the other side is told.
+    public func media(_ principal: Principal, callId: CallID, _ state: CallMediaState, connection: ConnectionID) async throws -> CallDTO {
+        try await perform(principal, callId: callId, connection: connection, .media(state)) {
+            try await self.mediaHere(principal, callId: callId, state, connection: connection)
+        }
+    }
+
+    /// Forwards the frame to the node holding the call, or runs `here`.
+    private func perform(
+        _ principal: Principal, callId: CallID, connection: ConnectionID, _ command: CallCommand, here: () async throws -> CallDTO
+    ) async throws -> CallDTO {
+        if let answer = try await forwarded(principal, callId: callId, connection: connection, command) {
+            guard let call = answer.call else { throw ParleyError.callNodeUnavailable }
+            return call
+        }
+        return try await here()
+    }
+
+    func acceptHere(_ principal: Principal, callId: CallID, connection: ConnectionID) async throws -> CallSessionResponse {
+        let call = try await transition(callId, .accept, actor: .principal(principal, connection: connection))
+        return CallSessionResponse(call: call, ice: iceConfiguration(callId: callId, party: .consumer, now: clock.now()))
+    }
+
+    func reportHere(
         _ principal: Principal, callId: CallID, _ report: CallConnectionReport, reason: CallEndReason?, connection: ConnectionID
     ) async throws -> CallDTO {
         switch report {
@@ -122,9 +203,7 @@ public final class CallService: Service, Sendable {
         }
     }
 
-    /// Relays an offer, answer or ICE candidate to the other side. Offers that bring video into a
-    /// voice call need an inviter who may make video calls; they turn the call into a video call.
-    public func signal(_ principal: Principal, callId: CallID, _ signal: CallSignal, connection: ConnectionID) async throws -> CallDTO {
+    func signalHere(_ principal: Principal, callId: CallID, _ signal: CallSignal, connection: ConnectionID) async throws -> CallDTO {
         try CallRules.validate(signal)
         let usesVideo = signal.sdp.map(CallRules.sdpUsesVideo) ?? false
         let (session, target, decision, upgraded) = try sessions.withLock { sessions throws(ParleyError) in
@@ -156,8 +235,7 @@ public final class CallService: Service, Sendable {
         return session.call
     }
 
-    /// A side muted or unmuted, or turned its camera on or off; the other side is told.
-    public func media(_ principal: Principal, callId: CallID, _ state: CallMediaState, connection: ConnectionID) async throws -> CallDTO {
+    func mediaHere(_ principal: Principal, callId: CallID, _ state: CallMediaState, connection: ConnectionID) async throws -> CallDTO {
         let (session, party, upgraded) = try sessions.withLock { sessions throws(ParleyError) in
             var session = try Self.live(sessions, callId, principal)
             let party = try Self.bound(session, principal, connection: connection)
@@ -179,8 +257,14 @@ public final class CallService: Service, Sendable {
         return session.call
     }
 
-    /// Ends the calls a closed connection took part in.
+    /// Ends the calls a closed connection took part in, here and on the nodes holding calls it
+    /// was bound to.
     public func connectionClosed(_ connectionId: ConnectionID) async {
+        await connectionClosedHere(connectionId)
+        await remoteConnectionClosed(connectionId)
+    }
+
+    func connectionClosedHere(_ connectionId: ConnectionID) async {
         let affected = sessions.withLock { sessions in
             sessions.values.compactMap { session -> (CallID, CallParty)? in
                 if session.agentConnection == connectionId { return (session.call.id, .agent) }
@@ -193,8 +277,12 @@ public final class CallService: Service, Sendable {
         }
     }
 
-    /// Calls ringing for this consumer: a device that connects while it rings rings too.
-    public func ringing(for consumer: ConsumerPrincipal) -> [CallDTO] {
+    /// Calls ringing for this consumer, on any node: a device that connects while it rings rings too.
+    public func ringing(for consumer: ConsumerPrincipal) async -> [CallDTO] {
+        await ringingElsewhere(for: consumer) + ringingHere(for: consumer)
+    }
+
+    private func ringingHere(for consumer: ConsumerPrincipal) -> [CallDTO] {
         sessions.withLock { sessions in
             sessions.values.filter { $0.consumerId == consumer.consumerId && $0.brandId == consumer.brandId && $0.machine.state == .ringing }
                 .map(\.call)
@@ -215,7 +303,7 @@ public final class CallService: Service, Sendable {
 
     // MARK: Transitions
 
-    private static let callNotFound = ParleyError(.notFound, code: "call_not_found", message: "There is no live call with this id.")
+    static let callNotFound = ParleyError(.notFound, code: "call_not_found", message: "There is no live call with this id.")
     private static let otherDevice = ParleyError(.conflict, code: "call_on_other_device", message: "This call is taking place on another device or tab.")
     private static let videoRefused = ParleyError(
         .forbidden, code: "video_not_allowed", message: "Video is not allowed in this call: the inviting agent may make voice calls only.")
@@ -243,7 +331,7 @@ public final class CallService: Service, Sendable {
     }
 
     @discardableResult
-    private func transition(_ callId: CallID, _ event: CallMachine.Event, actor: Actor) async throws -> CallDTO {
+    func transition(_ callId: CallID, _ event: CallMachine.Event, actor: Actor) async throws -> CallDTO {
         let now = clock.now()
         let outcome = try sessions.withLock { sessions throws(ParleyError) -> (Session, changed: Bool)? in
             guard var session = sessions[callId] else { return nil }

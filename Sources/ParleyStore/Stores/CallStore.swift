@@ -5,21 +5,37 @@ import SQLKit
 
 /// Voice and video calls: one row per call, written as it rings, connects and ends.
 public protocol CallStore: Sendable {
-    func insertCall(_ call: CallDTO, brandId: BrandID) async throws
+    /// `node`: the node that holds the live call (several nodes), where other nodes forward its frames.
+    func insertCall(_ call: CallDTO, brandId: BrandID, node: String?) async throws
     /// Writes the call as it is now, unless the stored record has already ended (a late write after
     /// the end must not undo it). Returns whether a row changed.
     @discardableResult
     func updateCall(_ call: CallDTO, brandId: BrandID) async throws -> Bool
     func call(brandId: BrandID, id: CallID) async throws -> CallDTO?
+    /// The call with the node that holds it while it is live.
+    func callAndNode(brandId: BrandID, id: CallID) async throws -> (call: CallDTO, node: String?)?
+    /// The consumer's calls ringing now, with the node that holds each.
+    func ringingCalls(brandId: BrandID, consumerId: ConsumerID) async throws -> [(call: CallDTO, node: String?)]
     /// A conversation's calls, newest first.
     func calls(conversationId: ConversationID, brandId: BrandID, limit: Int) async throws -> [CallDTO]
     /// Calls without an end, e.g. left by a crash. Includes the brand id of each.
-    func unfinishedCalls(limit: Int) async throws -> [(brandId: BrandID, call: CallDTO)]
+    func unfinishedCalls(limit: Int) async throws -> [(brandId: BrandID, call: CallDTO, node: String?)]
+}
+
+extension CallStore {
+    public func insertCall(_ call: CallDTO, brandId: BrandID) async throws {
+        try await insertCall(call, brandId: brandId, node: nil)
+    }
 }
 
 extension SQLRepository: CallStore {
-    public func insertCall(_ call: CallDTO, brandId: BrandID) async throws {
+    public func insertCall(_ call: CallDTO, brandId: BrandID, node: String?) async throws {
         try await db.insert(CallRow(call, brandId: brandId))
+        if let node {
+            // Apart from `CallRow`: the row's updates write every column, and only the node that holds
+            // the call sets this one.
+            try await db.raw("UPDATE calls SET node = \(bind: node) WHERE id = \(bind: call.id)").run()
+        }
     }
 
     @discardableResult
@@ -44,9 +60,32 @@ extension SQLRepository: CallStore {
         ).all(CallRow.self).map(\.dto)
     }
 
-    public func unfinishedCalls(limit: Int) async throws -> [(brandId: BrandID, call: CallDTO)] {
-        try await db.raw("SELECT * FROM calls WHERE ended_at IS NULL ORDER BY invited_at LIMIT \(bind: limit)")
-            .all(CallRow.self).map { ($0.brandId, $0.dto) }
+    public func callAndNode(brandId: BrandID, id: CallID) async throws -> (call: CallDTO, node: String?)? {
+        guard let row = try await db.raw("SELECT * FROM calls WHERE id = \(bind: id) AND brand_id = \(bind: brandId)").first() else {
+            return nil
+        }
+        return (try row.decode(CallRow.self).dto, try row.decodeNil(column: "node") ? nil : row.decode(column: "node", as: String.self))
+    }
+
+    public func ringingCalls(brandId: BrandID, consumerId: ConsumerID) async throws -> [(call: CallDTO, node: String?)] {
+        let rows = try await db.raw(
+            """
+            SELECT calls.* FROM calls JOIN conversations ON conversations.id = calls.conversation_id
+            WHERE calls.brand_id = \(bind: brandId) AND conversations.brand_id = \(bind: brandId)
+              AND conversations.consumer_id = \(bind: consumerId) AND calls.state = 'ringing' AND calls.ended_at IS NULL
+            ORDER BY calls.invited_at LIMIT 10
+            """
+        ).all()
+        return try rows.map { row in
+            (try row.decode(CallRow.self).dto, try row.decodeNil(column: "node") ? nil : row.decode(column: "node", as: String.self))
+        }
+    }
+
+    public func unfinishedCalls(limit: Int) async throws -> [(brandId: BrandID, call: CallDTO, node: String?)] {
+        try await db.raw("SELECT * FROM calls WHERE ended_at IS NULL ORDER BY invited_at LIMIT \(bind: limit)").all().map { row in
+            let stored = try row.decode(CallRow.self)
+            return (stored.brandId, stored.dto, try row.decodeNil(column: "node") ? nil : row.decode(column: "node", as: String.self))
+        }
     }
 }
 
