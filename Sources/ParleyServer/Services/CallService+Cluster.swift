@@ -67,6 +67,10 @@ extension ParleyError {
 }
 
 extension CallService {
+    /// A record that names no node was written by a node of the version before schema 26: on
+    /// several nodes it is ended only this long after its invitation (that node may still hold it).
+    static let unnamedCallAge: TimeInterval = 4 * 3600
+
     /// How long a node waits for another's answer to a forwarded frame.
     static let forwardTimeout = Duration.seconds(5)
 
@@ -170,7 +174,13 @@ extension CallService {
         do {
             let open = try await store.read { repo in try await repo.unfinishedCalls(limit: 1000) }
             var closed = 0
-            for (brandId, record, holder) in open where !holds(record.id) && !(holder.map(alive.contains) ?? false) {
+            let now = clock.now()
+            for (brandId, record, holder) in open where !holds(record.id) {
+                if let holder {
+                    if alive.contains(holder) { continue }
+                } else if relay != nil, now.timeIntervalSince(record.invitedAt) < Self.unnamedCallAge {
+                    continue  // held by a node of the previous version (a rolling upgrade), which names no node
+                }
                 var call = record
                 call.state = .ended
                 call.endedAt = clock.now()
