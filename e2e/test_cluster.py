@@ -32,6 +32,10 @@ class Cluster:
     def node_url(self, n):
         return f"http://127.0.0.1:{(self.directory / f'node{n}.port').read_text().strip()}"
 
+    def pinned_url(self, n):
+        """HAProxy's frontend that sends everything to node n only."""
+        return f"http://127.0.0.1:{(self.directory / f'pin{n}.port').read_text().strip()}"
+
     def script(self, *args):
         subprocess.run(["scripts/cluster.sh", *args], cwd=ROOT, check=True, capture_output=True, text=True,
                        env={**os.environ, "CLUSTER_DIR": str(self.directory)}, timeout=120)
@@ -145,15 +149,16 @@ def assert_logged_once_in_order(cluster, results):
 
 
 class Node:
-    """One node as the page helpers want a server: its own address, the demo brand's login."""
+    """One node as the page helpers want a server: HAProxy's frontend pinned to it, the demo brand's login."""
 
     def __init__(self, cluster, n):
-        self.url, self.app_id, self.email, self.password = cluster.node_url(n), cluster.app_id, cluster.email, cluster.password
+        self.url, self.app_id, self.email, self.password = cluster.pinned_url(n), cluster.app_id, cluster.email, cluster.password
 
 
 def test_widget_on_one_node_and_workspace_on_another(cluster, browser, shoot, console_errors):
-    """The customer's widget talks to node 1 only, the agent's workspace to node 3 only: text both ways,
-    typing, read receipts, presence, routing and a voice note recorded on node 1 played on node 3."""
+    """The customer's widget talks to node 1 only, the agent's workspace to node 3 only (each through
+    HAProxy, pinned): text both ways, typing, read receipts, presence, routing and a voice note
+    recorded on node 1 played on node 3."""
     a, b = Node(cluster, 1), Node(cluster, 3)
     agent = console_errors(browser.new_context(viewport={"width": 1280, "height": 800}).new_page())
     agent.goto(b.url + "/")

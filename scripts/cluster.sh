@@ -8,8 +8,11 @@
 #   scripts/cluster.sh restart N stops node N (SIGTERM: it drains) and starts it again on its port
 #   scripts/cluster.sh kill N    kills node N (SIGKILL), as a crash would
 # Everything lives in $CLUSTER_DIR (default ./cluster-data); the load balancer listens on
-# $CLUSTER_PORT (default 8080), the nodes and the stores on free ports. (Not PARLEY_*: a node refuses
-# settings it does not know.)
+# $CLUSTER_PORT (default 8080), and once more per node on a free port that sends everything to that
+# node only (pinned: to show or test one client on one node); the nodes and the stores on free ports.
+# HAProxy refuses an address's connections past $CLUSTER_CONNECTIONS_PER_ADDRESS (default 1000).
+# PARLEY_* settings in the environment pass to every node. (The knobs are not PARLEY_*: a node
+# refuses settings it does not know.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/daemon.sh
@@ -109,7 +112,11 @@ for n in $(seq 2 $nodes); do start_node "$n"; done
 
 # HAProxy: round robin, no stickiness; WebSockets live up to an hour without traffic (the server
 # pings every 30 s); a node that fails /ready twice leaves the pool, one that passes twice returns.
+# One client address holds at most $per_address connections at once (a stick table counts them):
+# past it HAProxy closes new ones before they reach a node.
 lb_port=${CLUSTER_PORT:-8080}
+per_address=${CLUSTER_CONNECTIONS_PER_ADDRESS:-1000}
+for n in $(seq 1 $nodes); do free_port tcp >"$dir/pin$n.port"; done
 # Each proxied connection takes two descriptors: as many as the descriptor limit allows, up to 50,000.
 maxconn=$(( ($(ulimit -Hn) - 100) / 2 ))
 (( maxconn > 50000 )) && maxconn=50000
@@ -130,6 +137,9 @@ defaults
     option redispatch 1
 frontend parley
     bind 127.0.0.1:$lb_port
+    stick-table type ip size 100k expire 60s store conn_cur
+    tcp-request connection track-sc0 src
+    tcp-request connection reject if { sc0_conn_cur gt $per_address }
     default_backend nodes
 backend nodes
     balance roundrobin
@@ -138,6 +148,10 @@ backend nodes
     default-server inter 1s fall 2 rise 2
 EOF
     for n in $(seq 1 $nodes); do echo "    server node$n 127.0.0.1:$(cat "$dir/node$n.port") check"; done
+    for n in $(seq 1 $nodes); do
+        printf 'frontend pin%s\n    bind 127.0.0.1:%s\n    default_backend pin%s\n' "$n" "$(cat "$dir/pin$n.port")" "$n"
+        printf 'backend pin%s\n    server node%s 127.0.0.1:%s\n' "$n" "$n" "$(cat "$dir/node$n.port")"
+    done
 } >"$dir/haproxy.cfg"
 haproxy -c -q -f "$dir/haproxy.cfg"
 (
@@ -154,7 +168,9 @@ $lb_ready || { echo "cluster: HAProxy did not answer on port $lb_port; see $dir/
 trap - ERR
 
 echo "Parley is running on $nodes nodes behind HAProxy at http://127.0.0.1:$lb_port"
-for n in $(seq 1 $nodes); do echo "  node $n: http://127.0.0.1:$(cat "$dir/node$n.port") (log: $dir/node$n.log)"; done
+for n in $(seq 1 $nodes); do
+    echo "  node $n: http://127.0.0.1:$(cat "$dir/node$n.port"), through HAProxy pinned to it: http://127.0.0.1:$(cat "$dir/pin$n.port") (log: $dir/node$n.log)"
+done
 echo "  PostgreSQL: $(cat "$dir/database.url")   S3 (SeaweedFS): $(cat "$dir/s3.url")"
 sed -n '/Parley created a demo brand/,/password/p' "$dir/node1.log"
 echo "Stop it all with: $0 stop"

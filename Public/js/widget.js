@@ -217,6 +217,7 @@ function receive(frame) {
     follow(frame.message.conversationId);
     timeline.upsert(frame.message);
     if (frame.message.senderKind !== "consumer") {
+      if (frame.message.senderKind === "agent" && !brand.available) refreshAvailability();  // somebody is here after all
       meetAgent(frame.message);
       showTyping(false);
       acknowledge(frame.message);
@@ -226,7 +227,10 @@ function receive(frame) {
     if (event.kind === "receipt") timeline.receipt(event);
     if (event.kind === "voice_processed" && event.message) timeline.upsert(event.message);
     if (event.kind === "call") timeline.callRecord(event);
-    if (event.kind === "assigned") introduce(event);
+    if (event.kind === "assigned") {
+      introduce(event);
+      if (!brand.available) refreshAvailability();
+    }
     if (event.conversationId === conversationId && event.kind === "state_changed" && event.state === "resolved") {
       api.get(`/v1/consumer/conversations/${event.conversationId}`).then((conversation) => showClosed(conversation, event)).catch(() => {});
     }
