@@ -7,10 +7,14 @@ import Testing
 /// The object store goes away and comes back (a SeaweedFS of the test's own, stopped and started
 /// again): uploads are refused with 503 `media_unavailable` within the deadline and leave nothing
 /// behind, reads answer 503, `/ready` says why; once it is back everything works without a restart.
+///
+/// Run in a process of its own (scripts/test.sh: `TEST_OBJECT_STORE_FAULTS=1`, under `timeout`): in two
+/// of three fresh-clone runs of the whole suite it never finished and stalled the suite, though it
+/// passes alone and passed in five local runs of the whole suite; the cause is not found yet.
 @Suite(
     "Object store faults",
     .enabled(if: BlobStoreContractTests.s3Endpoint != nil, "the test script installs SeaweedFS"),
-    .disabled("in two of three fresh-clone runs it never finished (the suite stalled on it); it passes alone: to be found before it runs in CI again"))
+    .enabled(if: ProcessInfo.processInfo.environment["TEST_OBJECT_STORE_FAULTS"] != nil, "scripts/test.sh runs it in a process of its own"))
 struct ObjectStoreFaultTests {
     /// Runs scripts/seaweedfs.sh and returns what it printed. Never blocks a thread: the script's
     /// end is seen by the exit status the shell writes to a file (a blocking wait for a child on the
