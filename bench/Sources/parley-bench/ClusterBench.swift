@@ -1,7 +1,9 @@
 import Foundation
 
 /// Section 6: two nodes on one PostgreSQL (and one SeaweedFS bucket) with the event bus between them:
-/// delivery to an agent connected to the other node against the same node, in the same run.
+/// delivery to an agent connected to the other node against the same node; throughput with one node
+/// taking all the consumers against both; a voice note stored in the bucket against one on local
+/// disk (a one-node SQLite server started in the same run). All in the same run.
 enum ClusterBench {
     struct Report: Sendable {
         var rate: Int
@@ -11,6 +13,27 @@ enum ClusterBench {
         var crossNode: TextBench.Phase
         var sameRange: (Double, Double)
         var crossRange: (Double, Double)
+        var window: Int
+        var oneNode: TextBench.Phase
+        var twoNodes: TextBench.Phase
+        var oneRange: (Double, Double)
+        var twoRange: (Double, Double)
+        /// The same note through a cluster node (media in S3) and through a one-node server on local disk.
+        var voiceS3: VoiceBench.Report?
+        var voiceLocal: VoiceBench.Report?
+    }
+
+    struct Options: Sendable {
+        var consumers: Int
+        var rate: Int
+        var seconds: Double
+        var saturationSeconds: Double
+        var window: Int
+        var repeats: Int
+        /// 0: no voice comparison.
+        var noteSeconds: Int
+        var voiceRuns: Int
+        var ffmpeg: String
     }
 
     /// Runs a repository script (postgres.sh, seaweedfs.sh) and returns its first line of output. The
@@ -42,7 +65,7 @@ enum ClusterBench {
         return text.split(separator: "\n").first.map(String.init) ?? ""
     }
 
-    static func run(binary: URL, publicDir: URL, root: URL, consumers: Int, rate: Int, seconds: Double, repeats: Int) async throws -> Report {
+    static func run(binary: URL, publicDir: URL, root: URL, options: Options) async throws -> Report {
         let work = URL(fileURLWithPath: "/tmp/parley-bench-cluster-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: work.path)
@@ -65,7 +88,17 @@ enum ClusterBench {
             "PARLEY_S3_SECRET_KEY": "bench-secret",
         ]
         do {
-            let report = try await measure(binary: binary, publicDir: publicDir, environment: environment, consumers: consumers, rate: rate, seconds: seconds, repeats: repeats)
+            var report = try await measure(binary: binary, publicDir: publicDir, environment: environment, options: options)
+            if options.noteSeconds > 0 {
+                // The same note on a one-node server with its media on local disk (SQLite), same run.
+                let local = try await ParleyServer(binary: binary, publicDir: publicDir)
+                report.voiceLocal = try await local.use { local in
+                    try await VoiceBench.run(
+                        server: local, noteSeconds: options.noteSeconds, runs: options.voiceRuns, ffmpeg: options.ffmpeg, listeners: 1,
+                        requestsPerListener: 1
+                    ).0
+                }
+            }
             await stopStores()
             return report
         } catch {
@@ -75,8 +108,9 @@ enum ClusterBench {
     }
 
     private static func measure(
-        binary: URL, publicDir: URL, environment: [String: String], consumers: Int, rate: Int, seconds: Double, repeats: Int
+        binary: URL, publicDir: URL, environment: [String: String], options: Options
     ) async throws -> Report {
+        let (rate, seconds, repeats) = (options.rate, options.seconds, options.repeats)
         let a = try await ParleyServer(binary: binary, publicDir: publicDir, extraEnvironment: environment)
         return try await a.use { a in
             let b = try await ParleyServer(
@@ -84,10 +118,13 @@ enum ClusterBench {
                 demo: (a.appId, a.adminEmail, a.adminPassword))
             return try await b.use { b in
                 let agentToken = try await a.api.login(email: a.adminEmail, password: a.adminPassword)
-                let sessions = try await TextBench.openConversations(a, consumers: consumers)
+                let sessions = try await TextBench.openConversations(a, consumers: options.consumers)
                 var same: [TextBench.Phase] = []
                 var cross: [TextBench.Phase] = []
+                var one: [TextBench.Phase] = []
+                var two: [TextBench.Phase] = []
                 let capacity = rate * Int(seconds.rounded(.up)) + 16
+                let saturationCapacity = 60_000 * Int(options.saturationSeconds.rounded(.up)) + 16
                 for _ in 0..<repeats {
                     same.append(
                         try await TextBench.phase(
@@ -97,14 +134,35 @@ enum ClusterBench {
                         try await TextBench.phase(
                             "across nodes", server: a, agentToken: agentToken, sessions: sessions, seconds: seconds, capacity: capacity,
                             mode: .fixedRate(rate), agentPort: b.port, otherNodes: [b.child]))
+                    // Throughput: every consumer on node A (B idle beside it), then half on each.
+                    one.append(
+                        try await TextBench.phase(
+                            "one node", server: a, agentToken: agentToken, sessions: sessions, seconds: options.saturationSeconds,
+                            capacity: saturationCapacity, mode: .window(options.window), otherNodes: [b.child]))
+                    two.append(
+                        try await TextBench.phase(
+                            "two nodes", server: a, agentToken: agentToken, sessions: sessions, seconds: options.saturationSeconds,
+                            capacity: saturationCapacity, mode: .window(options.window), otherNodes: [b.child], consumerPorts: [a.port, b.port]))
                 }
                 func median(_ runs: [TextBench.Phase]) -> TextBench.Phase { runs.sorted { $0.deliveryLatency.p99 < $1.deliveryLatency.p99 }[runs.count / 2] }
+                func busiest(_ runs: [TextBench.Phase]) -> TextBench.Phase { runs.sorted { $0.messagesPerSecond < $1.messagesPerSecond }[runs.count / 2] }
                 func range(_ runs: [TextBench.Phase]) -> (Double, Double) {
                     (runs.map(\.deliveryLatency.p99).min() ?? .nan, runs.map(\.deliveryLatency.p99).max() ?? .nan)
                 }
+                func throughput(_ runs: [TextBench.Phase]) -> (Double, Double) {
+                    (runs.map(\.messagesPerSecond).min() ?? .nan, runs.map(\.messagesPerSecond).max() ?? .nan)
+                }
+                var voiceS3: VoiceBench.Report?
+                if options.noteSeconds > 0 {
+                    voiceS3 = try await VoiceBench.run(
+                        server: a, noteSeconds: options.noteSeconds, runs: options.voiceRuns, ffmpeg: options.ffmpeg, listeners: 1,
+                        requestsPerListener: 1
+                    ).0
+                }
                 return Report(
                     rate: rate, seconds: seconds, repeats: repeats, sameNode: median(same), crossNode: median(cross), sameRange: range(same),
-                    crossRange: range(cross))
+                    crossRange: range(cross), window: options.window, oneNode: busiest(one), twoNodes: busiest(two), oneRange: throughput(one),
+                    twoRange: throughput(two), voiceS3: voiceS3)
             }
         }
     }

@@ -98,7 +98,9 @@ struct Run: AsyncParsableCommand {
             let root = ownPath.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             report.cluster = try await ClusterBench.run(
                 binary: binary, publicDir: publicDir, root: FileManager.default.fileExists(atPath: "scripts/postgres.sh") ? URL(fileURLWithPath: ".") : root,
-                consumers: tiny ? 4 : 100, rate: tiny ? 50 : 1000, seconds: tiny ? 1 : 10, repeats: tiny ? 1 : 3)
+                options: .init(
+                    consumers: tiny ? 4 : 100, rate: tiny ? 50 : 1000, seconds: tiny ? 1 : 10, saturationSeconds: tiny ? 1 : 5,
+                    window: tiny ? 2 : 8, repeats: tiny ? 1 : 3, noteSeconds: tiny ? 5 : 120, voiceRuns: tiny ? 1 : 3, ffmpeg: ffmpeg))
         }
         var markdown = report.markdown()
         print(markdown)

@@ -129,6 +129,43 @@ struct Report {
             row(cluster.sameNode, cluster.sameRange),
             row(cluster.crossNode, cluster.crossRange),
             "",
+        ] + clusterThroughput(cluster) + clusterVoice(cluster)
+    }
+
+    private func clusterThroughput(_ cluster: ClusterBench.Report) -> [String] {
+        func row(_ phase: TextBench.Phase, _ range: (Double, Double)) -> String {
+            "| \(phase.name) | \(phase.acked) | \(Self.f(phase.messagesPerSecond, 0)) | \(Self.f(range.0, 0))–\(Self.f(range.1, 0)) | "
+                + "\(Self.f(phase.ackLatency.p50, 2)) / \(Self.f(phase.ackLatency.p99, 2)) | \(Self.f(phase.cpuMicrosPerMessage, 1)) | "
+                + "\(Self.f(phase.generatorCPUSeconds / phase.seconds * 100, 0))% |"
+        }
+        let ratio = cluster.twoNodes.messagesPerSecond / cluster.oneNode.messagesPerSecond
+        return [
+            "Throughput on the same PostgreSQL: each consumer keeps \(cluster.window) messages in flight; *one node* has every consumer on",
+            "node A (B runs beside it, idle but hearing every event), *two nodes* half on each; the agent is on A. Median of",
+            "\(cluster.repeats) by messages/s; CPU is both nodes' per message delivered. Two nodes over one node: \(Self.f(ratio, 2))×.",
+            "",
+            "| Consumers on | Acknowledged | Messages/s | Messages/s over the runs | Ack p50 / p99 (ms) | Server CPU per message (µs) | Generator CPU |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+            row(cluster.oneNode, cluster.oneRange),
+            row(cluster.twoNodes, cluster.twoRange),
+            "",
+        ]
+    }
+
+    private func clusterVoice(_ cluster: ClusterBench.Report) -> [String] {
+        guard let s3 = cluster.voiceS3, let local = cluster.voiceLocal else { return [] }
+        func row(_ label: String, _ voice: VoiceBench.Report) -> String {
+            "| \(label) | \(Self.f(voice.uploadAnsweredMs, 0)) | \(Self.f(voice.publishedMs, 0)) | \(Self.f(voice.renditionsReadyMs, 0)) |"
+        }
+        return [
+            "A \(s3.noteSeconds)-second voice note (\(s3.noteBytes / 1024) KB, WebM/Opus), uploaded \(s3.runs) times to a cluster node with media in",
+            "SeaweedFS and to a one-node server with media on local disk, in the same run (medians, ms from the upload's first byte):",
+            "",
+            "| Media in | Upload answered | Published (duration, waveform) | Renditions ready |",
+            "|---|---:|---:|---:|",
+            row("S3 (SeaweedFS), PostgreSQL, two nodes", s3),
+            row("local disk, SQLite, one node", local),
+            "",
         ]
     }
 

@@ -213,10 +213,10 @@ enum TextBench {
     }
 
     /// `agentPort`: the agent connects to another node (cross-node delivery); `otherNodes`: their CPU
-    /// counts too.
+    /// counts too; `consumerPorts`: the consumers connect to these nodes in turn (else all to `server`).
     static func phase(
         _ name: String, server: ParleyServer, agentToken: String, sessions: [(String, String)], seconds: Double, capacity: Int,
-        mode: Mode, agentPort: Int? = nil, otherNodes: [ChildProcess] = []
+        mode: Mode, agentPort: Int? = nil, otherNodes: [ChildProcess] = [], consumerPorts: [Int]? = nil
     ) async throws -> Phase {
         let timeline = Timeline(capacity: capacity)
         let debug = Timeline.debug
@@ -234,7 +234,8 @@ enum TextBench {
         var sockets: [BenchSocket] = []
         for (position, session) in sessions.enumerated() {
             let conversationId = session.1
-            let socket = try await BenchSocket.open(url: "ws://127.0.0.1:\(server.port)/v1/realtime?access_token=\(session.0)") { text in
+            let port = consumerPorts.map { $0[position % $0.count] } ?? server.port
+            let socket = try await BenchSocket.open(url: "ws://127.0.0.1:\(port)/v1/realtime?access_token=\(session.0)") { text in
                 if debug { FileHandle.standardError.write(Data("consumer: \(text.prefix(300))\n".utf8)) }
                 guard let index = ackIndex(text) else { return }
                 timeline.markAcked(index)
