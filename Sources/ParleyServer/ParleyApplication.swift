@@ -145,7 +145,7 @@ public struct ParleyServices: Sendable {
         }
         let notes = VoiceNotes(store: store, blobs: blobs, log: conversations.conversationLog, clock: clock, logger: logger)
         let processor = VoiceProcessor(
-            store: store, blobs: blobs,
+            store: store.access { $0 }, blobs: blobs,
             transcoder: ffmpeg.map { VoiceTranscoder(ffmpeg: $0, timeout: .seconds(configuration.ffmpegTimeoutSeconds)) },
             notes: notes,
             concurrency: configuration.voiceWorkers, logger: logger)
@@ -158,9 +158,9 @@ public struct ParleyServices: Sendable {
         let scanning = MalwareScanning(
             scanner: endpoint.map { ClamdScanner(endpoint: $0, timeout: .seconds(configuration.clamdTimeoutSeconds)) },
             retry: .init(firstDelaySeconds: configuration.scanRetrySeconds, maxAttempts: configuration.scanMaxAttempts),
-            store: store, blobs: blobs, notes: notes, metrics: metrics, clock: clock, logger: logger)
+            store: store.access { $0 }, blobs: blobs, notes: notes, metrics: metrics, clock: clock, logger: logger)
         let voice = VoiceService(
-            store: store, blobs: blobs, conversations: conversations, scanning: scanning, notes: notes,
+            store: store.access { $0 }, blobs: blobs, conversations: conversations, scanning: scanning, notes: notes,
             analyzer: ffmpeg.map { AudioAnalyzer(ffmpeg: $0, timeout: .seconds(min(30, configuration.ffmpegTimeoutSeconds))) },
             maxUploadBytes: configuration.maxVoiceBytes,
             pace: .init(
@@ -170,7 +170,7 @@ public struct ParleyServices: Sendable {
             uploads: UploadGate(perConsumer: configuration.uploadsPerConsumer, perAddress: configuration.uploadsPerAddress),
             limits: limits, metrics: metrics, drain: drain, logger: logger)
         let attachments = AttachmentService(
-                store: store, blobs: blobs, conversations: conversations, scanning: scanning,
+                store: store.access { $0 }, blobs: blobs, conversations: conversations, scanning: scanning,
                 thumbnailer: ffmpeg.flatMap { ffmpeg in
                     ProcessRunner.locate("ffprobe").map { ffprobe in
                         // Image decoders run under a memory limit (a bomb that passes the header check still cannot take the machine).
@@ -214,7 +214,7 @@ public struct ParleyServices: Sendable {
         let vapid = try VAPIDKey.load(configuration)
         let webPushHosts = MediaHostAllowList(configuration.webPushHosts)
         let push = PushService(
-            store: store, secrets: secrets, presence: presence, jobs: jobs, limits: limits, webPushHosts: webPushHosts, vapidPublicKey: vapid.publicKeyBase64URL, clock: clock,
+            store: store.access { $0 }, secrets: secrets, presence: presence, jobs: jobs, limits: limits, webPushHosts: webPushHosts, vapidPublicKey: vapid.publicKeyBase64URL, clock: clock,
             logger: logger)
         push.watch(bus)
         let routing = RoutingService(store: store, presence: presence, bus: bus, jobs: jobs, clock: clock, logger: logger)
@@ -222,7 +222,7 @@ public struct ParleyServices: Sendable {
         let lifecycle = LifecycleService(store: store, conversations: conversations, bus: bus, jobs: jobs, clock: clock, logger: logger)
         let records = RecordsService(
             store: store, blobs: blobs, hub: hub, clock: clock, interval: TimeInterval(configuration.retentionIntervalHours) * 3600, logger: logger)
-        let reports = ReportsService(store: store, presence: presence, hub: hub, bus: bus, clock: clock, logger: logger)
+        let reports = ReportsService(store: store.access { $0 }, presence: presence, hub: hub, bus: bus, clock: clock, logger: logger)
         reports.watch(bus)
         let handlers: [any JobHandler] = lifecycle.handlers + [
             processor.handler, scanning.handler,
@@ -263,18 +263,18 @@ public struct ParleyServices: Sendable {
                 relay: clusterBus.flatMap { bus in clusterPresence.map { BusCallRelay(bus: bus, presence: $0) } }, logger: logger),
             workspace: WorkspaceService(store: store, presence: presence, bus: bus, clock: clock, logger: logger),
             whatsapp: whatsapp, messenger: messenger, sms: sms, apple: apple, push: push,
-            activity: ActivityService(store: store, conversations: conversations, limits: limits, clock: clock, logger: logger),
+            activity: ActivityService(store: store.access { $0 }, conversations: conversations, limits: limits, clock: clock, logger: logger),
             routing: routing, lifecycle: lifecycle,
             transcripts: TranscriptService(
-                store: store, clock: clock, publicURL: configuration.publicURL, running: RunningExports(), maxExports: configuration.transcriptExports,
+                store: store.access { $0 }, clock: clock, publicURL: configuration.publicURL, running: RunningExports(), maxExports: configuration.transcriptExports,
                 logger: logger),
             records: records, reports: reports,
             links: links, jobRunner: jobRunner, httpClient: httpClient, objectStoreClient: objectStoreClient,
             attachments: attachments,
             scanning: scanning, limits: limits, connections: ConnectionCounter(),
-            searchIndexer: SearchIndexer(store: store, interval: .milliseconds(250), logger: logger),
+            searchIndexer: SearchIndexer(store: store.access { $0 }, interval: .milliseconds(250), logger: logger),
             janitor: MediaJanitor(
-                store: store, blobs: blobs, minimumAge: TimeInterval(configuration.orphanMediaAgeSeconds), interval: .seconds(15 * 60),
+                store: store.access { $0 }, blobs: blobs, minimumAge: TimeInterval(configuration.orphanMediaAgeSeconds), interval: .seconds(15 * 60),
                 metrics: metrics, logger: logger),
             drain: drain,
             clock: clock)

@@ -33,4 +33,32 @@ public final class Store: Sendable {
     public func close() async {
         await database.close()
     }
+
+    /// A view of this store whose transactions see only the stores a service names:
+    /// `store.access { $0 as any CallStore & ConversationStore }`. A service that holds one says in
+    /// its type which of the aggregates it reads and writes, and cannot reach the others.
+    public func access<Repo: Sendable>(_ narrow: @escaping @Sendable (any Repository) -> Repo) -> StoreAccess<Repo> {
+        StoreAccess(store: self, narrow: narrow)
+    }
+}
+
+/// A service's view of the `Store`: the same transactions, over the stores it names (`Store.access`).
+public struct StoreAccess<Repo: Sendable>: Sendable {
+    /// The whole store, for what is shared by design (the conversation log's transaction).
+    public let store: Store
+    let narrow: @Sendable (any Repository) -> Repo
+
+    public var flavor: DatabaseFlavor { store.flavor }
+
+    /// Runs `body` in one transaction.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (Repo) async throws -> T) async throws -> T {
+        let narrow = narrow
+        return try await store.write { repo in try await body(narrow(repo)) }
+    }
+
+    /// Runs read-only `body` against committed data.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (Repo) async throws -> T) async throws -> T {
+        let narrow = narrow
+        return try await store.read { repo in try await body(narrow(repo)) }
+    }
 }

@@ -16,7 +16,10 @@ import Synchronization
 /// blocks or delays delivery: the message is stored and published first; a failed push is retried
 /// with back-off, and a token the provider reports invalid is deleted.
 public struct PushService: Sendable {
-    let store: Store
+    /// Devices, push credentials and who a push is for.
+    typealias Stores = any PushStore & IdentityStore
+
+    let store: StoreAccess<Stores>
     let secrets: SecretBox
     let presence: any PresenceDirectory
     let jobs: JobQueue

@@ -9,7 +9,10 @@ import ParleyStore
 /// engagement rules, which write an automatic message into the consumer's conversation or hand the
 /// app a prompt to show, at most once per consumer per rule's cool-down.
 public struct ActivityService: Sendable {
-    let store: Store
+    /// What consumers' apps report and the brand's engagement rules, and the consumers they are about.
+    typealias Stores = any ActivityStore & IdentityStore
+
+    let store: StoreAccess<Stores>
     let conversations: ConversationService
     let limits: RateLimits
     let clock: any WallClock
@@ -130,7 +133,7 @@ public struct ActivityService: Sendable {
         if !deleted { throw ParleyError.notFound("Engagement rule") }
     }
 
-    private static func checkApp(_ appId: AppID?, of admin: AgentPrincipal, in repo: any Repository) async throws {
+    private static func checkApp(_ appId: AppID?, of admin: AgentPrincipal, in repo: any IdentityStore) async throws {
         guard let appId else { return }
         guard let app = try await repo.app(id: appId), app.brandId == admin.brandId else {
             throw ParleyError(.unprocessable, code: "app_not_found", message: "There is no such app in this brand.", field: "appId")

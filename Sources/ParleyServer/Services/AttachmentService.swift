@@ -10,7 +10,10 @@ import ParleyStore
 /// idempotency and malware scan as voice notes; the type from the bytes against the brand's
 /// allow-list; a thumbnail for images; then one message in the conversation's log.
 public struct AttachmentService: Sendable {
-    let store: Store
+    /// Attachments, the messages that carry them, and who may see them.
+    typealias Stores = any AttachmentStore & ConversationStore & IdentityStore
+
+    let store: StoreAccess<Stores>
     let blobs: any BlobStore
     let conversations: ConversationService
     let scanning: MalwareScanning

@@ -187,7 +187,7 @@ extension CallService {
                 call.outcome = call.answeredAt == nil ? .cancelled : .failed
                 call.endReason = .serverShutdown
                 call.durationSeconds = call.answeredAt.map { max(0, Int(call.endedAt!.timeIntervalSince($0).rounded())) } ?? 0
-                if try await storeEnd(&call, brandId: brandId, actor: ParticipantRef(kind: .system, id: "calls"), store: store) != nil {
+                if try await storeEnd(&call, brandId: brandId, actor: ParticipantRef(kind: .system, id: "calls")) != nil {
                     closed += 1
                 }
             }

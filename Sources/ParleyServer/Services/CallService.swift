@@ -19,8 +19,11 @@ import Synchronization
 /// A `Service`: at start it closes records a crash left open (and, on several nodes, those of
 /// nodes that went away, now and then); on shutdown it ends every live call.
 public final class CallService: Service, Sendable {
+    /// What calls read and write: their records, the conversations they belong to, the inviting agent.
+    typealias Stores = any CallStore & ConversationStore & IdentityStore
+
     let sessions = Mutex<[CallID: Session]>([:])
-    let store: Store
+    let store: StoreAccess<Stores>
     let hub: RealtimeHub
     let conversations: ConversationService
     let bus: any EventBus
@@ -40,9 +43,9 @@ public final class CallService: Service, Sendable {
     ) {
         self.relay = relay
         self.node = relay?.node ?? "node_" + Identifier.random(12)
+        self.store = store.access { $0 as Stores }
         self.clock = clock
         self.bus = bus
-        self.store = store
         self.hub = hub
         self.conversations = conversations
         self.configuration = configuration
@@ -426,7 +429,7 @@ public final class CallService: Service, Sendable {
         var call = session.call
         do {
             // The record's event is published by the conversation log as it commits.
-            _ = try await storeEnd(&call, brandId: session.brandId, actor: endActor(session), store: store)
+            _ = try await storeEnd(&call, brandId: session.brandId, actor: endActor(session))
             await bus.publish(.call(call), to: audience, logger: logger)
         } catch {
             logger.error("could not store a call's record", metadata: ["call": "\(call.id)", "error": "\(error)"])
@@ -443,7 +446,7 @@ public final class CallService: Service, Sendable {
     }
 
     /// Writes the final record and its sequenced timeline event in one transaction.
-    func storeEnd(_ call: inout CallDTO, brandId: BrandID, actor: ParticipantRef, store: Store) async throws -> ConversationEventDTO? {
+    func storeEnd(_ call: inout CallDTO, brandId: BrandID, actor: ParticipantRef) async throws -> ConversationEventDTO? {
         let snapshot = call
         let result = try await conversations.conversationLog.write { repo, appends -> (CallDTO, ConversationEventDTO)? in
             var call = snapshot

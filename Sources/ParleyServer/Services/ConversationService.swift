@@ -470,7 +470,7 @@ public struct ConversationService: Sendable {
     }
 
     /// Voice events carry the message as it is now; call events carry the call's record.
-    static func withMessages(_ events: [ConversationEventDTO], brandId: BrandID, repo: any Repository) async throws -> [ConversationEventDTO] {
+    static func withMessages(_ events: [ConversationEventDTO], brandId: BrandID, repo: any ConversationStore & CallStore) async throws -> [ConversationEventDTO] {
         var result = events
         for index in result.indices {
             if result[index].kind == .voiceProcessed || result[index].kind == .delivery, let id = result[index].messageId {
@@ -501,7 +501,7 @@ public struct ConversationService: Sendable {
 
     /// The conversation if the principal may see it: an agent of its brand, or its own consumer.
     /// Anything else, including another brand's conversation, is "not found".
-    static func authorizedConversation(_ principal: Principal, id: ConversationID, in repo: any Repository, lock: Bool) async throws -> ConversationDTO {
+    static func authorizedConversation(_ principal: Principal, id: ConversationID, in repo: any ConversationStore, lock: Bool) async throws -> ConversationDTO {
         guard ConversationID.isWellFormed(id),
             let conversation = try await repo.conversation(brandId: principal.brandId, id: id, lock: lock)
         else { throw ParleyError.notFound("Conversation") }

@@ -10,7 +10,10 @@ import ServiceLifecycle
 /// file is removed once it is older than `minimumAge` (so an upload still on its way to its commit
 /// is never touched): at start-up and then every `interval`.
 public struct MediaJanitor: Service {
-    let store: Store
+    /// The media rows whose files it may remove.
+    typealias Stores = any VoiceStore & AttachmentStore
+
+    let store: StoreAccess<Stores>
     let blobs: any BlobStore
     let minimumAge: TimeInterval
     let interval: Duration

@@ -8,7 +8,10 @@ import Synchronization
 /// Reports: the contact centre now (live, over the WebSocket) and a period's numbers per day,
 /// agent, team or channel (`GET /v1/reports`, JSON or CSV).
 public struct ReportsService: Sendable {
-    let store: Store
+    /// What reports read: the facts of conversations, calls, ratings and routing, and the brand's agents.
+    typealias Stores = any ReportsStore & RoutingStore & CallStore & IdentityStore & LifecycleStore & WorkspaceStore
+
+    let store: StoreAccess<Stores>
     let presence: any PresenceDirectory
     /// This node's connections: a report is computed only where somebody would get it.
     let hub: RealtimeHub

@@ -7,7 +7,10 @@ import ServiceLifecycle
 /// message's commit. A search catches up first, so it never misses a message. PostgreSQL indexes
 /// as it writes; there this does nothing.
 public struct SearchIndexer: Service {
-    let store: Store
+    /// The search index.
+    typealias Stores = any WorkspaceStore
+
+    let store: StoreAccess<Stores>
     let interval: Duration
     let logger: Logger
     static let batch = 500
@@ -29,7 +32,7 @@ public struct SearchIndexer: Service {
     }
 
     /// Indexes everything written so far, `batch` rows per transaction.
-    static func catchUp(_ store: Store) async throws {
+    static func catchUp(_ store: StoreAccess<Stores>) async throws {
         guard store.flavor == .sqlite else { return }
         while try await store.write({ repo in try await repo.indexForSearch(limit: batch) }) == batch {}
     }

@@ -9,7 +9,10 @@ import Synchronization
 /// (docs/transcript.xsd) or JSON. A range is written while it is read, a page of conversations at a
 /// time, one conversation in memory: an export of a year is as light as one of a day.
 public struct TranscriptService: Sendable {
-    let store: Store
+    /// The conversations, messages and calls a transcript is made of, and who took part.
+    typealias Stores = any ConversationStore & CallStore & IdentityStore
+
+    let store: StoreAccess<Stores>
     let clock: any WallClock
     /// Where links to voice notes and files point (`PARLEY_PUBLIC_URL`; relative without it).
     let publicURL: String?

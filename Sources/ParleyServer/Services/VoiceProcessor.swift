@@ -61,14 +61,17 @@ enum VoiceJobs {
 /// Each ends in `ready` or `failed` (with the reason the sender sees), stored as a sequenced
 /// conversation event.
 public struct VoiceProcessor: Sendable {
-    let store: Store
+    /// Voice notes and the jobs that convert them.
+    typealias Stores = any VoiceStore & JobStore
+
+    let store: StoreAccess<Stores>
     let blobs: any BlobStore
     let transcoder: VoiceTranscoder?
     let notes: VoiceNotes
     let slots: WorkSlots
     let logger: Logger
 
-    init(store: Store, blobs: any BlobStore, transcoder: VoiceTranscoder?, notes: VoiceNotes, concurrency: Int, logger: Logger) {
+    init(store: StoreAccess<Stores>, blobs: any BlobStore, transcoder: VoiceTranscoder?, notes: VoiceNotes, concurrency: Int, logger: Logger) {
         (self.store, self.blobs, self.transcoder, self.notes, self.logger) = (store, blobs, transcoder, notes, logger)
         slots = WorkSlots(limit: concurrency, queueLimit: 100_000)
     }

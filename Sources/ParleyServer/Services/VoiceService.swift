@@ -10,7 +10,10 @@ import Synchronization
 
 /// Voice notes from upload to a published message; renditions follow in `VoiceProcessor`.
 public struct VoiceService: Sendable {
-    let store: Store
+    /// Voice notes, the messages that carry them, and who may play them.
+    typealias Stores = any VoiceStore & ConversationStore & IdentityStore
+
+    let store: StoreAccess<Stores>
     let blobs: any BlobStore
     let conversations: ConversationService
     let scanning: MalwareScanning

@@ -93,7 +93,7 @@ public struct WorkspaceService: Sendable {
         let (terms, phrase) = try WorkspaceRules.searchTerms(query)
         // What the background indexer has not reached yet (at most a moment's messages) first, so
         // that a search always sees every message written before it.
-        try await SearchIndexer.catchUp(store)
+        try await SearchIndexer.catchUp(store.access { $0 })
         return try await store.read { repo in
             var hits: [SearchHitDTO] = []
             var names: [ConsumerID: String] = [:]
