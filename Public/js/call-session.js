@@ -1,3 +1,4 @@
+import { ErrorCode } from "./error-codes.js";
 import { clock } from "./icons.js";
 
 // A voice or video call over WebRTC, without any DOM: the state of the call, negotiation, media
@@ -119,7 +120,7 @@ export class CallSession extends EventTarget {
       }
       this.createPeer();
     } catch (error) {
-      this.fail(error.code === "call_ended" ? "The call has ended." : error.message);
+      this.fail(error.code === ErrorCode.callEnded ? "The call has ended." : error.message);
     }
   }
 
@@ -217,7 +218,7 @@ export class CallSession extends EventTarget {
         await pc.setLocalDescription();
         await this.send({ kind: "offer", sdp: pc.localDescription.sdp });
       } catch (error) {
-        if (error.code !== "offer_collision") console.warn("call offer", error);
+        if (error.code !== ErrorCode.offerCollision) console.warn("call offer", error);
       } finally {
         this.makingOffer = false;
       }

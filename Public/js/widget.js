@@ -1,3 +1,4 @@
+import { ErrorCode } from "./error-codes.js";
 import { Api, ApiError } from "./api.js";
 import { Realtime } from "./realtime.js";
 import { Composer, configureAttachments, connectionStatusText } from "./composer.js";
@@ -153,7 +154,7 @@ async function start() {
     newVisitor = await session();
   } catch (error) {
     const delay = retryDelay(error, startAttempts++);
-    if (error.code === "app_not_found") setStatus("offline", "This chat is not available.");
+    if (error.code === ErrorCode.appNotFound) setStatus("offline", "This chat is not available.");
     else if (delay === null) setStatus("offline", `This chat could not start: ${error.message}`);
     else setStatus("offline", `Cannot connect. Trying again in ${Math.round(delay / 1000)} s…`);
     if (delay !== null) setTimeout(start, delay);

@@ -1,3 +1,4 @@
+import { ErrorCode } from "./error-codes.js";
 import { Api, ApiError } from "./api.js";
 import { Realtime } from "./realtime.js";
 import { Composer, configureAttachments, connectionStatusText } from "./composer.js";
@@ -159,7 +160,7 @@ $(".login form").addEventListener("submit", async (event) => {
     await api.post("/v1/auth/login", { email: form.get("email"), password: form.get("password") });
     await boot();
   } catch (failure) {
-    error.textContent = failure.code === "invalid_credentials" ? "The email or the password is wrong." : failure.message;
+    error.textContent = failure.code === ErrorCode.invalidCredentials ? "The email or the password is wrong." : failure.message;
   }
 });
 
@@ -211,7 +212,7 @@ $(".prioritise").addEventListener("click", async () => {
     const place = await api.json("PUT", `/v1/conversations/${state.current.id}/priority`, { priority: 9 });
     button.textContent = place.position === 1 ? "First in line" : `Number ${place.position} in line`;
   } catch (error) {
-    button.textContent = error.code === "not_waiting" ? "Not waiting any more" : error.message;
+    button.textContent = error.code === ErrorCode.notWaiting ? "Not waiting any more" : error.message;
   }
 });
 
@@ -269,7 +270,7 @@ $(".password-form").addEventListener("submit", async (event) => {
     event.target.reset();
     note.textContent = "Password changed. Your other devices are signed out.";
   } catch (failure) {
-    note.textContent = failure.code === "wrong_password" ? "The current password is wrong." : failure.message;
+    note.textContent = failure.code === ErrorCode.wrongPassword ? "The current password is wrong." : failure.message;
   }
 });
 

@@ -206,14 +206,14 @@ public struct ListResponse<Item: Codable & Sendable>: Codable, Sendable {
 public struct ErrorBody: Codable, Sendable, Hashable {
     public struct Detail: Codable, Sendable, Hashable {
         /// Stable machine-readable code, e.g. `message_too_long`.
-        public var code: String
+        public var code: ErrorCode
         /// Human-readable explanation.
         public var message: String
         /// The request field at fault, when there is one (a JSON path like `text` or `permissions[1]`).
         public var field: String?
         /// For `rate_limited`: seconds after which a retry can succeed (also the Retry-After header).
         public var retryAfter: Int?
-        public init(code: String, message: String, field: String? = nil, retryAfter: Int? = nil) {
+        public init(code: ErrorCode, message: String, field: String? = nil, retryAfter: Int? = nil) {
             self.code = code
             self.message = message
             self.field = field
@@ -222,7 +222,7 @@ public struct ErrorBody: Codable, Sendable, Hashable {
     }
 
     public var error: Detail
-    public init(code: String, message: String, field: String? = nil, retryAfter: Int? = nil) {
+    public init(code: ErrorCode, message: String, field: String? = nil, retryAfter: Int? = nil) {
         self.error = .init(code: code, message: message, field: field, retryAfter: retryAfter)
     }
 }

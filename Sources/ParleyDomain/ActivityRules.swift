@@ -29,7 +29,7 @@ public enum ActivityRules {
             throw .invalidField(problem.field, problem.message)
         }
         if event.occurredAt < now.addingTimeInterval(-maxAge) {
-            throw ParleyError(.unprocessable, code: "event_too_old", message: "Events older than 30 days are not accepted.", field: "occurredAt")
+            throw ParleyError(.unprocessable, code: .eventTooOld, message: "Events older than 30 days are not accepted.", field: "occurredAt")
         }
         return min(event.occurredAt, now)
     }
@@ -37,7 +37,7 @@ public enum ActivityRules {
     public static func validateBatch(_ events: [ActivityEventInput]) throws(ParleyError) {
         if events.isEmpty { throw .invalidField("events", "'events' needs at least one event.") }
         if events.count > maxBatch {
-            throw ParleyError(.payloadTooLarge, code: "too_many_events", message: "A batch has at most \(maxBatch) events.", field: "events")
+            throw ParleyError(.payloadTooLarge, code: .tooManyEvents, message: "A batch has at most \(maxBatch) events.", field: "events")
         }
     }
 

@@ -111,7 +111,7 @@ public enum AttachmentRules {
         guard settings.attachmentGroups.contains(type.group) else {
             let allowed = settings.attachmentGroups.map(\.rawValue).joined(separator: ", ")
             throw ParleyError(
-                .unsupportedMediaType, code: "attachment_type_not_allowed",
+                .unsupportedMediaType, code: .attachmentTypeNotAllowed,
                 message: allowed.isEmpty ? "This brand does not accept attachments." : "This brand accepts only these attachments: \(allowed).")
         }
         if bytes > settings.attachmentMaxMegabytes * 1024 * 1024 {
@@ -120,7 +120,7 @@ public enum AttachmentRules {
     }
 
     public static func tooLarge(megabytes: Int) -> ParleyError {
-        ParleyError(.payloadTooLarge, code: "attachment_too_large", message: "Attachments are at most \(megabytes) MB here.")
+        ParleyError(.payloadTooLarge, code: .attachmentTooLarge, message: "Attachments are at most \(megabytes) MB here.")
     }
 
     public static func validate(_ change: UpdateBrandSettingsRequest) throws(ParleyError) {

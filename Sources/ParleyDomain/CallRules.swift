@@ -24,12 +24,12 @@ public enum CallRules {
         try requirePermission(agent, media: media)
         guard ChannelRules.of(channel).supportsCalls else {
             throw ParleyError(
-                .unprocessable, code: "channel_cannot_call",
+                .unprocessable, code: .channelCannotCall,
                 message: "Conversations on \(channel.rawValue) cannot carry calls; only web and in-app conversations can.")
         }
         guard conversationState != .resolved else {
             throw ParleyError(
-                .conflict, code: "conversation_resolved", message: "This conversation is resolved. Reopen it before calling.")
+                .conflict, code: .conversationResolved, message: "This conversation is resolved. Reopen it before calling.")
         }
     }
 
@@ -37,7 +37,7 @@ public enum CallRules {
     public static func requirePermission(_ agent: AgentPrincipal, media: CallMedia) throws(ParleyError) {
         guard agent.permissions.contains(permission(for: media)) else {
             throw ParleyError(
-                .forbidden, code: "call_permission_missing",
+                .forbidden, code: .callPermissionMissing,
                 message: "Your profile does not allow \(media.rawValue) calls (\(permission(for: media).rawValue)).")
         }
     }
@@ -167,7 +167,7 @@ public struct CallMachine: Sendable, Hashable {
             end(.cancelled, .agentDisconnected, by: party, at: now)
             return true
         case (.ringing, .connected), (.ringing, .failed):
-            throw ParleyError(.conflict, code: "call_not_answered", message: "This call has not been answered yet.")
+            throw ParleyError(.conflict, code: .callNotAnswered, message: "This call has not been answered yet.")
         case (.ringing, .connectTimeout):
             return false
 
@@ -191,15 +191,15 @@ public struct CallMachine: Sendable, Hashable {
             end(.failed, party == .consumer ? .consumerDisconnected : .agentDisconnected, by: party, at: now)
             return true
         case (.connecting, .accept), (.active, .accept):
-            throw ParleyError(.conflict, code: "call_already_answered", message: "This call was already answered.")
+            throw ParleyError(.conflict, code: .callAlreadyAnswered, message: "This call was already answered.")
         case (.connecting, .reject), (.active, .reject):
-            throw ParleyError(.conflict, code: "call_already_answered", message: "This call was already answered: hang up instead.")
+            throw ParleyError(.conflict, code: .callAlreadyAnswered, message: "This call was already answered: hang up instead.")
         case (.connecting, .ringTimeout), (.active, .ringTimeout), (.active, .connectTimeout):
             return false
 
         // Ended: hanging up again (or a late timer) changes nothing; answering is refused.
         case (.ended, .accept), (.ended, .reject):
-            throw ParleyError(.conflict, code: "call_ended", message: "This call has already ended.")
+            throw ParleyError(.conflict, code: .callEnded, message: "This call has already ended.")
         case (.ended, _):
             return false
         }
@@ -222,7 +222,7 @@ public struct CallMachine: Sendable, Hashable {
     }
 
     private func require(_ condition: Bool, _ message: String) throws(ParleyError) {
-        guard condition else { throw ParleyError(.forbidden, code: "not_allowed_in_call", message: message) }
+        guard condition else { throw ParleyError(.forbidden, code: .notAllowedInCall, message: message) }
     }
 }
 
@@ -265,7 +265,7 @@ public struct CallNegotiation: Sendable, Hashable {
             }
         case .answer:
             guard let offerer = pendingOfferFrom, offerer != party else {
-                throw ParleyError(.conflict, code: "no_offer_to_answer", message: "There is no offer from the other side to answer.")
+                throw ParleyError(.conflict, code: .noOfferToAnswer, message: "There is no offer from the other side to answer.")
             }
             pendingOfferFrom = nil
             rounds += 1

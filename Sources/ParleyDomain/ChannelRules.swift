@@ -74,7 +74,7 @@ public struct ChannelRules: Sendable, Hashable {
         guard replyWindowHours != nil else { return }
         guard let end = windowEndsAt, now < end else {
             throw ParleyError(
-                .conflict, code: "reply_window_closed",
+                .conflict, code: .replyWindowClosed,
                 message: templates
                     ? "The reply window has closed (the customer has not written for \(replyWindowHours ?? 24) hours): only an approved template can be sent."
                     : "The reply window has closed: the channel accepts no reply until the customer writes again.")

@@ -26,22 +26,22 @@ public enum ConversationRules {
             return state
         case (.resolved, .consumerWrites):
             throw ParleyError(
-                .conflict, code: "conversation_closed",
+                .conflict, code: .conversationClosed,
                 message: "This conversation has been closed. A new message starts a new conversation.")
         case (.open, .agentWrites), (.reopened, .agentWrites):
             return state
         case (.resolved, .agentWrites):
             throw ParleyError(
-                .conflict, code: "conversation_resolved",
+                .conflict, code: .conversationResolved,
                 message: "This conversation is resolved. Reopen it before writing to the consumer.")
         case (.open, .resolve), (.reopened, .resolve):
             return .resolved
         case (.resolved, .resolve):
-            throw ParleyError(.conflict, code: "already_resolved", message: "This conversation is already resolved.")
+            throw ParleyError(.conflict, code: .alreadyResolved, message: "This conversation is already resolved.")
         case (.resolved, .reopen):
             return .reopened
         case (.open, .reopen), (.reopened, .reopen):
-            throw ParleyError(.conflict, code: "not_resolved", message: "Only a resolved conversation can be reopened.")
+            throw ParleyError(.conflict, code: .notResolved, message: "Only a resolved conversation can be reopened.")
         }
     }
 
@@ -53,7 +53,7 @@ public enum ConversationRules {
         guard openCount < limit else {
             let allowed = limit == 1 ? "one open conversation" : "\(limit) open conversations"
             throw ParleyError(
-                .conflict, code: "conversation_limit",
+                .conflict, code: .conversationLimit,
                 message: "This brand allows \(allowed) per customer at a time; continue one, or wait until it is resolved.",
                 field: "newConversation")
         }
@@ -74,7 +74,7 @@ public enum ConversationRules {
         }
         if receipt.upToSeq > lastSeq {
             throw ParleyError(
-                .unprocessable, code: "sequence_out_of_range",
+                .unprocessable, code: .sequenceOutOfRange,
                 message: "'upToSeq' \(receipt.upToSeq) is past the last sequence \(lastSeq) of this conversation.",
                 field: "upToSeq")
         }

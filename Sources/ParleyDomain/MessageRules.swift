@@ -25,13 +25,13 @@ public enum MessageRules {
     /// characters other than tab, line feed and carriage return.
     public static func validateText(_ text: String, channel: Channel, sender: ParticipantKind) throws(ParleyError) -> String {
         if text.allSatisfy({ $0.isWhitespace }) {
-            throw ParleyError(.unprocessable, code: "empty_message", message: "A message needs some text.", field: "text")
+            throw ParleyError(.unprocessable, code: .emptyMessage, message: "A message needs some text.", field: "text")
         }
         let limit = ChannelRules.of(channel).maxText(from: sender)
         // Count cheaply first: grapheme clusters never outnumber unicode scalars.
         if text.unicodeScalars.count > limit, text.count > limit {
             throw ParleyError(
-                .unprocessable, code: "message_too_long",
+                .unprocessable, code: .messageTooLong,
                 message: "The text has \(text.count) characters; \(channel.rawValue) allows at most \(limit) from \(sender == .agent ? "an agent" : "a consumer").",
                 field: "text")
         }
@@ -46,11 +46,11 @@ public enum MessageRules {
     /// characters but tab and line breaks.
     public static func validateNote(_ text: String) throws(ParleyError) -> String {
         if text.allSatisfy({ $0.isWhitespace }) {
-            throw ParleyError(.unprocessable, code: "empty_note", message: "A note needs some text.", field: "text")
+            throw ParleyError(.unprocessable, code: .emptyNote, message: "A note needs some text.", field: "text")
         }
         if text.unicodeScalars.count > maxNoteLength, text.count > maxNoteLength {
             throw ParleyError(
-                .unprocessable, code: "note_too_long", message: "The note has \(text.count) characters; at most \(maxNoteLength) fit.",
+                .unprocessable, code: .noteTooLong, message: "The note has \(text.count) characters; at most \(maxNoteLength) fit.",
                 field: "text")
         }
         try refuseControlCharacters(text)
@@ -61,7 +61,7 @@ public enum MessageRules {
         for scalar in text.unicodeScalars where scalar.properties.generalCategory == .control {
             if scalar != "\n" && scalar != "\t" && scalar != "\r" {
                 throw ParleyError(
-                    .badRequest, code: "invalid_characters",
+                    .badRequest, code: .invalidCharacters,
                     message: "The text contains the control character U+\(String(scalar.value, radix: 16, uppercase: true)).",
                     field: "text")
             }

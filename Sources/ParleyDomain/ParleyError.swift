@@ -1,3 +1,5 @@
+import ParleyAPI
+
 /// The error every Parley layer throws for a refusal a client can understand.
 ///
 /// `code` is stable and machine-readable; `kind` says which class of failure it is, and the
@@ -21,13 +23,13 @@ public struct ParleyError: Error, Sendable, Hashable, Codable, CustomStringConve
     }
 
     public var kind: Kind
-    public var code: String
+    public var code: ErrorCode
     public var message: String
     public var field: String?
     /// For `rateLimited`: whole seconds after which a retry can succeed.
     public var retryAfter: Int?
 
-    public init(_ kind: Kind, code: String, message: String, field: String? = nil, retryAfter: Int? = nil) {
+    public init(_ kind: Kind, code: ErrorCode, message: String, field: String? = nil, retryAfter: Int? = nil) {
         self.kind = kind
         self.code = code
         self.message = message
@@ -40,32 +42,32 @@ public struct ParleyError: Error, Sendable, Hashable, Codable, CustomStringConve
 
 extension ParleyError {
     public static func notFound(_ what: String) -> ParleyError {
-        .init(.notFound, code: "not_found", message: "\(what) was not found.")
+        .init(.notFound, code: .notFound, message: "\(what) was not found.")
     }
 
     public static func invalidField(_ field: String, _ message: String) -> ParleyError {
-        .init(.badRequest, code: "invalid_field", message: message, field: field)
+        .init(.badRequest, code: .invalidField, message: message, field: field)
     }
 
     /// A date or time that is not one: RFC 3339 (`2026-11-24T09:30:00Z`) or a plain date (`2026-11-24`).
     public static func invalidDate(_ field: String) -> ParleyError {
         .init(
-            .badRequest, code: "invalid_date",
+            .badRequest, code: .invalidDate,
             message: "'\(field)' is a date (2026-11-24) or an RFC 3339 time (2026-11-24T09:30:00Z), and a real one.", field: field)
     }
 
     public static func missingField(_ field: String) -> ParleyError {
-        .init(.badRequest, code: "missing_field", message: "The field '\(field)' is required.", field: field)
+        .init(.badRequest, code: .missingField, message: "The field '\(field)' is required.", field: field)
     }
 
     public static let unauthenticated = ParleyError(
-        .unauthorized, code: "unauthenticated", message: "Sign in first: no valid session or token was given.")
+        .unauthorized, code: .unauthenticated, message: "Sign in first: no valid session or token was given.")
 
     public static func rateLimited(_ what: String, retryAfter: Int) -> ParleyError {
-        .init(.rateLimited, code: "rate_limited", message: "Too many \(what). Try again in \(retryAfter) s.", retryAfter: retryAfter)
+        .init(.rateLimited, code: .rateLimited, message: "Too many \(what). Try again in \(retryAfter) s.", retryAfter: retryAfter)
     }
 
     public static func forbidden(_ message: String) -> ParleyError {
-        .init(.forbidden, code: "forbidden", message: message)
+        .init(.forbidden, code: .forbidden, message: message)
     }
 }

@@ -46,14 +46,14 @@ public enum VoiceRules {
         switch principal {
         case .consumer:
             guard settings.voiceFromConsumers else {
-                throw ParleyError(.forbidden, code: "voice_disabled", message: "This brand does not accept voice messages.")
+                throw ParleyError(.forbidden, code: .voiceDisabled, message: "This brand does not accept voice messages.")
             }
         case .agent(let agent):
             guard settings.voiceFromAgents else {
-                throw ParleyError(.forbidden, code: "voice_disabled", message: "Voice messages to consumers are switched off for this brand.")
+                throw ParleyError(.forbidden, code: .voiceDisabled, message: "Voice messages to consumers are switched off for this brand.")
             }
             guard agent.permissions.contains(.sendAudio) else {
-                throw ParleyError(.forbidden, code: "permission_required", message: "Your profile does not allow sending voice messages (send_audio).")
+                throw ParleyError(.forbidden, code: .permissionRequired, message: "Your profile does not allow sending voice messages (send_audio).")
             }
         }
     }
@@ -66,7 +66,7 @@ public enum VoiceRules {
         guard milliseconds < minSeconds * 1000 else { return }
         let seconds = minSeconds == 1 ? "1 second" : "\(minSeconds) seconds"
         throw ParleyError(
-            .unprocessable, code: "voice_too_short",
+            .unprocessable, code: .voiceTooShort,
             message: "The voice message is too short (\(String(format: "%.1f", Double(milliseconds) / 1000)) s); record at least \(seconds).")
     }
 
@@ -77,7 +77,7 @@ public enum VoiceRules {
         if milliseconds > maxSeconds * 1000 + 500 {
             let length = atLeast ? "longer than \(clock(milliseconds: maxSeconds * 1000))" : "\(clock(milliseconds: milliseconds)) long"
             throw ParleyError(
-                .unprocessable, code: "voice_too_long",
+                .unprocessable, code: .voiceTooLong,
                 message: "The voice message is \(length); this brand accepts at most \(clock(milliseconds: maxSeconds * 1000)).")
         }
     }

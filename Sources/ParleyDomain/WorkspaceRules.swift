@@ -21,7 +21,7 @@ public enum WorkspaceRules {
         if text.trimmingWhitespace.isEmpty { throw .invalidField("text", "'text' cannot be empty.") }
         if text.count > maxSavedReplyLength {
             throw ParleyError(
-                .payloadTooLarge, code: "message_too_long", message: "A saved reply is at most \(maxSavedReplyLength) characters.", field: "text")
+                .payloadTooLarge, code: .messageTooLong, message: "A saved reply is at most \(maxSavedReplyLength) characters.", field: "text")
         }
     }
 

@@ -41,7 +41,7 @@ public actor Parley {
             /// An agent read it.
             case read(messageId: MessageID, conversationId: ConversationID, seq: Int64)
             /// The server refused it (a stable code and a sentence); it will not be sent again.
-            case failed(code: String, message: String)
+            case failed(code: ErrorCode, message: String)
 
             /// Where the server stored it, once it has it (sent, delivered or read).
             public var stored: (messageId: MessageID, conversationId: ConversationID, seq: Int64)? {
@@ -338,7 +338,7 @@ public actor Parley {
 
     private enum Outcome {
         case sent(MessageDTO)
-        case refused(code: String, message: String)
+        case refused(code: ErrorCode, message: String)
         case later(String)
     }
 
@@ -348,7 +348,7 @@ public actor Parley {
                 try await ensureSession()
                 if message.kind == .voice {
                     guard let draft = try store.read(Self.voiceFile(message.clientMessageId), as: VoiceDraft.self) else {
-                        return .refused(code: "recording_lost", message: "The recording is no longer on the device.")
+                        return .refused(code: .recordingLost, message: "The recording is no longer on the device.")
                     }
                     let id = message.clientMessageId
                     let response = try await client.sendVoice(draft.audio, contentType: draft.contentType, clientMessageId: id) { [weak self] fraction in
@@ -367,8 +367,8 @@ public actor Parley {
                     switch answer {
                     case .ack(_, let stored?, _, _):
                         return .sent(stored)
-                    case .error(_, let detail) where ["rate_limited", "internal_error"].contains(detail.code):
-                        return .later(detail.code)
+                    case .error(_, let detail) where [.rateLimited, .internalError].contains(detail.code):
+                        return .later(detail.code.rawValue)
                     case .error(_, let detail):
                         return .refused(code: detail.code, message: detail.message)
                     default:
@@ -415,7 +415,7 @@ public actor Parley {
     enum SendFailure {
         case sessionEnded
         case later(String)
-        case refused(code: String, message: String)
+        case refused(code: ErrorCode, message: String)
 
         init(_ error: any Error) {
             switch error {

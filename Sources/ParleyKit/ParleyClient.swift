@@ -106,7 +106,7 @@ public actor ParleyClient {
         let (data, response) = try await session.data(for: request)
         guard let http = response as? HTTPURLResponse else { throw ParleyClientError.transport("no HTTP response") }
         guard (200..<300).contains(http.statusCode) else {
-            let detail = (try? decoder.decode(ErrorBody.self, from: data))?.error ?? .init(code: "http_\(http.statusCode)", message: "")
+            let detail = (try? decoder.decode(ErrorBody.self, from: data))?.error ?? .init(code: .http(http.statusCode), message: "")
             throw ParleyClientError.api(status: http.statusCode, detail)
         }
         guard data.count <= maxBytes else { throw ParleyClientError.transport("the file is larger than \(maxBytes) bytes") }
@@ -213,7 +213,7 @@ public actor ParleyClient {
                 throw ParleyClientError.api(status: http.statusCode, error.error)
             }
             throw ParleyClientError.api(
-                status: http.statusCode, .init(code: "http_\(http.statusCode)", message: String(decoding: data, as: UTF8.self)))
+                status: http.statusCode, .init(code: .http(http.statusCode), message: String(decoding: data, as: UTF8.self)))
         }
         return try decoder.decode(Response.self, from: data)
     }

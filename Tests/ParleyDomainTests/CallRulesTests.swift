@@ -78,7 +78,7 @@ struct CallMachineTests {
         var call = try machine(before)
         let snapshot = call
         let error = #expect(throws: ParleyError.self) { try call.apply(event, by: party, at: t0.addingTimeInterval(99)) }
-        #expect(error?.code == code)
+        #expect(error?.code.rawValue == code)
         #expect(call == snapshot)
     }
 

@@ -28,7 +28,7 @@ struct ConversationRulesTests {
     ])
     func refused(from: ConversationState, action: Action, code: String) {
         let error = #expect(throws: ParleyError.self) { try ConversationRules.transition(from: from, on: action) }
-        #expect(error?.code == code)
+        #expect(error?.code.rawValue == code)
         #expect(error?.kind == .conflict)
     }
 

@@ -70,7 +70,7 @@ struct ActivityTests {
             for (events, status, code) in cases {
                 let reply = try await Self.report(server, token: token, events)
                 #expect(reply.status.code == status, "\(events.first?.name ?? "empty"): \(reply.text)")
-                #expect(try reply.error.code == code)
+                #expect(try reply.error.code.rawValue == code)
             }
             // A time in a body is read as strictly as one in a query: junk after it, or a day that does not exist.
             for at in ["2026-11-24T00:00:00Zjunk", "2026-02-30T10:00:00Z"] {
@@ -197,7 +197,7 @@ struct ActivityTests {
             for (request, status, code) in cases {
                 let reply = try await server.post("/v1/engagement-rules", token: acme.adminToken, json: request)
                 #expect(reply.status.code == status, "\(request): \(reply.text)")
-                #expect(try reply.error.code == code)
+                #expect(try reply.error.code.rawValue == code)
             }
             #expect(try await server.get("/v1/engagement-rules", token: acme.adminToken).decode(ListResponse<EngagementRuleDTO>.self).items.isEmpty)
             // A rule for one app acts only on that app's consumers.

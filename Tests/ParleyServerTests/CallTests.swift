@@ -98,7 +98,7 @@ struct CallTests {
     }
 
     static func errorCode(_ result: Result<(CallDTO, IceConfigurationDTO?), FrameError>) -> String? {
-        if case .failure(let error) = result { return error.detail.code }
+        if case .failure(let error) = result { return error.detail.code.rawValue }
         return nil
     }
 

@@ -45,7 +45,7 @@ struct HTTPErrorTests {
                 let reply = try await server.request(.post, "/v1/consumer/messages", token: token, raw: body)
                 #expect(reply.status == status, "\(name): \(reply.text)")
                 let error = try reply.error
-                #expect(error.code == code, "\(name)")
+                #expect(error.code.rawValue == code, "\(name)")
                 #expect(error.field == field, "\(name)")
                 #expect(!error.message.isEmpty)
                 #expect(reply.headers[.contentType]?.hasPrefix("application/json") == true)
@@ -71,7 +71,7 @@ struct HTTPErrorTests {
             for (token, code) in cases {
                 let reply = try await server.get("/v1/conversations", token: token)
                 #expect(reply.status == .unauthorized)
-                #expect(try reply.error.code == code)
+                #expect(try reply.error.code.rawValue == code)
                 #expect(reply.headers[.wwwAuthenticate] == "Bearer")
             }
             // A consumer token cannot act as an agent, nor an agent token as a consumer.
@@ -95,7 +95,7 @@ struct HTTPErrorTests {
             }
             let traversal = try await server.get("/v1/conversations/../../etc/passwd", token: acme.adminToken)
             #expect(traversal.status == .badRequest || traversal.status == .notFound)
-            #expect(!(try traversal.error.code).isEmpty)
+            #expect(!(try traversal.error.code).rawValue.isEmpty)
             let badQuery = try await server.get("/v1/conversations?limit=0", token: acme.adminToken)
             #expect(badQuery.status == .badRequest)
             #expect(try badQuery.error.field == "limit")

@@ -102,7 +102,7 @@ struct HostileInputTests {
             ] {
                 let reply = try await server.get(path, token: path.hasPrefix("/v1/consumer/") ? token : acme.adminToken)
                 #expect(reply.status == .notFound, "\(path): \(reply.status)")
-                #expect(try reply.error.code.contains("not_found"), "\(path)")
+                #expect(try reply.error.code.rawValue.contains("not_found"), "\(path)")
             }
             #expect(try await HTTPErrorTests.rowCounts(server) == before)
             #expect(Self.allMediaFiles(server) == mediaBefore)

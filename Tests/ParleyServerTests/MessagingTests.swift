@@ -330,7 +330,7 @@ struct MessagingTests {
             for (text, code) in [("   ", "empty_note"), (String(repeating: "n", count: MessageRules.maxNoteLength + 1), "note_too_long")] {
                 let refused = try await server.post(path, token: acme.adminToken, json: AddNoteRequest(clientNoteId: UUID().uuidString, text: text))
                 #expect(refused.status == .unprocessableContent)
-                #expect(try refused.error.code == code)
+                #expect(try refused.error.code.rawValue == code)
             }
             // Agents see it in history; the consumer sees neither the note nor its route.
             let agentEvents = try await server.get("/v1/conversations/\(id)/events", token: acme.adminToken).decode(ListResponse<ConversationEventDTO>.self)

@@ -229,7 +229,7 @@ struct RealtimeTests {
             for (probe, frame, code) in attempts {
                 try probe.send(frame)
                 guard case .error(_, let error) = try await probe.next() else { throw TestFailure("expected an error for \(frame)") }
-                #expect(error.code == code, "\(frame)")
+                #expect(error.code.rawValue == code, "\(frame)")
             }
             ben.sendRaw("{not json")
             guard case .error(nil, let invalid) = try await ben.next() else { throw TestFailure("expected an error") }

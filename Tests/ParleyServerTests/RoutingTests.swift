@@ -260,7 +260,7 @@ struct RoutingTests {
             ]
             for (reply, status, code) in refusals {
                 #expect(reply.status.code == status, "\(reply.text)")
-                #expect(try reply.error.code == code)
+                #expect(try reply.error.code.rawValue == code)
             }
             // An agent's own limit shows in the loads.
             let load = try await server.request(.put, "/v1/agents/\(agent.id)/capacity", token: acme.adminToken, json: AgentCapacityRequest(maxConversations: 8))

@@ -173,7 +173,7 @@ struct VoiceTests {
             for (name, data, status, code) in cases {
                 let reply = try await Self.upload(server, data, token: token)
                 #expect(reply.status == status, "\(name): \(reply.text)")
-                #expect(try reply.error.code == code, "\(name)")
+                #expect(try reply.error.code.rawValue == code, "\(name)")
             }
             let tooLong = try await Self.upload(server, try fixtures.data("tone20s.webm"), token: token)
             #expect(try tooLong.error.message.contains("0:15"))

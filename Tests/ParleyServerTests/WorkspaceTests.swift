@@ -47,7 +47,7 @@ struct WorkspaceTests {
             for (body, code, status) in refusals {
                 let refused = try await server.post("/v1/saved-replies", token: acme.adminToken, json: body)
                 #expect(refused.status == status, "\(code)")
-                #expect(try refused.error.code == code)
+                #expect(try refused.error.code.rawValue == code)
             }
             // Agents read; only admins write.
             #expect(try await server.post("/v1/saved-replies", token: agentToken, json: SaveReplyRequest(shortcut: "mine", text: "x")).status == .forbidden)

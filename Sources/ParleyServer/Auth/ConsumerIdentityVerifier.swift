@@ -90,18 +90,18 @@ enum ConsumerIdentityVerifier {
         } catch let error as ParleyError {
             throw error
         } catch {
-            throw ParleyError(.badRequest, code: "invalid_key", message: "The key is not a valid \(algorithm) key: PEM expected.", field: "key")
+            throw ParleyError(.badRequest, code: .invalidKey, message: "The key is not a valid \(algorithm) key: PEM expected.", field: "key")
         }
     }
 
     static func verify(token: String, appId: AppID, keys records: [AppKeyRecord]) async throws(ParleyError) -> ConsumerIdentityClaims {
         if records.isEmpty {
             throw ParleyError(
-                .unauthorized, code: "identity_not_configured",
+                .unauthorized, code: .identityNotConfigured,
                 message: "This app has no key for verifying consumer identities; register one first.")
         }
         if token.utf8.count > maxTokenBytes {
-            throw ParleyError(.unauthorized, code: "invalid_identity_token", message: "The identity token is too long.", field: "identityToken")
+            throw ParleyError(.unauthorized, code: .invalidIdentityToken, message: "The identity token is too long.", field: "identityToken")
         }
         // JWTKit falls back to its first key when a token names a key id it does not know; a token
         // must name one of this app's keys, or (only when the app has a single key) none.
@@ -109,12 +109,12 @@ enum ConsumerIdentityVerifier {
         let kid = header?.kid
         if let kid, !records.contains(where: { $0.kid == kid }) {
             throw ParleyError(
-                .unauthorized, code: "invalid_identity_token",
+                .unauthorized, code: .invalidIdentityToken,
                 message: "The identity token was refused: \(describe(.unknownKID(JWKIdentifier(string: kid)))).", field: "identityToken")
         }
         if let header, header.kid == nil, records.count > 1 {
             throw ParleyError(
-                .unauthorized, code: "invalid_identity_token",
+                .unauthorized, code: .invalidIdentityToken,
                 message: "The identity token was refused: it has no key id (kid), and this app has several keys.", field: "identityToken")
         }
         let claims: ConsumerIdentityClaims
@@ -126,20 +126,20 @@ enum ConsumerIdentityVerifier {
             claims = try await keys.verify(token, as: ConsumerIdentityClaims.self)
         } catch let error as JWTError {
             throw ParleyError(
-                .unauthorized, code: "invalid_identity_token",
+                .unauthorized, code: .invalidIdentityToken,
                 message: "The identity token was refused: \(describe(error)).", field: "identityToken")
         } catch {
-            throw ParleyError(.unauthorized, code: "invalid_identity_token", message: "The identity token was refused.", field: "identityToken")
+            throw ParleyError(.unauthorized, code: .invalidIdentityToken, message: "The identity token was refused.", field: "identityToken")
         }
         if let aud = claims.aud, !aud.value.contains(appId.rawValue) {
             throw ParleyError(
-                .unauthorized, code: "invalid_identity_token",
+                .unauthorized, code: .invalidIdentityToken,
                 message: "The identity token's audience does not include this app.", field: "identityToken")
         }
         let subject = claims.sub.value
         if subject.isEmpty || subject.utf8.count > 255 || subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             throw ParleyError(
-                .unauthorized, code: "invalid_identity_token",
+                .unauthorized, code: .invalidIdentityToken,
                 message: "The identity token's subject must be 1-255 printable characters.", field: "identityToken")
         }
         return claims
@@ -161,7 +161,7 @@ enum ConsumerIdentityVerifier {
         switch algorithm {
         case "HS256":
             guard key.utf8.count >= 32 else {
-                throw ParleyError(.badRequest, code: "invalid_key", message: "An HS256 secret needs at least 32 bytes.", field: "key")
+                throw ParleyError(.badRequest, code: .invalidKey, message: "An HS256 secret needs at least 32 bytes.", field: "key")
             }
             await keys.add(hmac: HMACKey(from: key), digestAlgorithm: .sha256, kid: kid)
         case "ES256":
@@ -170,7 +170,7 @@ enum ConsumerIdentityVerifier {
             await keys.add(rsa: try Insecure.RSA.PublicKey(pem: key), digestAlgorithm: .sha256, kid: kid)
         default:
             throw ParleyError(
-                .badRequest, code: "unsupported_algorithm",
+                .badRequest, code: .unsupportedAlgorithm,
                 message: "'\(algorithm)' is not supported; use one of \(supportedAlgorithms.joined(separator: ", ")).", field: "algorithm")
         }
     }

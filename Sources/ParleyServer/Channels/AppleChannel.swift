@@ -68,7 +68,7 @@ public struct AppleChannel: Sendable {
         return Self.dto(try await connector.connect(
             admin, appId: appId, channel: .apple, externalId: ("businessId", request.businessId, "the business id from Apple Business Register"),
             digits: false, secrets: [("secret", request.secret)], sealing: Secrets(mspId: request.mspId, secret: request.secret),
-            takenCode: "business_taken"))
+            takenCode: .businessTaken))
     }
 
     public func connection(_ admin: AgentPrincipal, appId: AppID) async throws -> ChannelConnectionDTO {
@@ -129,9 +129,9 @@ public struct AppleChannel: Sendable {
         do {
             let answer = try await http.send(request)
             if answer.status == 200 { return ChannelTestDTO(ok: true, message: "Apple's gateway accepted the credentials for business \(record.externalId).") }
-            return ChannelTestDTO(ok: false, message: Self.sentence(status: answer.status), errorCode: "http_\(answer.status)")
+            return ChannelTestDTO(ok: false, message: Self.sentence(status: answer.status), errorCode: ErrorCode.http(answer.status).rawValue)
         } catch {
-            return ChannelTestDTO(ok: false, message: "Apple's gateway could not be reached.", errorCode: "unreachable")
+            return ChannelTestDTO(ok: false, message: "Apple's gateway could not be reached.", errorCode: ErrorCode.unreachable.rawValue)
         }
     }
 
@@ -149,7 +149,7 @@ public struct AppleChannel: Sendable {
                     logger.notice("refused a webhook with an expired or stale JWT", metadata: ["app": "\(appId)", "provider": "apple"])
                     metrics.webhooksRefused.increment()
                     throw ParleyError(
-                        .unauthorized, code: "token_expired",
+                        .unauthorized, code: .tokenExpired,
                         message: "The Authorization header's JWT is expired, older than \(Int(tokenMaxAge)) s, or issued in the future.")
                 }
                 verified = true
@@ -158,14 +158,14 @@ public struct AppleChannel: Sendable {
         guard verified, let (record, _) = connection else {
             logger.notice("refused a webhook without a valid signature", metadata: ["app": "\(appId)", "provider": "apple"])
             metrics.webhooksRefused.increment()
-            throw ParleyError(.unauthorized, code: "invalid_signature", message: "The Authorization header's JWT is missing or wrong.")
+            throw ParleyError(.unauthorized, code: .invalidSignature, message: "The Authorization header's JWT is missing or wrong.")
         }
         guard destinationId == record.externalId else {
-            throw ParleyError(.forbidden, code: "wrong_business", message: "The destination-id is not this app's business.")
+            throw ParleyError(.forbidden, code: .wrongBusiness, message: "The destination-id is not this app's business.")
         }
         let json = try gzip ? Self.gunzip(body) : body
         guard let message = try? JSONDecoder().decode(AppleMessage.self, from: json), (1...128).contains(message.id.utf8.count) else {
-            throw ParleyError(.badRequest, code: "invalid_json", message: "The body is not an Apple Messages for Business message.")
+            throw ParleyError(.badRequest, code: .invalidJson, message: "The body is not an Apple Messages for Business message.")
         }
         try await jobs.enqueue(
             Self.webhookJob, WebhookJob(appId: appId, body: String(decoding: json, as: UTF8.self)), brandId: record.brandId, lane: "in:\(appId)",
@@ -178,9 +178,9 @@ public struct AppleChannel: Sendable {
         do {
             return Data(buffer: try buffer.decompress(with: .gzip(), maxSize: maxWebhookBytes))
         } catch let error as CompressNIOError where error == .bufferOverflow {
-            throw ParleyError(.payloadTooLarge, code: "body_too_large", message: "A message from Apple is at most \(maxWebhookBytes) bytes once decompressed.")
+            throw ParleyError(.payloadTooLarge, code: .bodyTooLarge, message: "A message from Apple is at most \(maxWebhookBytes) bytes once decompressed.")
         } catch {
-            throw ParleyError(.badRequest, code: "invalid_gzip", message: "The body is not valid gzip.")
+            throw ParleyError(.badRequest, code: .invalidGzip, message: "The body is not valid gzip.")
         }
     }
 
@@ -369,7 +369,7 @@ struct AppleOutbound: OutboundConnector {
     func send(_ message: MessageDTO, in conversation: ConversationDTO, template: ChannelSendJob.Template?) async throws -> String {
         guard let (connection, secrets) = try await apple.opened(conversation.appId) else {
             throw DeliveryRefused(
-                code: "not_connected", message: "This Apple Messages app is not connected: an admin must connect it in Settings.", retryable: true)
+                code: ErrorCode.notConnected.rawValue, message: "This Apple Messages app is not connected: an admin must connect it in Settings.", retryable: true)
         }
         let store = apple.store
         let customer = try await OutboundMedia.recipient(conversation, channel: .apple, store: store)
@@ -396,7 +396,7 @@ struct AppleOutbound: OutboundConnector {
         request.body = .bytes(try AppleChannel.gzip(try JSONEncoder().encode(payload)))
         _ = try await apple.http.deliver(request) { answer in
             ProviderRefusal(
-                code: "http_\(answer.status)", throttled: false, final: answer.status == 404 || answer.status == 413,
+                code: ErrorCode.http(answer.status).rawValue, throttled: false, final: answer.status == 404 || answer.status == 413,
                 sentence: AppleChannel.sentence(status: answer.status))
         }
         return id
@@ -414,7 +414,7 @@ struct AppleOutbound: OutboundConnector {
             ("Authorization", try await apple.authorization(secrets)), ("Source-Id", connection.externalId), ("MMCS-Size", String(encrypted.count)),
         ])
         let answer = try await apple.http.deliver(slot) { answer in
-            ProviderRefusal(code: "http_\(answer.status)", throttled: false, final: false, sentence: AppleChannel.sentence(status: answer.status))
+            ProviderRefusal(code: ErrorCode.http(answer.status).rawValue, throttled: false, final: false, sentence: AppleChannel.sentence(status: answer.status))
         }
         struct Slot: Decodable {
             var uploadURL: String
@@ -431,7 +431,7 @@ struct AppleOutbound: OutboundConnector {
         put.headers = HTTPHeaders([("Content-Length", String(encrypted.count))])
         put.body = .bytes(ByteBuffer(data: encrypted))
         let uploaded = try await apple.http.deliver(put) { answer in
-            ProviderRefusal(code: "http_\(answer.status)", throttled: false, final: false, sentence: "Apple did not take the attachment (HTTP \(answer.status)).")
+            ProviderRefusal(code: ErrorCode.http(answer.status).rawValue, throttled: false, final: false, sentence: "Apple did not take the attachment (HTTP \(answer.status)).")
         }
         struct Uploaded: Decodable {
             struct File: Decodable { var fileChecksum: String }

@@ -60,7 +60,7 @@ struct ChannelSender: JobHandler {
         guard delivery.providerMessageId == nil, delivery.state != .failed else { return }  // already done
         guard let connector = connectors[conversation.channel] else {
             try await conversations.updateDelivery(
-                messageId: message.id, brandId: payload.brandId, state: .failed, errorCode: "channel_not_supported",
+                messageId: message.id, brandId: payload.brandId, state: .failed, errorCode: ErrorCode.channelNotSupported.rawValue,
                 errorMessage: "Parley cannot send on the \(conversation.channel.rawValue) channel yet.", retryable: false)
             return
         }
@@ -79,7 +79,7 @@ struct ChannelSender: JobHandler {
     func gaveUp(_ job: JobRecord, reason: String) async {
         guard let payload = try? JSONDecoder().decode(ChannelSendJob.self, from: Data(job.payload.utf8)) else { return }
         try? await conversations.updateDelivery(
-            messageId: payload.messageId, brandId: payload.brandId, state: .failed, errorCode: "not_sent",
+            messageId: payload.messageId, brandId: payload.brandId, state: .failed, errorCode: ErrorCode.notSent.rawValue,
             errorMessage: "The message could not be sent after \(job.attempts) attempt\(job.attempts == 1 ? "" : "s") (\(reason)).", retryable: true)
     }
 }
@@ -118,7 +118,7 @@ extension ConversationService {
                 let delivery = try await repo.channelDelivery(messageId: messageId), delivery.brandId == agent.brandId
             else { throw ParleyError.notFound("Message") }
             guard delivery.state == .failed, delivery.retryable else {
-                throw ParleyError(.conflict, code: "not_retryable", message: "Only a failed message that can be sent again is retried.")
+                throw ParleyError(.conflict, code: .notRetryable, message: "Only a failed message that can be sent again is retried.")
             }
             let conversation = try await Self.authorizedConversation(.agent(agent), id: message.conversationId, in: repo, lock: false)
             // A template goes again as the template (allowed outside the window); anything else only

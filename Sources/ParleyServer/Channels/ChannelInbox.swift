@@ -159,7 +159,7 @@ enum MetaWebhook {
     static func verify(mode: String?, token: String?, challenge: String?, expected: String?) throws -> String {
         guard mode == "subscribe", let token, let challenge, challenge.count <= 256, let expected,
             Data(token.utf8).constantTimeEquals(Data(expected.utf8))
-        else { throw ParleyError(.forbidden, code: "verification_failed", message: "The verify token does not match.") }
+        else { throw ParleyError(.forbidden, code: .verificationFailed, message: "The verify token does not match.") }
         return challenge
     }
 
@@ -171,7 +171,7 @@ enum MetaWebhook {
         else {
             logger.notice("refused a webhook without a valid signature", metadata: ["app": "\(app)"])
             metrics.webhooksRefused.increment()
-            throw ParleyError(.unauthorized, code: "invalid_signature", message: "The X-Hub-Signature-256 header is missing or wrong.")
+            throw ParleyError(.unauthorized, code: .invalidSignature, message: "The X-Hub-Signature-256 header is missing or wrong.")
         }
     }
 
@@ -193,7 +193,7 @@ struct ChannelConnector: Sendable {
     /// Stores the connection (keeping the settings of an earlier one) and returns the stored record.
     func connect<Secrets: Encodable>(
         _ admin: AgentPrincipal, appId: AppID, channel: Channel, externalId: (field: String, value: String, what: String),
-        digits: Bool = true, secrets values: [(field: String, value: String)], sealing: Secrets, takenCode: String
+        digits: Bool = true, secrets values: [(field: String, value: String)], sealing: Secrets, takenCode: ErrorCode
     ) async throws -> ChannelConnectionRecord {
         try admin.require(.admin)
         if digits {
@@ -220,7 +220,7 @@ struct ChannelConnector: Sendable {
                 guard let app = try await repo.app(id: appId), app.brandId == admin.brandId else { throw ParleyError.notFound("App") }
                 guard app.channel == channel else {
                     throw ParleyError(
-                        .conflict, code: "app_not_\(channel.rawValue)",
+                        .conflict, code: .appNot(channel),
                         message: "This app is on the \(app.channel.rawValue) channel; connect an app created for \(channel.rawValue).")
                 }
                 let existing = try await repo.channelConnection(appId: appId)
@@ -266,7 +266,7 @@ enum OutboundMedia {
         switch record.state {
         case .processing: throw JobFailure.notYet(after: .seconds(1))
         case .failed, .blocked:
-            throw DeliveryRefused(code: "voice_unavailable", message: "The voice note could not be converted, so it was not sent.", retryable: false)
+            throw DeliveryRefused(code: ErrorCode.voiceUnavailable.rawValue, message: "The voice note could not be converted, so it was not sent.", retryable: false)
         case .ready: break
         }
         guard let key = rendition == .opus ? record.opusKey : record.aacKey, let data = try await blobs.get(key: key) else {
@@ -288,7 +288,7 @@ enum OutboundMedia {
         let prefix = "\(channel.rawValue):"
         guard let externalId = consumer?.externalId, externalId.hasPrefix(prefix) else {
             throw DeliveryRefused(
-                code: "no_recipient", message: "This customer has no \(ChannelInbox.providerName(channel)) id.", retryable: false)
+                code: ErrorCode.noRecipient.rawValue, message: "This customer has no \(ChannelInbox.providerName(channel)) id.", retryable: false)
         }
         return String(externalId.dropFirst(prefix.count))
     }

@@ -81,7 +81,7 @@ public struct MessengerChannel: Sendable {
             admin, appId: appId, channel: .messenger, externalId: ("pageId", request.pageId, "the Facebook Page's id"),
             secrets: [("verifyToken", request.verifyToken), ("appSecret", request.appSecret), ("pageAccessToken", request.pageAccessToken)],
             sealing: Secrets(verifyToken: request.verifyToken, appSecret: request.appSecret, pageAccessToken: request.pageAccessToken),
-            takenCode: "page_taken"))
+            takenCode: .pageTaken))
     }
 
     public func connection(_ admin: AgentPrincipal, appId: AppID) async throws -> ChannelConnectionDTO {
@@ -116,7 +116,7 @@ public struct MessengerChannel: Sendable {
         } catch let refused as DeliveryRefused {
             return ChannelTestDTO(ok: false, message: refused.message, errorCode: refused.code)
         } catch {
-            return ChannelTestDTO(ok: false, message: "Messenger could not be reached.", errorCode: "unreachable")
+            return ChannelTestDTO(ok: false, message: "Messenger could not be reached.", errorCode: ErrorCode.unreachable.rawValue)
         }
     }
 
@@ -131,7 +131,7 @@ public struct MessengerChannel: Sendable {
         let connection = try await secrets(of: appId)
         try MetaWebhook.checkSignature(signature, body: body, appSecret: connection?.1.appSecret, app: appId, metrics: metrics, logger: logger)
         guard let (record, _) = connection, (try? JSONDecoder().decode(MessengerNotification.self, from: body)) != nil else {
-            throw ParleyError(.badRequest, code: "invalid_json", message: "The notification is not the Messenger Platform's JSON.")
+            throw ParleyError(.badRequest, code: .invalidJson, message: "The notification is not the Messenger Platform's JSON.")
         }
         try await jobs.enqueue(
             Self.webhookJob, WebhookJob(appId: appId, body: String(decoding: body, as: UTF8.self)), brandId: record.brandId,
@@ -280,7 +280,7 @@ struct MessengerOutbound: OutboundConnector {
     func send(_ message: MessageDTO, in conversation: ConversationDTO, template: ChannelSendJob.Template?) async throws -> String {
         guard let (connection, secrets) = try await messenger.secrets(of: conversation.appId) else {
             throw DeliveryRefused(
-                code: "not_connected", message: "This Messenger app is not connected: an admin must connect it in Settings.", retryable: true)
+                code: ErrorCode.notConnected.rawValue, message: "This Messenger app is not connected: an admin must connect it in Settings.", retryable: true)
         }
         let store = messenger.store
         let psid = try await OutboundMedia.recipient(conversation, channel: .messenger, store: store)

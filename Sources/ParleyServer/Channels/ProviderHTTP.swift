@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import ParleyAPI
 import ParleyDomain
 
 /// Parley's calls to messaging providers (their APIs and their media hosts), over one shared
@@ -241,7 +242,7 @@ extension ProviderHTTP {
             case .unreachable: throw JobFailure.retry(failure.description)
             case .noAnswer:
                 throw DeliveryRefused(
-                    code: "no_answer", message: "The provider did not answer in time; the message may or may not have been sent.", retryable: true)
+                    code: ErrorCode.noAnswer.rawValue, message: "The provider did not answer in time; the message may or may not have been sent.", retryable: true)
             case .tooLarge, .hostNotAllowed: throw JobFailure.permanent(failure.description)
             }
         }
@@ -250,7 +251,7 @@ extension ProviderHTTP {
         if answer.status == 429 || answer.status >= 500 || refusal.throttled {
             throw JobFailure.retry("the provider answered \(answer.status) (\(refusal.code ?? "no code"))", after: answer.retryAfter)
         }
-        throw DeliveryRefused(code: refusal.code ?? "http_\(answer.status)", message: refusal.sentence, retryable: !refusal.final)
+        throw DeliveryRefused(code: refusal.code ?? ErrorCode.http(answer.status).rawValue, message: refusal.sentence, retryable: !refusal.final)
     }
 
     /// One Graph API call (Meta's WhatsApp and Messenger APIs): `deliver` with Graph's error body,

@@ -74,7 +74,7 @@ public struct SMSChannel: Sendable {
         let record = try await connector.connect(
             admin, appId: appId, channel: .sms, externalId: ("phoneNumber", String(phone.dropFirst()), "the Twilio number"),
             secrets: [("authToken", request.authToken)], sealing: Secrets(accountSid: sid, authToken: request.authToken),
-            takenCode: "number_taken")
+            takenCode: .numberTaken)
         let earlier = Self.settings(record)
         let settings = Settings(phoneNumber: phone, publicURL: publicURL ?? origin, mms: earlier?.phoneNumber == phone ? earlier?.mms : nil)
         return Self.dto(try await save(settings, appId: appId, brandId: admin.brandId))
@@ -139,12 +139,12 @@ public struct SMSChannel: Sendable {
         do {
             answer = try await http.send(request)
         } catch {
-            return ChannelTestDTO(ok: false, message: "Twilio could not be reached.", errorCode: "unreachable")
+            return ChannelTestDTO(ok: false, message: "Twilio could not be reached.", errorCode: ErrorCode.unreachable.rawValue)
         }
         guard answer.status == 200 else {
             let error = try? JSONDecoder().decode(TwilioError.self, from: answer.body)
             return ChannelTestDTO(
-                ok: false, message: Self.sentence(code: error?.code, details: error?.message), errorCode: error?.code.map(String.init) ?? "http_\(answer.status)")
+                ok: false, message: Self.sentence(code: error?.code, details: error?.message), errorCode: error?.code.map(String.init) ?? ErrorCode.http(answer.status).rawValue)
         }
         struct Numbers: Decodable {
             struct Number: Decodable {
@@ -170,10 +170,10 @@ public struct SMSChannel: Sendable {
             let found = numbers.incomingPhoneNumbers.first(where: { $0.phoneNumber == settings.phoneNumber })
         else {
             return ChannelTestDTO(
-                ok: false, message: "\(settings.phoneNumber) is not a number of this Twilio account.", errorCode: "number_not_found")
+                ok: false, message: "\(settings.phoneNumber) is not a number of this Twilio account.", errorCode: ErrorCode.numberNotFound.rawValue)
         }
         guard found.capabilities?.sms != false else {
-            return ChannelTestDTO(ok: false, message: "\(settings.phoneNumber) cannot send text messages.", errorCode: "sms_not_supported")
+            return ChannelTestDTO(ok: false, message: "\(settings.phoneNumber) cannot send text messages.", errorCode: ErrorCode.smsNotSupported.rawValue)
         }
         let mms = found.capabilities?.mms == true
         var updated = settings
@@ -198,11 +198,11 @@ public struct SMSChannel: Sendable {
         else {
             logger.notice("refused a webhook without a valid signature", metadata: ["app": "\(appId)", "provider": "twilio"])
             metrics.webhooksRefused.increment()
-            throw ParleyError(.unauthorized, code: "invalid_signature", message: "The X-Twilio-Signature header is missing or wrong.")
+            throw ParleyError(.unauthorized, code: .invalidSignature, message: "The X-Twilio-Signature header is missing or wrong.")
         }
         let fields = Dictionary(parameters, uniquingKeysWith: { first, _ in first })
         guard let sid = fields["MessageSid"], (1...64).contains(sid.utf8.count), fields["AccountSid"] == secrets.accountSid else {
-            throw ParleyError(.badRequest, code: "invalid_form", message: "The request is not a Twilio message webhook of this account.")
+            throw ParleyError(.badRequest, code: .invalidForm, message: "The request is not a Twilio message webhook of this account.")
         }
         let dedupe = isStatus ? "sms-status:\(sid):\(fields["MessageStatus"] ?? "")" : "sms:\(appId):\(sid)"
         try await jobs.enqueue(
@@ -404,7 +404,7 @@ struct SMSOutbound: OutboundConnector {
     func send(_ message: MessageDTO, in conversation: ConversationDTO, template: ChannelSendJob.Template?) async throws -> String {
         guard let (_, secrets, settings) = try await sms.opened(conversation.appId) else {
             throw DeliveryRefused(
-                code: "not_connected", message: "This SMS app is not connected: an admin must connect it in Settings.", retryable: true)
+                code: ErrorCode.notConnected.rawValue, message: "This SMS app is not connected: an admin must connect it in Settings.", retryable: true)
         }
         let store = sms.store
         let to = try await OutboundMedia.recipient(conversation, channel: .sms, store: store)
@@ -424,7 +424,7 @@ struct SMSOutbound: OutboundConnector {
             switch voice.state {
             case .processing: throw JobFailure.notYet(after: .seconds(1))
             case .failed, .blocked:
-                throw DeliveryRefused(code: "voice_unavailable", message: "The voice note could not be converted, so it was not sent.", retryable: false)
+                throw DeliveryRefused(code: ErrorCode.voiceUnavailable.rawValue, message: "The voice note could not be converted, so it was not sent.", retryable: false)
             case .ready: break
             }
             if mms, let bytes = voice.aacBytes, bytes <= SMSChannel.maxMMSAudioBytes {

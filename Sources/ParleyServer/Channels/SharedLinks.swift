@@ -79,7 +79,7 @@ struct SharedLinkController {
         let token = context.parameters.get("token") ?? ""
         switch links.open(token) {
         case .invalid: throw ParleyError.notFound("Link")
-        case .expired: throw ParleyError(.gone, code: "link_expired", message: "This link has expired.")
+        case .expired: throw ParleyError(.gone, code: .linkExpired, message: "This link has expired.")
         case .valid(let brandId, let messageId):
             let found = try await store.read { repo -> Target? in
                 // Only what an agent sent: a link never exposes a customer's upload.
@@ -143,7 +143,7 @@ struct SharedLinkController {
                     """)
             }
             status = .ok
-        } catch let error as ParleyError where error.code == "link_expired" {
+        } catch let error as ParleyError where error.code == .linkExpired {
             body = Self.document(title: "Link expired", """
                 <h1>This link has expired</h1>
                 <p class="note">Links in text messages work for a few days. Reply to the text to ask for it again.</p>

@@ -110,7 +110,7 @@ struct WhatsAppAPI: Sendable {
         request.headers = headers(token, json: false)
         let answer = try await call(request)
         guard let number = try? JSONDecoder().decode(PhoneNumber.self, from: answer.body) else {
-            throw DeliveryRefused(code: "unexpected_answer", message: "WhatsApp answered with something Parley does not understand.", retryable: false)
+            throw DeliveryRefused(code: ErrorCode.unexpectedAnswer.rawValue, message: "WhatsApp answered with something Parley does not understand.", retryable: false)
         }
         return number
     }

@@ -53,7 +53,7 @@ public struct WhatsAppChannel: Sendable {
             externalId: ("phoneNumberId", request.phoneNumberId, "the phone number's id in WhatsApp Manager"),
             secrets: [("verifyToken", request.verifyToken), ("appSecret", request.appSecret), ("accessToken", request.accessToken)],
             sealing: Secrets(verifyToken: request.verifyToken, appSecret: request.appSecret, accessToken: request.accessToken),
-            takenCode: "phone_number_taken"))
+            takenCode: .phoneNumberTaken))
     }
 
     public func connection(_ admin: AgentPrincipal, appId: AppID) async throws -> ChannelConnectionDTO {
@@ -140,13 +140,13 @@ public struct WhatsAppChannel: Sendable {
     ) async throws -> SendMessageResponse {
         let conversation = try await conversations.conversation(.agent(agent), id: conversationId)
         guard conversation.channel == .whatsapp else {
-            throw ParleyError(.unprocessable, code: "templates_not_supported", message: "Templates are sent on WhatsApp only.")
+            throw ParleyError(.unprocessable, code: .templatesNotSupported, message: "Templates are sent on WhatsApp only.")
         }
         let record = try await store.read { repo in try await repo.channelConnection(appId: conversation.appId) }
         guard let record, record.brandId == agent.brandId,
             let template = Self.templates(of: record).first(where: { $0.name == request.name && $0.language == request.language })
         else {
-            throw ParleyError(.notFound, code: "template_not_found", message: "No template '\(request.name)' in \(request.language) is set up for this app.")
+            throw ParleyError(.notFound, code: .templateNotFound, message: "No template '\(request.name)' in \(request.language) is set up for this app.")
         }
         guard request.parameters.count == template.parameterCount else {
             throw ParleyError.invalidField("parameters", "This template takes \(template.parameterCount) parameters.")
@@ -177,9 +177,9 @@ public struct WhatsAppChannel: Sendable {
             return ChannelTestDTO(ok: false, message: refused.message, errorCode: refused.code)
         } catch let failure as JobFailure {
             if case .retry(let reason, _) = failure {
-                return ChannelTestDTO(ok: false, message: "WhatsApp could not be reached (\(reason)).", errorCode: "unreachable")
+                return ChannelTestDTO(ok: false, message: "WhatsApp could not be reached (\(reason)).", errorCode: ErrorCode.unreachable.rawValue)
             }
-            return ChannelTestDTO(ok: false, message: "WhatsApp answered with something Parley does not understand.", errorCode: "unexpected_answer")
+            return ChannelTestDTO(ok: false, message: "WhatsApp answered with something Parley does not understand.", errorCode: ErrorCode.unexpectedAnswer.rawValue)
         }
     }
 
@@ -206,7 +206,7 @@ public struct WhatsAppChannel: Sendable {
         let connection = try await secrets(of: appId)
         try MetaWebhook.checkSignature(signature, body: body, appSecret: connection?.1.appSecret, app: appId, metrics: metrics, logger: logger)
         guard let (record, _) = connection, (try? JSONDecoder().decode(WhatsAppNotification.self, from: body)) != nil else {
-            throw ParleyError(.badRequest, code: "invalid_json", message: "The notification is not the Cloud API's JSON.")
+            throw ParleyError(.badRequest, code: .invalidJson, message: "The notification is not the Cloud API's JSON.")
         }
         // One lane per app: notifications are processed in the order they arrived.
         try await jobs.enqueue(
@@ -308,7 +308,7 @@ public struct WhatsAppChannel: Sendable {
         let info: WhatsAppAPI.MediaInfo
         do {
             info = try await api.mediaInfo(mediaId: job.mediaId, token: secrets.accessToken)
-        } catch let refused as DeliveryRefused where refused.code == "no_answer" {
+        } catch let refused as DeliveryRefused where refused.code == ErrorCode.noAnswer.rawValue {
             throw JobFailure.retry(refused.message)  // a read: asking again is harmless
         } catch let refused as DeliveryRefused {
             try await appendText("[WhatsApp \(kind.noun) could not be fetched: \(refused.message)]", wamid: job.wamid, principal)

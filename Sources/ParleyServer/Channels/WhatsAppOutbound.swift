@@ -14,7 +14,7 @@ struct WhatsAppOutbound: OutboundConnector {
     func send(_ message: MessageDTO, in conversation: ConversationDTO, template: ChannelSendJob.Template?) async throws -> String {
         guard let (connection, secrets) = try await whatsapp.secrets(of: conversation.appId) else {
             throw DeliveryRefused(
-                code: "not_connected", message: "This WhatsApp app is not connected: an admin must connect it in Settings.", retryable: true)
+                code: ErrorCode.notConnected.rawValue, message: "This WhatsApp app is not connected: an admin must connect it in Settings.", retryable: true)
         }
         let to = try await OutboundMedia.recipient(conversation, channel: .whatsapp, store: whatsapp.store)
         let token = secrets.accessToken

@@ -228,7 +228,7 @@ struct ChannelController {
         do {
             return Data(buffer: try await body.collect(upTo: limit))
         } catch {
-            throw ParleyError(.payloadTooLarge, code: "body_too_large", message: "A webhook body is at most \(limit) bytes.")
+            throw ParleyError(.payloadTooLarge, code: .bodyTooLarge, message: "A webhook body is at most \(limit) bytes.")
         }
     }
 

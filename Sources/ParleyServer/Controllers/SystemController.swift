@@ -89,13 +89,13 @@ struct SystemController {
         if let token = configuration.metricsToken {
             let presented = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
             guard let presented, SessionTokens.constantTimeEqual(presented, token) else {
-                throw ParleyError(.unauthorized, code: "metrics_token_required", message: "Metrics need the metrics token as a bearer token.")
+                throw ParleyError(.unauthorized, code: .metricsTokenRequired, message: "Metrics need the metrics token as a bearer token.")
             }
         } else {
             let loopback = context.peerIP.map { $0 == "127.0.0.1" || $0 == "::1" || $0.hasPrefix("::ffff:127.") } ?? false
             guard loopback, !configuration.trustProxy else {
                 throw ParleyError(
-                    .forbidden, code: "metrics_forbidden",
+                    .forbidden, code: .metricsForbidden,
                     message: "Metrics are served to the loopback address only; set PARLEY_METRICS_TOKEN to read them from elsewhere.")
             }
         }
@@ -108,6 +108,6 @@ struct SystemController {
     /// upgrade was refused because the token is missing or invalid (which is reported first).
     @Sendable func upgradeRequired(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         _ = try context.requirePrincipal()
-        throw ParleyError(.badRequest, code: "upgrade_required", message: "This endpoint speaks WebSocket: send an Upgrade request.")
+        throw ParleyError(.badRequest, code: .upgradeRequired, message: "This endpoint speaks WebSocket: send an Upgrade request.")
     }
 }

@@ -29,7 +29,7 @@ struct AuthMiddleware: RouterMiddleware {
         var context = context
         if let (token, viaCookie) = Self.token(in: request) {
             if viaCookie, OriginPolicy.needsCheck(request), !origins.allows(request) {
-                throw ParleyError(.forbidden, code: "origin_not_allowed", message: OriginPolicy.refusalMessage)
+                throw ParleyError(.forbidden, code: .originNotAllowed, message: OriginPolicy.refusalMessage)
             }
             context.authenticatedByCookie = viaCookie
             do {

@@ -74,7 +74,7 @@ public final class Drain: Sendable {
     func stop() { timer.withLock { $0?.cancel() } }
 
     static let shuttingDown = ParleyError(
-        .unavailable, code: "shutting_down", message: "The server is restarting. Send it again in a moment.", retryAfter: 5)
+        .unavailable, code: .shuttingDown, message: "The server is restarting. Send it again in a moment.", retryAfter: 5)
 }
 
 /// Records every request in the drain (only the path: queries can carry tokens).

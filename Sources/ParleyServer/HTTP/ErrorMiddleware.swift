@@ -24,19 +24,19 @@ struct ErrorMiddleware: RouterMiddleware {
                 for: ParleyError(Self.kind(for: error.status), code: Self.code(for: error.status), message: error.status.reasonPhrase))
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))", "path": "\(request.uri.path)"])
-            return Self.response(for: ParleyError(.internalError, code: "internal_error", message: "Something went wrong on our side. Try again."))
+            return Self.response(for: ParleyError(.internalError, code: .internalError, message: "Something went wrong on our side. Try again."))
         }
     }
 
     static let mediaUnavailable = ParleyError(
-        .unavailable, code: "media_unavailable", message: "Media storage is not answering. Send it again in a moment.", retryAfter: 5)
+        .unavailable, code: .mediaUnavailable, message: "Media storage is not answering. Send it again in a moment.", retryAfter: 5)
 
     static func translate(_ error: HTTPError) -> ParleyError {
         switch error.status {
         case .notFound:
-            return ParleyError(.notFound, code: "route_not_found", message: "There is no such endpoint. See the OpenAPI document.")
+            return ParleyError(.notFound, code: .routeNotFound, message: "There is no such endpoint. See the OpenAPI document.")
         case .contentTooLarge:
-            return ParleyError(.payloadTooLarge, code: "payload_too_large", message: "The request body is too large.")
+            return ParleyError(.payloadTooLarge, code: .payloadTooLarge, message: "The request body is too large.")
         default:
             return ParleyError(kind(for: error.status), code: code(for: error.status), message: error.body ?? error.status.reasonPhrase)
         }
@@ -78,18 +78,18 @@ struct ErrorMiddleware: RouterMiddleware {
         }
     }
 
-    static func code(for status: HTTPResponse.Status) -> String {
+    static func code(for status: HTTPResponse.Status) -> ErrorCode {
         switch status.code {
-        case 400: "bad_request"
-        case 401: "unauthenticated"
-        case 403: "forbidden"
-        case 404: "not_found"
-        case 405: "method_not_allowed"
-        case 409: "conflict"
-        case 413: "payload_too_large"
-        case 415: "unsupported_media_type"
-        case 429: "rate_limited"
-        default: status.code >= 500 ? "internal_error" : "bad_request"
+        case 400: .badRequest
+        case 401: .unauthenticated
+        case 403: .forbidden
+        case 404: .notFound
+        case 405: .methodNotAllowed
+        case 409: .conflict
+        case 413: .payloadTooLarge
+        case 415: .unsupportedMediaType
+        case 429: .rateLimited
+        default: status.code >= 500 ? .internalError : .badRequest
         }
     }
 

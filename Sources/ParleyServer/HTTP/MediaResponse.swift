@@ -34,7 +34,7 @@ enum MediaResponse {
                 headers[.contentRange] = "bytes \(requested.lowerBound)-\(requested.upperBound - 1)/\(bytes)"
             case .unsatisfiable:
                 var refusal = ErrorMiddleware.response(
-                    for: ParleyError(.badRequest, code: "range_not_satisfiable", message: "The range is outside the \(bytes) bytes of this file."))
+                    for: ParleyError(.badRequest, code: .rangeNotSatisfiable, message: "The range is outside the \(bytes) bytes of this file."))
                 refusal.status = .rangeNotSatisfiable
                 refusal.headers[.contentRange] = "bytes */\(bytes)"
                 return refusal

@@ -11,16 +11,16 @@ extension Request {
         // A body without `application/json` is refused: an HTML form or a `no-cors` fetch from another
         // site can send a body, but not with this type, so this also stops cross-site form posts.
         guard let contentType = headers[.contentType], contentType.lowercased().hasPrefix("application/json") else {
-            throw ParleyError(.unsupportedMediaType, code: "unsupported_media_type", message: "Send the body as application/json.")
+            throw ParleyError(.unsupportedMediaType, code: .unsupportedMediaType, message: "Send the body as application/json.")
         }
         let buffer: ByteBuffer
         do {
             buffer = try await body.collect(upTo: limit)
         } catch {
-            throw ParleyError(.payloadTooLarge, code: "payload_too_large", message: "The request body is larger than \(limit) bytes.")
+            throw ParleyError(.payloadTooLarge, code: .payloadTooLarge, message: "The request body is larger than \(limit) bytes.")
         }
         if buffer.readableBytes == 0 {
-            throw ParleyError(.badRequest, code: "invalid_json", message: "The request needs a JSON body.")
+            throw ParleyError(.badRequest, code: .invalidJson, message: "The request needs a JSON body.")
         }
         do {
             return try ParleyCoders.decoder.decode(T.self, from: Data(buffer: buffer))
@@ -49,13 +49,13 @@ extension ParleyError {
         case .valueNotFound(_, let context):
             return .missingField(path(context.codingPath))
         case .typeMismatch(_, let context) where context.codingPath.isEmpty:
-            return ParleyError(.badRequest, code: "invalid_json", message: "The body must be a JSON object.")
+            return ParleyError(.badRequest, code: .invalidJson, message: "The body must be a JSON object.")
         case .typeMismatch(let type, let context):
             let field = path(context.codingPath)
             return .invalidField(field, "'\(field)' has the wrong type; expected \(describe(type)).")
         case .dataCorrupted(let context):
             if context.codingPath.isEmpty {
-                return ParleyError(.badRequest, code: "invalid_json", message: "The body is not valid JSON.")
+                return ParleyError(.badRequest, code: .invalidJson, message: "The body is not valid JSON.")
             }
             let field = path(context.codingPath)
             if context.debugDescription.hasPrefix(ParleyJSON.dateErrorPrefix) {
@@ -63,7 +63,7 @@ extension ParleyError {
             }
             return .invalidField(field, "'\(field)' has an invalid value: \(context.debugDescription)")
         @unknown default:
-            return ParleyError(.badRequest, code: "invalid_json", message: "The body is not valid JSON.")
+            return ParleyError(.badRequest, code: .invalidJson, message: "The body is not valid JSON.")
         }
     }
 

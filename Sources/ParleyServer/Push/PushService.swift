@@ -71,7 +71,7 @@ public struct PushService: Sendable {
             try await store.read({ repo in try await repo.pushCredentials(appId: consumer.appId, provider: request.provider) }) == nil
         {
             throw ParleyError(
-                .conflict, code: "push_not_configured",
+                .conflict, code: .pushNotConfigured,
                 message: "This app has no \(request.provider == .apns ? "APNs" : "FCM") credentials: the brand's admin adds them first.")
         }
         let now = clock.now()

@@ -133,7 +133,7 @@ struct RealtimeController {
                 case .refuse:
                     metrics.realtimeFramesRefused.increment()
                     if case .text(let text) = message, let id = Self.frameId(in: text) {
-                        send(.error(id: id, .init(code: "rate_limited", message: "Too many frames; slow down.", retryAfter: 1)), to: outbox)
+                        send(.error(id: id, .init(code: .rateLimited, message: "Too many frames; slow down.", retryAfter: 1)), to: outbox)
                     }
                     continue
                 case .close:
@@ -143,7 +143,7 @@ struct RealtimeController {
                     return
                 }
                 if case .binary = message {
-                    send(.error(id: nil, .init(code: "unsupported_frame", message: "Send JSON frames as text.")), to: outbox)
+                    send(.error(id: nil, .init(code: .unsupportedFrame, message: "Send JSON frames as text.")), to: outbox)
                 }
             }
         } catch {
@@ -216,7 +216,7 @@ struct RealtimeController {
         } catch let error as ParleyError {
             send(.error(id: frame.replyId, .init(code: error.code, message: error.message, field: error.field, retryAfter: error.retryAfter)), to: outbox)
         } catch {
-            send(.error(id: frame.replyId, .init(code: "internal_error", message: "Something went wrong on our side. Try again.")), to: outbox)
+            send(.error(id: frame.replyId, .init(code: .internalError, message: "Something went wrong on our side. Try again.")), to: outbox)
         }
     }
 
@@ -228,7 +228,7 @@ struct RealtimeController {
             let parleyError = ParleyError.from(error)
             send(.error(id: Self.frameId(in: text), .init(code: parleyError.code, message: parleyError.message, field: parleyError.field)), to: outbox)
         } catch {
-            send(.error(id: nil, .init(code: "invalid_json", message: "The frame is not valid JSON.")), to: outbox)
+            send(.error(id: nil, .init(code: .invalidJson, message: "The frame is not valid JSON.")), to: outbox)
         }
         return nil
     }

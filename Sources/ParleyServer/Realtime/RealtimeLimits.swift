@@ -86,7 +86,7 @@ final class FloodCooldown: Sendable {
     /// The refusal of an upgrade during a cool-down.
     static func refusal(_ wait: Duration) -> ParleyError {
         ParleyError(
-            .rateLimited, code: "too_many_frames",
+            .rateLimited, code: .tooManyFrames,
             message: "This session sent too many real-time frames; wait \(seconds(wait)) s before connecting again.")
     }
 

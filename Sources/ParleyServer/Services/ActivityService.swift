@@ -95,7 +95,7 @@ public struct ActivityService: Sendable {
             try await Self.checkApp(rule.appId, of: admin, in: repo)
             if try await repo.engagementRuleCount(brandId: admin.brandId) >= ActivityRules.maxRulesPerBrand {
                 throw ParleyError(
-                    .conflict, code: "engagement_rule_limit", message: "A brand has at most \(ActivityRules.maxRulesPerBrand) engagement rules; delete one first.")
+                    .conflict, code: .engagementRuleLimit, message: "A brand has at most \(ActivityRules.maxRulesPerBrand) engagement rules; delete one first.")
             }
             try await repo.insertEngagementRule(rule, brandId: admin.brandId)
         }
@@ -136,7 +136,7 @@ public struct ActivityService: Sendable {
     private static func checkApp(_ appId: AppID?, of admin: AgentPrincipal, in repo: any IdentityStore) async throws {
         guard let appId else { return }
         guard let app = try await repo.app(id: appId), app.brandId == admin.brandId else {
-            throw ParleyError(.unprocessable, code: "app_not_found", message: "There is no such app in this brand.", field: "appId")
+            throw ParleyError(.unprocessable, code: .appNotFound, message: "There is no such app in this brand.", field: "appId")
         }
     }
 }

@@ -46,7 +46,7 @@ public struct AttachmentService: Sendable {
         try MessageRules.validateClientMessageId(clientMessageId)
         let settings = try await store.read { repo in try await repo.brandSettings(brandId: principal.brandId) }
         if settings.attachmentGroups.isEmpty {
-            throw ParleyError(.forbidden, code: "attachments_disabled", message: "This brand does not accept attachments.")
+            throw ParleyError(.forbidden, code: .attachmentsDisabled, message: "This brand does not accept attachments.")
         }
         let request = SendMessageRequest(clientMessageId: clientMessageId, text: "", conversationId: conversationId)
         if let original = try await conversations.retriedUpload(principal, clientMessageId: clientMessageId, kind: .attachment) { return original }
@@ -60,7 +60,7 @@ public struct AttachmentService: Sendable {
         let partial = blobs.scratchFile()
         defer { try? FileManager.default.removeItem(at: partial) }
         let size = try await receiver.receiveWhole(
-            body, into: partial, maxBytes: cap, tooLarge: tooLarge, empty: "The attachment has no bytes.", emptyCode: "empty_attachment")
+            body, into: partial, maxBytes: cap, tooLarge: tooLarge, empty: "The attachment has no bytes.", emptyCode: .emptyAttachment)
         return try await ingest(partial, size: size, principal: principal, request: request, fileName: fileName, settings: settings)
     }
 
@@ -77,7 +77,7 @@ public struct AttachmentService: Sendable {
         if let original = try await conversations.retriedUpload(principal, clientMessageId: clientMessageId, kind: .attachment) { return original }
         let settings = try await store.read { repo in try await repo.brandSettings(brandId: consumer.brandId) }
         if settings.attachmentGroups.isEmpty {
-            throw ParleyError(.forbidden, code: "attachments_disabled", message: "This brand does not accept attachments.")
+            throw ParleyError(.forbidden, code: .attachmentsDisabled, message: "This brand does not accept attachments.")
         }
         guard size <= cap(settings) else { throw AttachmentRules.tooLarge(megabytes: cap(settings) / (1024 * 1024)) }
         let request = SendMessageRequest(clientMessageId: clientMessageId, text: "")
@@ -93,7 +93,7 @@ public struct AttachmentService: Sendable {
         let header = try FileHandle(forReadingFrom: partial).readToEndLimited(AttachmentRules.headerLength)
         guard let type = AttachmentRules.sniff([UInt8](header)) else {
             throw ParleyError(
-                .unsupportedMediaType, code: "unsupported_attachment",
+                .unsupportedMediaType, code: .unsupportedAttachment,
                 message: "This kind of file is not accepted. Send an image (JPEG, PNG, GIF, WebP, HEIC), a PDF, plain text or an Office document.")
         }
         try AttachmentRules.authorize(type, bytes: size, settings: settings)
@@ -105,10 +105,10 @@ public struct AttachmentService: Sendable {
         switch outcome.scan {
         case .infected:
             throw ParleyError(
-                .unprocessable, code: "attachment_blocked", message: "The malware scan found \(outcome.detail ?? "malware") in this file; it was not sent.")
+                .unprocessable, code: .attachmentBlocked, message: "The malware scan found \(outcome.detail ?? "malware") in this file; it was not sent.")
         case .pending, .failed:
             throw ParleyError(
-                .unavailable, code: "scan_unavailable", message: "The malware scanner is unavailable; send the file again in a moment.")
+                .unavailable, code: .scanUnavailable, message: "The malware scanner is unavailable; send the file again in a moment.")
         case .clean, .unscanned:
             break
         }
@@ -118,7 +118,7 @@ public struct AttachmentService: Sendable {
         var (width, height, thumbnailKey, thumbnailBytes): (Int?, Int?, String?, Int?) = (nil, nil, nil, nil)
         if type.isImage {
             guard let thumbnailer else {
-                throw ParleyError(.unavailable, code: "images_unavailable", message: "Images are unavailable: the server has no ffmpeg.")
+                throw ParleyError(.unavailable, code: .imagesUnavailable, message: "Images are unavailable: the server has no ffmpeg.")
             }
             let thumbnailFile = blobs.scratchFile()
             defer { try? FileManager.default.removeItem(at: thumbnailFile) }
@@ -127,10 +127,10 @@ public struct AttachmentService: Sendable {
                 made = try await thumbnails.run { try await thumbnailer.thumbnail(of: partial, type: type, into: thumbnailFile) }
             } catch ImageThumbnailer.Failure.tooManyPixels(let w, let h) {
                 throw ParleyError(
-                    .unprocessable, code: "image_too_large",
+                    .unprocessable, code: .imageTooLarge,
                     message: "The image is \(w) x \(h) pixels; at most \(AttachmentRules.maxImagePixels / 1_000_000) megapixels are accepted.")
             } catch ImageThumbnailer.Failure.undecodable {
-                throw ParleyError(.unprocessable, code: "corrupt_image", message: "The image is damaged and cannot be shown.")
+                throw ParleyError(.unprocessable, code: .corruptImage, message: "The image is damaged and cannot be shown.")
             }
             (width, height) = (made.width, made.height)
             if let thumbnail = made.thumbnail {
@@ -186,27 +186,27 @@ extension AttachmentService {
     /// A new logo from an admin: any accepted image up to 2 MB, stored as a PNG at most 256 px wide.
     public func setLogo(_ admin: AgentPrincipal, contentLength: Int?, body: RequestBody) async throws -> BrandSettingsDTO {
         try admin.require(.admin)
-        let tooLarge = ParleyError(.payloadTooLarge, code: "logo_too_large", message: "A logo is at most 2 MB.")
+        let tooLarge = ParleyError(.payloadTooLarge, code: .logoTooLarge, message: "A logo is at most 2 MB.")
         if let contentLength, contentLength > Self.maxLogoBytes { throw tooLarge }
         guard let thumbnailer else {
-            throw ParleyError(.unavailable, code: "images_unavailable", message: "Images are unavailable: the server has no ffmpeg.")
+            throw ParleyError(.unavailable, code: .imagesUnavailable, message: "Images are unavailable: the server has no ffmpeg.")
         }
         let partial = blobs.scratchFile()
         defer { try? FileManager.default.removeItem(at: partial) }
         _ = try await receiver.receiveWhole(
-            body, into: partial, maxBytes: Self.maxLogoBytes, tooLarge: tooLarge, empty: "The logo has no bytes.", emptyCode: "empty_attachment")
+            body, into: partial, maxBytes: Self.maxLogoBytes, tooLarge: tooLarge, empty: "The logo has no bytes.", emptyCode: .emptyAttachment)
         let header = try FileHandle(forReadingFrom: partial).readToEndLimited(AttachmentRules.headerLength)
         guard let type = AttachmentRules.sniff([UInt8](header)), type.isImage, type != .heic else {
-            throw ParleyError(.unsupportedMediaType, code: "unsupported_image", message: "A logo is a PNG, JPEG, GIF or WebP image.")
+            throw ParleyError(.unsupportedMediaType, code: .unsupportedImage, message: "A logo is a PNG, JPEG, GIF or WebP image.")
         }
         let png = blobs.scratchFile()
         defer { try? FileManager.default.removeItem(at: png) }
         do {
             try await thumbnails.run { try await thumbnailer.logo(of: partial, type: type, into: png) }
         } catch ImageThumbnailer.Failure.tooManyPixels {
-            throw ParleyError(.unprocessable, code: "image_too_large", message: "The image has more than 40 megapixels.")
+            throw ParleyError(.unprocessable, code: .imageTooLarge, message: "The image has more than 40 megapixels.")
         } catch ImageThumbnailer.Failure.undecodable {
-            throw ParleyError(.unprocessable, code: "corrupt_image", message: "The image is damaged and cannot be shown.")
+            throw ParleyError(.unprocessable, code: .corruptImage, message: "The image is damaged and cannot be shown.")
         }
         let now = clock.now()
         let (settings, previous) = try await store.write { repo -> (BrandSettingsDTO, String?) in

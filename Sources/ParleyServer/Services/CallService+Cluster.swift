@@ -63,7 +63,7 @@ protocol CallRelay: Sendable {
 
 extension ParleyError {
     static let callNodeUnavailable = ParleyError(
-        .unavailable, code: "call_node_unavailable", message: "The server holding this call did not answer. Try again, or end the call.")
+        .unavailable, code: .callNodeUnavailable, message: "The server holding this call did not answer. Try again, or end the call.")
 }
 
 extension CallService {
@@ -135,7 +135,7 @@ extension CallService {
         } catch let error as ParleyError {
             return CallAnswer(error: error)
         } catch {
-            return CallAnswer(error: ParleyError(.internalError, code: "internal_error", message: "Something went wrong on our side. Try again."))
+            return CallAnswer(error: ParleyError(.internalError, code: .internalError, message: "Something went wrong on our side. Try again."))
         }
     }
 

@@ -80,7 +80,7 @@ public final class CallService: Service, Sendable {
     }
 
     private static let connectionNotFound = ParleyError(
-        .unprocessable, code: "connection_not_found",
+        .unprocessable, code: .connectionNotFound,
         message: "connectionId must be one of your open real-time connections (from its hello frame).", field: "connectionId")
 
     /// Starts the call on this node, which has the agent's connection.
@@ -109,7 +109,7 @@ public final class CallService: Service, Sendable {
         try sessions.withLock { sessions throws(ParleyError) in
             if sessions.values.contains(where: { $0.call.conversationId == conversation.id }) {
                 throw ParleyError(
-                    .conflict, code: "call_in_progress", message: "This conversation already has a call. End it before starting another.")
+                    .conflict, code: .callInProgress, message: "This conversation already has a call. End it before starting another.")
             }
             sessions[call.id] = session
         }
@@ -213,7 +213,7 @@ public final class CallService: Service, Sendable {
             var session = try Self.live(sessions, callId, principal)
             let party = try Self.bound(session, principal, connection: connection)
             guard session.machine.state == .connecting || session.machine.state == .active else {
-                throw ParleyError(.conflict, code: "call_not_answered", message: "Signalling starts once the call is answered.")
+                throw ParleyError(.conflict, code: .callNotAnswered, message: "Signalling starts once the call is answered.")
             }
             var upgraded = false
             if usesVideo, session.call.media == .voice {
@@ -229,7 +229,7 @@ public final class CallService: Service, Sendable {
         if upgraded != nil { await changed(session) }
         guard decision == .relay else {
             throw ParleyError(
-                .conflict, code: "offer_collision",
+                .conflict, code: .offerCollision,
                 message: "Both sides offered at once; the agent's offer stands. Roll back and answer it.")
         }
         if let target, let party = session.party(of: principal) {
@@ -306,10 +306,10 @@ public final class CallService: Service, Sendable {
 
     // MARK: Transitions
 
-    static let callNotFound = ParleyError(.notFound, code: "call_not_found", message: "There is no live call with this id.")
-    private static let otherDevice = ParleyError(.conflict, code: "call_on_other_device", message: "This call is taking place on another device or tab.")
+    static let callNotFound = ParleyError(.notFound, code: .callNotFound, message: "There is no live call with this id.")
+    private static let otherDevice = ParleyError(.conflict, code: .callOnOtherDevice, message: "This call is taking place on another device or tab.")
     private static let videoRefused = ParleyError(
-        .forbidden, code: "video_not_allowed", message: "Video is not allowed in this call: the inviting agent may make voice calls only.")
+        .forbidden, code: .videoNotAllowed, message: "Video is not allowed in this call: the inviting agent may make voice calls only.")
 
     /// The live session of a call the principal takes part in.
     private static func live(_ sessions: [CallID: Session], _ callId: CallID, _ principal: Principal) throws(ParleyError) -> Session {
@@ -328,7 +328,7 @@ public final class CallService: Service, Sendable {
             throw Self.otherDevice
         }
         if party == .consumer, session.consumerConnection == nil {
-            throw ParleyError(.conflict, code: "call_not_answered", message: "This call has not been answered yet.")
+            throw ParleyError(.conflict, code: .callNotAnswered, message: "This call has not been answered yet.")
         }
         return party
     }
@@ -409,7 +409,7 @@ public final class CallService: Service, Sendable {
         case .hangUp, .connected, .failed, .left, .ringTimeout, .connectTimeout:
             return record
         case .accept, .reject:
-            throw ParleyError(.conflict, code: "call_ended", message: "This call has already ended.")
+            throw ParleyError(.conflict, code: .callEnded, message: "This call has already ended.")
         }
     }
 

@@ -20,7 +20,7 @@ extension ConversationService {
                 if let stored = try await repo.note(brandId: agent.brandId, actorId: author.id, clientNoteId: request.clientNoteId) {
                     guard stored.conversationId == conversation.id, stored.text == text else {
                         throw ParleyError(
-                            .conflict, code: "client_note_id_reused", message: "This client note id was already used for another note.",
+                            .conflict, code: .clientNoteIdReused, message: "This client note id was already used for another note.",
                             field: "clientNoteId")
                     }
                     return (stored, false)

@@ -161,7 +161,7 @@ public struct ConversationService: Sendable {
         if sender.kind == .agent {
             if case .template = content {
                 guard rules.templates else {
-                    throw ParleyError(.unprocessable, code: "templates_not_supported", message: "Templates are sent on WhatsApp only.")
+                    throw ParleyError(.unprocessable, code: .templatesNotSupported, message: "Templates are sent on WhatsApp only.")
                 }
             } else {
                 try rules.authorizeFreeForm(windowEndsAt: conversation.replyWindowEndsAt, now: now)
@@ -275,7 +275,7 @@ public struct ConversationService: Sendable {
         }
         guard sameContent, request.conversationId == nil || request.conversationId == existing.conversationId else {
             throw ParleyError(
-                .conflict, code: "client_message_id_reused",
+                .conflict, code: .clientMessageIdReused,
                 message: "This client message id was already used for a different message.", field: "clientMessageId")
         }
         guard let conversation = try await repo.conversation(brandId: principal.brandId, id: existing.conversationId, lock: false) else {
@@ -321,7 +321,7 @@ public struct ConversationService: Sendable {
         guard let app = try await repo.app(id: consumer.appId) else { throw ParleyError.notFound("App") }
         if let requested = request.channel, requested != app.channel {
             throw ParleyError(
-                .unprocessable, code: "channel_not_allowed",
+                .unprocessable, code: .channelNotAllowed,
                 message: "This app's conversations are on the \(app.channel.rawValue) channel; a consumer cannot choose another.",
                 field: "channel")
         }
@@ -391,14 +391,14 @@ public struct ConversationService: Sendable {
 
     public func assign(_ agent: AgentPrincipal, conversationId: ConversationID, to assigneeId: AgentID?) async throws -> ConversationDTO {
         if let assigneeId, !AgentID.isWellFormed(assigneeId) {
-            throw ParleyError(.unprocessable, code: "agent_not_found", message: "There is no such agent in this brand.", field: "agentId")
+            throw ParleyError(.unprocessable, code: .agentNotFound, message: "There is no such agent in this brand.", field: "agentId")
         }
         return try await change(agent, conversationId: conversationId) { log, repo in
             guard agent.canAssign(to: assigneeId, currentAssignee: log.conversation.assigneeId) else {
                 throw ParleyError.forbidden("Agents can only assign conversations to themselves; managers and admins can assign anyone.")
             }
             if let assigneeId, try await repo.agent(brandId: agent.brandId, id: assigneeId) == nil {
-                throw ParleyError(.unprocessable, code: "agent_not_found", message: "There is no such agent in this brand.", field: "agentId")
+                throw ParleyError(.unprocessable, code: .agentNotFound, message: "There is no such agent in this brand.", field: "agentId")
             }
             log.assign(to: assigneeId, by: Principal.agent(agent).participant)
         }
@@ -525,7 +525,7 @@ extension ConversationService {
         }) else { return nil }
         guard existing.kind == kind else {
             throw ParleyError(
-                .conflict, code: "client_message_id_reused",
+                .conflict, code: .clientMessageIdReused,
                 message: "This client message id was already used for a different message.", field: "clientMessageId")
         }
         let conversation = try await conversation(principal, id: existing.conversationId)

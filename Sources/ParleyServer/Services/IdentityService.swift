@@ -33,11 +33,11 @@ public struct IdentityService: Sendable {
         let matches = try await hasher.verify(password, hash: record?.passwordHash ?? hasher.decoy)
         guard let record, matches, record.deletedAt == nil else {
             metrics.failedLogins.increment()
-            throw ParleyError(.unauthorized, code: "invalid_credentials", message: "The email or the password is wrong.")
+            throw ParleyError(.unauthorized, code: .invalidCredentials, message: "The email or the password is wrong.")
         }
         // Said only to someone who knows the password.
         if record.disabledAt != nil {
-            throw ParleyError(.forbidden, code: "agent_disabled", message: "This account is disabled. Ask an admin of your team to enable it.")
+            throw ParleyError(.forbidden, code: .agentDisabled, message: "This account is disabled. Ask an admin of your team to enable it.")
         }
         let session = try await issueSession(
             brandId: record.agent.brandId, subject: ParticipantRef(kind: .agent, id: record.agent.id.rawValue), appId: nil,
@@ -59,7 +59,7 @@ public struct IdentityService: Sendable {
     /// Who a session token belongs to, or why it is refused.
     public func authenticate(token: String) async throws -> AuthenticatedSession {
         guard SessionTokens.isWellFormed(token) else {
-            throw ParleyError(.unauthorized, code: "invalid_token", message: "The token is not a Parley session token.")
+            throw ParleyError(.unauthorized, code: .invalidToken, message: "The token is not a Parley session token.")
         }
         let tokenHash = SessionTokens.hash(token)
         let resolved = try await store.read { repo -> (SessionRecord, AgentRecord?)? in
@@ -70,18 +70,18 @@ public struct IdentityService: Sendable {
             return (session, nil)
         }
         guard let (session, agent) = resolved else {
-            throw ParleyError(.unauthorized, code: "invalid_token", message: "The token is not valid.")
+            throw ParleyError(.unauthorized, code: .invalidToken, message: "The token is not valid.")
         }
         if session.revokedAt != nil {
-            throw ParleyError(.unauthorized, code: "session_revoked", message: "This session was signed out. Sign in again.")
+            throw ParleyError(.unauthorized, code: .sessionRevoked, message: "This session was signed out. Sign in again.")
         }
         if session.expiresAt <= clock.now() {
-            throw ParleyError(.unauthorized, code: "session_expired", message: "This session has expired. Sign in again.")
+            throw ParleyError(.unauthorized, code: .sessionExpired, message: "This session has expired. Sign in again.")
         }
         switch session.subjectKind {
         case .agent:
             guard let agent, agent.isActive else {
-                throw ParleyError(.unauthorized, code: "session_revoked", message: "This account was disabled or removed. Sign in again.")
+                throw ParleyError(.unauthorized, code: .sessionRevoked, message: "This account was disabled or removed. Sign in again.")
             }
             let principal = Principal.agent(AgentPrincipal(
                 agentId: agent.agent.id, brandId: agent.agent.brandId, role: agent.agent.role,
@@ -92,7 +92,7 @@ public struct IdentityService: Sendable {
             let principal = Principal.consumer(ConsumerPrincipal(consumerId: ConsumerID(rawValue: session.subjectId), brandId: session.brandId, appId: appId))
             return AuthenticatedSession(principal: principal, tokenHash: tokenHash, expiresAt: session.expiresAt)
         case .system:
-            throw ParleyError(.unauthorized, code: "invalid_token", message: "The token is not valid.")
+            throw ParleyError(.unauthorized, code: .invalidToken, message: "The token is not valid.")
         }
     }
 
@@ -112,7 +112,7 @@ public struct IdentityService: Sendable {
         guard AppID.isWellFormed(request.appId),
             let app = try await store.read({ repo in try await repo.app(id: request.appId) })
         else {
-            throw ParleyError(.notFound, code: "app_not_found", message: "There is no app with this id.", field: "appId")
+            throw ParleyError(.notFound, code: .appNotFound, message: "There is no app with this id.", field: "appId")
         }
         let requestedName = try request.displayName.map { name throws(ParleyError) in
             try IdentityRules.validateName(name, field: "displayName")
@@ -225,7 +225,7 @@ public struct IdentityService: Sendable {
         do {
             try await store.write { repo in try await repo.insertAgent(AgentRecord(agent: agent, passwordHash: hash)) }
         } catch where isUniqueViolation(error) {
-            throw ParleyError(.conflict, code: "email_taken", message: "An agent with this email already exists.", field: "email")
+            throw ParleyError(.conflict, code: .emailTaken, message: "An agent with this email already exists.", field: "email")
         }
         return agent
     }
@@ -242,10 +242,10 @@ public struct IdentityService: Sendable {
     public func updateAgent(_ principal: AgentPrincipal, id: AgentID, _ request: UpdateAgentRequest, sessionTokenHash: String? = nil) async throws -> AgentChange {
         try principal.require(.admin)
         if id == principal.agentId, let role = request.role, role != principal.role {
-            throw ParleyError(.conflict, code: "cannot_change_own_role", message: "Admins cannot change their own role; ask another admin.", field: "role")
+            throw ParleyError(.conflict, code: .cannotChangeOwnRole, message: "Admins cannot change their own role; ask another admin.", field: "role")
         }
         if id == principal.agentId, request.disabled == true {
-            throw ParleyError(.conflict, code: "cannot_disable_self", message: "Admins cannot disable themselves; ask another admin.", field: "disabled")
+            throw ParleyError(.conflict, code: .cannotDisableSelf, message: "Admins cannot disable themselves; ask another admin.", field: "disabled")
         }
         let name = try request.name.map { name throws(ParleyError) in try IdentityRules.validateName(name) }
         if let password = request.password { try IdentityRules.validatePassword(password) }
@@ -281,7 +281,7 @@ public struct IdentityService: Sendable {
     public func deleteAgent(_ principal: AgentPrincipal, id: AgentID) async throws {
         try principal.require(.admin)
         if id == principal.agentId {
-            throw ParleyError(.conflict, code: "cannot_delete_self", message: "Admins cannot delete themselves; ask another admin.")
+            throw ParleyError(.conflict, code: .cannotDeleteSelf, message: "Admins cannot delete themselves; ask another admin.")
         }
         let now = clock.now()
         try await store.write { repo in
@@ -301,7 +301,7 @@ public struct IdentityService: Sendable {
         guard let record = try await store.read({ repo in try await repo.agent(brandId: principal.brandId, id: principal.agentId) }),
             try await hasher.verify(request.currentPassword, hash: record.passwordHash)
         else {
-            throw ParleyError(.forbidden, code: "wrong_password", message: "The current password is wrong.", field: "currentPassword")
+            throw ParleyError(.forbidden, code: .wrongPassword, message: "The current password is wrong.", field: "currentPassword")
         }
         let hash = try await hasher.hash(request.newPassword)
         let now = clock.now()
@@ -348,7 +348,7 @@ public struct IdentityService: Sendable {
                 return record.dto
             }
         } catch where isUniqueViolation(error) {
-            throw ParleyError(.conflict, code: "key_exists", message: "The app already has a key with kid '\(kid)'.", field: "kid")
+            throw ParleyError(.conflict, code: .keyExists, message: "The app already has a key with kid '\(kid)'.", field: "kid")
         }
     }
 
@@ -417,7 +417,7 @@ func withUniqueRetry<T>(attempts: Int = 2, _ operation: () async throws -> T) as
         } catch where isUniqueViolation(error) && attempt + 1 < attempts {
             attempt += 1
         } catch where isUniqueViolation(error) {
-            throw ParleyError(.conflict, code: "conflict", message: "Someone else changed this at the same time. Try again.")
+            throw ParleyError(.conflict, code: .conflict, message: "Someone else changed this at the same time. Try again.")
         }
     }
 }

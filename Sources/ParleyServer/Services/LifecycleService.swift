@@ -151,7 +151,7 @@ public struct LifecycleService: Sendable {
     private static func parse(kind: String, language: String) throws -> (AutomaticMessageKind, String) {
         guard let kind = AutomaticMessageKind(rawValue: kind) else {
             throw ParleyError(
-                .notFound, code: "automatic_message_not_found",
+                .notFound, code: .automaticMessageNotFound,
                 message: "There is no automatic message '\(kind)' (\(AutomaticMessageKind.allCases.map(\.rawValue).joined(separator: ", "))).")
         }
         return (kind, try LifecycleRules.validateLanguage(language, field: "language"))
@@ -168,13 +168,13 @@ public struct LifecycleService: Sendable {
             let conversation = try await ConversationService.authorizedConversation(.consumer(consumer), id: conversationId, in: repo, lock: true)
             if let existing = conversation.rating {
                 guard existing.score == rating.score, existing.comment == rating.comment else {
-                    throw ParleyError(.conflict, code: "already_rated", message: "This conversation has been rated already.")
+                    throw ParleyError(.conflict, code: .alreadyRated, message: "This conversation has been rated already.")
                 }
                 return nil
             }
             guard conversation.state == .resolved, conversation.survey == .offered else {
                 throw ParleyError(
-                    .conflict, code: "rating_not_requested", message: "Only a closed conversation whose rating was asked for can be rated.")
+                    .conflict, code: .ratingNotRequested, message: "Only a closed conversation whose rating was asked for can be rated.")
             }
             var log = ConversationAppend(conversation, now: clock.now())
             _ = log.logRating(rating, agent: try await Self.ratedAgent(conversation, in: repo), by: actor)

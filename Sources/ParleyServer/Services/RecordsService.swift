@@ -92,7 +92,7 @@ public struct RecordsService: Sendable {
                 guard ConsumerID.isWellFormed(id), try await repo.consumer(brandId: admin.brandId, id: id) != nil else { throw ParleyError.notFound("Consumer") }
             }
             guard try await repo.legalHolds(brandId: admin.brandId).count < Self.maxHolds else {
-                throw ParleyError(.conflict, code: "hold_limit", message: "A brand keeps at most \(Self.maxHolds) legal holds.")
+                throw ParleyError(.conflict, code: .holdLimit, message: "A brand keeps at most \(Self.maxHolds) legal holds.")
             }
             try await repo.insertLegalHold(hold, brandId: admin.brandId)
         }
@@ -222,7 +222,7 @@ public struct RecordsService: Sendable {
                 hold.consumerId == consumerId || hold.conversationId.map(conversations.contains) == true
             }
             if held {
-                throw ParleyError(.conflict, code: "legal_hold", message: "A legal hold covers this customer or one of their conversations; lift it first.")
+                throw ParleyError(.conflict, code: .legalHold, message: "A legal hold covers this customer or one of their conversations; lift it first.")
             }
         }
         var deleted = DeletedRecords()

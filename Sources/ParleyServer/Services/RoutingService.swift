@@ -69,7 +69,7 @@ public final class RoutingService: Sendable {
         do {
             try await store.write { repo in
                 if try await repo.teams(brandId: admin.brandId).count >= RoutingRules.maxTeamsPerBrand {
-                    throw ParleyError(.conflict, code: "team_limit", message: "A brand has at most \(RoutingRules.maxTeamsPerBrand) teams.")
+                    throw ParleyError(.conflict, code: .teamLimit, message: "A brand has at most \(RoutingRules.maxTeamsPerBrand) teams.")
                 }
                 try await Self.checkMembersAndApps(team, brandId: admin.brandId, in: repo)
                 try await repo.insertTeam(team, brandId: admin.brandId)
@@ -137,17 +137,17 @@ public final class RoutingService: Sendable {
 
     private static func checkMembersAndApps(_ team: TeamDTO, brandId: BrandID, in repo: any Repository) async throws {
         for member in team.memberIds where try await repo.agent(brandId: brandId, id: member) == nil {
-            throw ParleyError(.unprocessable, code: "agent_not_found", message: "There is no such agent in this brand.", field: "memberIds")
+            throw ParleyError(.unprocessable, code: .agentNotFound, message: "There is no such agent in this brand.", field: "memberIds")
         }
         for app in team.appIds {
             guard let found = try await repo.app(id: app), found.brandId == brandId else {
-                throw ParleyError(.unprocessable, code: "app_not_found", message: "There is no such app in this brand.", field: "appIds")
+                throw ParleyError(.unprocessable, code: .appNotFound, message: "There is no such app in this brand.", field: "appIds")
             }
         }
     }
 
     private static func nameTaken(_ name: String) -> ParleyError {
-        ParleyError(.conflict, code: "team_name_taken", message: "Another team is called '\(name)'.", field: "name")
+        ParleyError(.conflict, code: .teamNameTaken, message: "Another team is called '\(name)'.", field: "name")
     }
 
     // MARK: Transfer
@@ -169,18 +169,18 @@ public final class RoutingService: Sendable {
         let transferred = try await conversationLog.write { repo, appends -> ConversationDTO in
             let conversation = try await ConversationService.authorizedConversation(.agent(manager), id: conversationId, in: repo, lock: true)
             if conversation.state == .resolved {
-                throw ParleyError(.conflict, code: "conversation_resolved", message: "This conversation is resolved. Reopen it before transferring it.")
+                throw ParleyError(.conflict, code: .conversationResolved, message: "This conversation is resolved. Reopen it before transferring it.")
             }
             var log = ConversationAppend(conversation, now: self.clock.now())
             if let agentId = request.agentId {
                 guard let agent = try await repo.agent(brandId: manager.brandId, id: agentId), agent.disabledAt == nil else {
-                    throw ParleyError(.unprocessable, code: "agent_not_found", message: "There is no such agent in this brand.", field: "agentId")
+                    throw ParleyError(.unprocessable, code: .agentNotFound, message: "There is no such agent in this brand.", field: "agentId")
                 }
                 log.assign(to: agentId, by: actor)
                 log.announceTransfer(agent: agentId, team: nil)
             } else if let teamId = request.teamId {
                 guard try await repo.teams(brandId: manager.brandId).contains(where: { $0.id == teamId }) else {
-                    throw ParleyError(.unprocessable, code: "team_not_found", message: "There is no such team in this brand.", field: "teamId")
+                    throw ParleyError(.unprocessable, code: .teamNotFound, message: "There is no such team in this brand.", field: "teamId")
                 }
                 log.assign(to: nil, by: actor)
                 log.enqueue(team: teamId)
@@ -206,7 +206,7 @@ public final class RoutingService: Sendable {
             guard try await repo.setQueuePriority(conversation.id, brandId: manager.brandId, priority: request.priority),
                 let entry = try await repo.queueEntry(conversation.id)
             else {
-                throw ParleyError(.conflict, code: "not_waiting", message: "Only a conversation waiting for an agent has a place in the queue.")
+                throw ParleyError(.conflict, code: .notWaiting, message: "Only a conversation waiting for an agent has a place in the queue.")
             }
             let position = try await repo.queuePosition(of: entry, brandId: manager.brandId)
             let waits = try await repo.recentWaits(brandId: manager.brandId, teamId: entry.teamId, limit: RoutingRules.waitSample)

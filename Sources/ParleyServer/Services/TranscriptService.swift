@@ -70,7 +70,7 @@ public struct TranscriptService: Sendable {
         let name = "transcripts-\(Self.day(from))-to-\(Self.day(to.addingTimeInterval(-1))).\(format.rawValue)"
         guard let slot = running.start(agent.brandId, limit: maxExports) else {
             throw ParleyError(
-                .rateLimited, code: "export_busy", message: "\(maxExports) exports of this brand are running; try again when one is done.",
+                .rateLimited, code: .exportBusy, message: "\(maxExports) exports of this brand are running; try again when one is done.",
                 retryAfter: 10)
         }
         return Export(format: format, fileName: name) { sink in

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyAPI
 import Hummingbird
 import ParleyDomain
 import Synchronization
@@ -14,19 +15,19 @@ struct UploadReceiver: Sendable {
     /// The whole body into `partial`, or a clear error: too large (refused), abandoned or stalled
     /// (nothing kept), or empty.
     func receiveWhole(
-        _ body: RequestBody, into partial: URL, maxBytes: Int, tooLarge: ParleyError, empty: String, emptyCode: String
+        _ body: RequestBody, into partial: URL, maxBytes: Int, tooLarge: ParleyError, empty: String, emptyCode: ErrorCode
     ) async throws -> Int {
         let size: Int
         do {
             size = try await receive(body, into: partial, maxBytes: maxBytes, tooLarge: tooLarge)
-        } catch let error as ParleyError where !["upload_stalled", "upload_too_slow", Drain.shuttingDown.code].contains(error.code) {
+        } catch let error as ParleyError where ![.uploadStalled, .uploadTooSlow, Drain.shuttingDown.code].contains(error.code) {
             throw error  // too large: refused, not abandoned
         } catch {
             // The client went away before the last byte: nothing is kept, and it is not a server fault.
             try? FileManager.default.removeItem(at: partial)
             metrics.uploadsAbandoned.increment()
             if error is ParleyError { throw error }
-            throw ParleyError(.badRequest, code: "upload_incomplete", message: "The upload ended before its last byte. Send it again.")
+            throw ParleyError(.badRequest, code: .uploadIncomplete, message: "The upload ended before its last byte. Send it again.")
         }
         if size == 0 {
             throw ParleyError(.unprocessable, code: emptyCode, message: empty)
@@ -38,7 +39,7 @@ struct UploadReceiver: Sendable {
     /// that stalls, trickles or takes too long (a slow upload must not hold a connection and a file).
     private func receive(_ body: RequestBody, into file: URL, maxBytes maxUploadBytes: Int, tooLarge: ParleyError) async throws -> Int {
         guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
-            throw ParleyError(.internalError, code: "internal_error", message: "The upload could not be stored.")
+            throw ParleyError(.internalError, code: .internalError, message: "The upload could not be stored.")
         }
         let handle = try FileHandle(forWritingTo: file)
         defer { try? handle.close() }
@@ -65,7 +66,7 @@ struct UploadReceiver: Sendable {
             }
             defer { group.cancelAll() }
             guard let first = try await group.next(), let size = first else {
-                throw ParleyError(.internalError, code: "internal_error", message: "The upload could not be stored.")
+                throw ParleyError(.internalError, code: .internalError, message: "The upload could not be stored.")
             }
             return size
         }
@@ -93,19 +94,19 @@ struct UploadReceiver: Sendable {
             state.withLock { state -> ParleyError? in
                 if now - state.lastBytesAt > pace.idle {
                     return ParleyError(
-                        .requestTimeout, code: "upload_stalled",
+                        .requestTimeout, code: .uploadStalled,
                         message: "The upload stopped sending data for \(pace.idle.components.seconds) s and was abandoned. Send it again.")
                 }
                 if now - state.started > pace.deadline {
                     return ParleyError(
-                        .requestTimeout, code: "upload_too_slow",
+                        .requestTimeout, code: .uploadTooSlow,
                         message: "The upload took longer than \(pace.deadline.components.seconds) s and was abandoned. Send it again on a better connection.")
                 }
                 if now - state.windowStart >= pace.window {
                     let needed = pace.minBytesPerSecond * Int(pace.window.components.seconds)
                     if state.windowBytes < needed {
                         return ParleyError(
-                            .requestTimeout, code: "upload_too_slow",
+                            .requestTimeout, code: .uploadTooSlow,
                             message: "The upload arrived slower than \(pace.minBytesPerSecond) bytes a second and was abandoned. Send it again on a better connection.")
                     }
                     state.windowStart = now

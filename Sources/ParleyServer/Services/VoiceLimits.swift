@@ -44,7 +44,7 @@ final class WorkSlots: Sendable {
             return
         case .full:
             throw ParleyError(
-                .unavailable, code: "voice_busy", message: "The server is processing many voice messages; send this one again in a few seconds.",
+                .unavailable, code: .voiceBusy, message: "The server is processing many voice messages; send this one again in a few seconds.",
                 retryAfter: 5)
         case .wait(let id):
             try await withTaskCancellationHandler {
@@ -107,7 +107,7 @@ final class UploadGate: Sendable {
         }
         guard admitted else {
             throw ParleyError(
-                .rateLimited, code: "too_many_uploads",
+                .rateLimited, code: .tooManyUploads,
                 message: "Too many voice messages are being uploaded at once; wait for one to finish.", retryAfter: 2)
         }
         defer {

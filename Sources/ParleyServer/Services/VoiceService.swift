@@ -90,7 +90,7 @@ public struct VoiceService: Sendable {
     ) async throws -> SendMessageResponse {
         try MessageRules.validateClientMessageId(clientMessageId)
         guard let analyzer else {
-            throw ParleyError(.unavailable, code: "voice_unavailable", message: "Voice messages are unavailable: the server has no ffmpeg.")
+            throw ParleyError(.unavailable, code: .voiceUnavailable, message: "Voice messages are unavailable: the server has no ffmpeg.")
         }
         let settings = try await settings(brandId: principal.brandId)
         try VoiceRules.authorize(principal, settings: settings)
@@ -106,7 +106,7 @@ public struct VoiceService: Sendable {
         let partial = blobs.scratchFile()
         defer { try? FileManager.default.removeItem(at: partial) }
         let size = try await UploadReceiver(pace: pace, metrics: metrics, drain: drain)
-            .receiveWhole(body, into: partial, maxBytes: maxUploadBytes, tooLarge: tooLarge(), empty: "The upload has no bytes.", emptyCode: "empty_audio")
+            .receiveWhole(body, into: partial, maxBytes: maxUploadBytes, tooLarge: tooLarge(), empty: "The upload has no bytes.", emptyCode: .emptyAudio)
         return try await ingest(partial, size: size, principal: principal, request: request, settings: settings, analyzer: analyzer)
     }
 
@@ -116,7 +116,7 @@ public struct VoiceService: Sendable {
     func receiveFromChannel(_ consumer: ConsumerPrincipal, clientMessageId: String, file: URL, size: Int) async throws -> SendMessageResponse {
         let principal = Principal.consumer(consumer)
         guard let analyzer else {
-            throw ParleyError(.unavailable, code: "voice_unavailable", message: "Voice messages are unavailable: the server has no ffmpeg.")
+            throw ParleyError(.unavailable, code: .voiceUnavailable, message: "Voice messages are unavailable: the server has no ffmpeg.")
         }
         if let original = try await conversations.retriedUpload(principal, clientMessageId: clientMessageId, kind: .voice) { return original }
         let settings = try await settings(brandId: consumer.brandId)
@@ -145,7 +145,7 @@ public struct VoiceService: Sendable {
         }
         guard let container = AudioContainer.sniff(header) else {
             throw ParleyError(
-                .unsupportedMediaType, code: "unsupported_audio",
+                .unsupportedMediaType, code: .unsupportedAudio,
                 message: "This is not audio Parley accepts. Send \(AudioContainer.acceptedNames).")
         }
         let analysis: AudioAnalysis
@@ -156,9 +156,9 @@ public struct VoiceService: Sendable {
             metrics.voiceBusy.increment()
             throw error
         } catch AudioAnalysisError.timedOut {
-            throw ParleyError(.unprocessable, code: "corrupt_audio", message: "The audio could not be decoded in time.")
+            throw ParleyError(.unprocessable, code: .corruptAudio, message: "The audio could not be decoded in time.")
         } catch {
-            throw ParleyError(.unprocessable, code: "corrupt_audio", message: "The audio is damaged or empty and cannot be played.")
+            throw ParleyError(.unprocessable, code: .corruptAudio, message: "The audio is damaged or empty and cannot be played.")
         }
         try VoiceRules.validateDuration(milliseconds: analysis.durationMs, maxSeconds: settings.voiceMaxSeconds, atLeast: analysis.truncated)
         try VoiceRules.validateMinimum(milliseconds: analysis.durationMs, minSeconds: settings.voiceMinSeconds)
@@ -195,7 +195,7 @@ public struct VoiceService: Sendable {
 
     private func tooLarge() -> ParleyError {
         ParleyError(
-            .payloadTooLarge, code: "voice_too_large",
+            .payloadTooLarge, code: .voiceTooLarge,
             message: "The voice message is larger than \(maxUploadBytes / (1024 * 1024)) MB.")
     }
 
@@ -209,12 +209,12 @@ public struct VoiceService: Sendable {
         _ = try await conversations.conversation(principal, id: message.conversationId)  // a consumer's own only
         if voice.state == .blocked {
             throw ParleyError(
-                .forbidden, code: "voice_blocked",
+                .forbidden, code: .voiceBlocked,
                 message: voice.failureReason ?? "This voice message was blocked by the malware scan and is not served.")
         }
         if !voice.deliverable, message.senderId != principal.participant.id {
             throw ParleyError(
-                .conflict, code: "scan_pending",
+                .conflict, code: .scanPending,
                 message: "This voice message is waiting for its malware scan; it can be played once the scan passes.")
         }
         switch format {
@@ -232,8 +232,8 @@ public struct VoiceService: Sendable {
 
     private func renditionNotReady(_ voice: VoiceRecord) -> ParleyError {
         voice.state == .failed
-            ? ParleyError(.notFound, code: "rendition_failed", message: "This rendition could not be made: \(voice.failureReason ?? "unknown reason"). The original is available.")
-            : ParleyError(.conflict, code: "rendition_not_ready", message: "This rendition is still being made; try again shortly or play the original.")
+            ? ParleyError(.notFound, code: .renditionFailed, message: "This rendition could not be made: \(voice.failureReason ?? "unknown reason"). The original is available.")
+            : ParleyError(.conflict, code: .renditionNotReady, message: "This rendition is still being made; try again shortly or play the original.")
     }
 }
 

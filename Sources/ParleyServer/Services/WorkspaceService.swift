@@ -45,7 +45,7 @@ public struct WorkspaceService: Sendable {
             try await store.write { repo in
                 if try await repo.savedReplyCount(brandId: admin.brandId) >= WorkspaceRules.maxSavedReplies {
                     throw ParleyError(
-                        .conflict, code: "saved_reply_limit",
+                        .conflict, code: .savedReplyLimit,
                         message: "A brand has at most \(WorkspaceRules.maxSavedReplies) saved replies; delete one first.")
                 }
                 try await repo.insertSavedReply(reply, brandId: admin.brandId, createdBy: admin.agentId)
@@ -82,7 +82,7 @@ public struct WorkspaceService: Sendable {
     }
 
     private static func shortcutTaken(_ shortcut: String) -> ParleyError {
-        ParleyError(.conflict, code: "shortcut_taken", message: "Another saved reply has the shortcut '/\(shortcut)'.", field: "shortcut")
+        ParleyError(.conflict, code: .shortcutTaken, message: "Another saved reply has the shortcut '/\(shortcut)'.", field: "shortcut")
     }
 
     // MARK: Search
