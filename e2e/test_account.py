@@ -1,6 +1,7 @@
 """Locking an agent out from the workspace: an admin disables, re-enables and deletes an agent; the
 agent's open workspace loses its session at once; an agent changes their password and signs out of
 every device. Screenshots at phone and desktop sizes."""
+import re
 from playwright.sync_api import expect
 
 from test_voice import DESKTOP, PHONE, login
@@ -31,6 +32,8 @@ def test_admin_locks_an_agent_out(server, browser, shoot, console_errors):
     admin.click(".account-open")
     dialog = admin.locator("dialog.account")
     expect(dialog).to_be_visible()
+    # Which Parley this is, at the foot of the dialog (what an admin quotes in a support request).
+    expect(dialog.locator(".about-version")).to_have_text(re.compile(r"^Parley \d+\.\d+\.\d+( · commit [0-9a-f]{7})?$"))
     row = dialog.locator(".team-list li", has_text="Sam Lock")
     expect(row.locator(".tag")).to_have_text("Active")
     shoot(admin, "account-2-team-1280")

@@ -170,7 +170,19 @@ $(".account-close").innerHTML = icon("close");
 $(".account-open").addEventListener("click", () => {
   $(".account").showModal();
   renderTeam();
+  showVersion();
 });
+
+/** Which Parley this is (from /health): what an admin quotes in a support request. */
+async function showVersion() {
+  const line = $(".about-version");
+  if (line.textContent) return;
+  try {
+    const response = await fetch("/health", { headers: { Accept: "application/json" } });
+    const health = await response.json();
+    line.textContent = `Parley ${health.version}` + (health.commit ? ` · commit ${health.commit.slice(0, 7)}` : "");
+  } catch {}
+}
 $(".account-close").addEventListener("click", () => $(".account").close());
 const reports = new Reports({ dialog: $(".reports"), api, me: () => state.me });
 $(".reports-open").addEventListener("click", () => reports.open());

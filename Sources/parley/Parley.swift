@@ -32,7 +32,8 @@ struct Parley: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parley",
         abstract: "Parley: self-hosted customer messaging with voice.",
-        subcommands: [Serve.self, Migrate.self, Admin.self, ResealSecrets.self, Chat.self],
+        version: BuildInfo.current.description,
+        subcommands: [Serve.self, Migrate.self, Admin.self, ResealSecrets.self, Chat.self, Version.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -291,5 +292,23 @@ func raiseDescriptorLimit(logger: Logger) {
     }
     if limit.rlim_max < 4096 {
         logger.warning("the file descriptor limit is low: each connection needs one", metadata: ["limit": "\(limit.rlim_max)"])
+    }
+}
+
+/// `parley version`: the release, the commit and the build date (also `parley --version`).
+struct Version: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "version", abstract: "Print the version, the commit and the build date.")
+
+    @Flag(help: "As JSON.") var json = false
+
+    func run() throws {
+        if json {
+            let encoder = JSONEncoder()
+            encoder.dateEncodingStrategy = .iso8601
+            encoder.outputFormatting = [.sortedKeys]
+            print(String(decoding: try encoder.encode(BuildInfo.current), as: UTF8.self))
+        } else {
+            print(BuildInfo.current.description)
+        }
     }
 }

@@ -17,6 +17,8 @@ struct SystemController {
     struct Health: Codable, Sendable {
         var status: String
         var database: String
+        var version: String
+        var commit: String?
     }
 
     /// What `/ready` found: each part "ok" or why not.
@@ -40,7 +42,8 @@ struct SystemController {
 
     @Sendable func health(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<Health> {
         _ = try await store.read { repo in try await repo.brandCount() }
-        return JSONResponse(.ok, Health(status: "ok", database: store.flavor.rawValue))
+        let build = BuildInfo.current
+        return JSONResponse(.ok, Health(status: "ok", database: store.flavor.rawValue, version: build.version, commit: build.commit))
     }
 
     /// For the load balancer: 200 when this node should get clients (its database, media store and
