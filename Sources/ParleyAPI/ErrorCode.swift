@@ -130,6 +130,7 @@ extension ErrorCode {
     public static let invalidSignature: ErrorCode = "invalid_signature"
     public static let invalidToken: ErrorCode = "invalid_token"
     public static let keyExists: ErrorCode = "key_exists"
+    public static let lastAdmin: ErrorCode = "last_admin"
     public static let legalHold: ErrorCode = "legal_hold"
     public static let linkExpired: ErrorCode = "link_expired"
     public static let logoTooLarge: ErrorCode = "logo_too_large"
@@ -278,6 +279,7 @@ extension ErrorCode {
         Entry(.invalidSignature, .api, http: [401], meaning: "The Authorization header's JWT is missing or wrong.", action: "Check the app's secret at the provider."),
         Entry(.invalidToken, .api, http: [401], meaning: "The token is not a Parley session token.", action: "Sign in again, or get a new token, then retry."),
         Entry(.keyExists, .api, http: [409], meaning: "The app already has a key with kid '…'.", action: "Register the new key under another kid, or delete the old one first."),
+        Entry(.lastAdmin, .api, http: [409], meaning: "The agent is the brand's last enabled admin (parley admin disable).", action: "Enable or create another admin of the brand first."),
         Entry(.legalHold, .api, http: [409], meaning: "A legal hold covers this customer or one of their conversations; lift it first.", action: "A manager lifts the legal hold first (Records)."),
         Entry(.linkExpired, .api, http: [410], meaning: "This link has expired.", action: "Ask for a new one."),
         Entry(.logoTooLarge, .api, http: [413], meaning: "A logo is at most 2 MB.", action: "Send less: the message says the limit."),

@@ -56,6 +56,8 @@ public struct ParleyServices: Sendable {
     public let connections: ConnectionCounter
     public let searchIndexer: SearchIndexer
     public let janitor: MediaJanitor
+    /// Closes connections whose sessions another process revoked.
+    public let revocations: SessionRevocations
     /// The requests in progress, and the cut at shutdown (`DrainDeadline`).
     public let drain: Drain
     /// What time it is for every service (a manual clock in tests of timers and expiry).
@@ -276,6 +278,8 @@ public struct ParleyServices: Sendable {
             janitor: MediaJanitor(
                 store: store.access { $0 }, blobs: blobs, minimumAge: TimeInterval(configuration.orphanMediaAgeSeconds), interval: .seconds(15 * 60),
                 metrics: metrics, logger: logger),
+            revocations: SessionRevocations(
+                store: store.access { $0 }, hub: hub, clock: clock, interval: SessionRevocations.defaultInterval, logger: logger),
             drain: drain,
             clock: clock)
     }
@@ -408,7 +412,9 @@ public func makeServiceGroup(
     // The deadline's service is last: shutdown goes in reverse order, so it hears first.
     let deadline = DrainDeadline(drain: services.drain, deadline: drainDeadline, logger: logger)
     var configuration = ServiceGroupConfiguration(
-        services: services.cluster + [services.janitor, services.searchIndexer, services.jobRunner, app, services.hub, services.calls, deadline],
+        services: services.cluster + [
+            services.janitor, services.searchIndexer, services.revocations, services.jobRunner, app, services.hub, services.calls, deadline,
+        ],
         gracefulShutdownSignals: gracefulShutdownSignals, logger: logger)
     configuration.maximumGracefulShutdownDuration = drainDeadline + .seconds(5)
     return ServiceGroup(configuration: configuration)

@@ -175,6 +175,10 @@ struct ResealSecrets: AsyncParsableCommand {
     @OptionGroup var options: ServerOptions
 
     func run() async throws {
+        try await Self.reseal(options)
+    }
+
+    static func reseal(_ options: ServerOptions) async throws {
         let configuration = try options.resolve()
         let logger = options.logger(configuration)
         let services = try await ParleyServices.make(configuration: configuration, logger: logger)
@@ -191,8 +195,108 @@ struct ResealSecrets: AsyncParsableCommand {
 
 struct Admin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Operator tasks: create brands, apps and agents.",
-        subcommands: [CreateBrand.self, CreateApp.self, CreateAgent.self])
+        abstract: "Operator tasks: brands, apps and agents; passwords; the secret key.",
+        discussion: """
+            These work on the database directly, while the server runs or not. What ends sessions \
+            (reset-password, disable) closes the agent's open connections on every running node within \
+            2 s.
+            """,
+        subcommands: [
+            CreateBrand.self, CreateApp.self, CreateAgent.self, ListBrands.self, ListAgents.self, ResetPassword.self, DisableAgent.self,
+            EnableAgent.self, RotateSecretKey.self,
+        ])
+}
+
+struct ListBrands: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list-brands", abstract: "List every brand: id, agents, created, name.")
+    @OptionGroup var options: ServerOptions
+
+    func run() async throws {
+        try await withServices(options) { services in
+            let brands = try await services.identity.operatorBrands()
+            let dates = ISO8601DateFormatter()
+            say(table(["BRAND", "AGENTS", "CREATED", "NAME"], brands.map { [$0.brand.id.rawValue, String($0.agents), dates.string(from: $0.brand.createdAt), $0.brand.name] }))
+        }
+    }
+}
+
+struct ListAgents: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list-agents", abstract: "List a brand's agents: id, email, role, state, name.")
+    @OptionGroup var options: ServerOptions
+    @Option(help: "The brand id (brd_...).") var brand: String
+
+    func run() async throws {
+        try await withServices(options) { services in
+            let agents = try await services.identity.operatorAgents(brandId: try CreateApp.brandId(brand))
+            say(table(
+                ["AGENT", "EMAIL", "ROLE", "STATE", "NAME"],
+                agents.map { [$0.id.rawValue, $0.email, $0.role.rawValue, $0.disabled ? "disabled" : "active", $0.name] }))
+        }
+    }
+}
+
+struct ResetPassword: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reset-password", abstract: "Give an agent a new generated password, printed once; every session of theirs ends.")
+    @OptionGroup var options: ServerOptions
+    @Option(help: "The agent's email.") var email: String
+
+    func run() async throws {
+        try await withServices(options) { services in
+            let (agent, password) = try await services.identity.operatorResetPassword(email: email)
+            say("agent \(agent.id)\nemail \(agent.email)\npassword \(password)")
+        }
+    }
+}
+
+struct DisableAgent: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "disable", abstract: "Disable an agent: they cannot sign in, their sessions end, their conversations go back to the queue.")
+    @OptionGroup var options: ServerOptions
+    @Option(help: "The agent's email.") var email: String
+
+    func run() async throws {
+        try await withServices(options) { services in
+            let agent = try await services.identity.operatorSetDisabled(email: email, true)
+            say("agent \(agent.id) (\(agent.email)) disabled")
+        }
+    }
+}
+
+struct EnableAgent: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "enable", abstract: "Enable a disabled agent: they can sign in again.")
+    @OptionGroup var options: ServerOptions
+    @Option(help: "The agent's email.") var email: String
+
+    func run() async throws {
+        try await withServices(options) { services in
+            let agent = try await services.identity.operatorSetDisabled(email: email, false)
+            say("agent \(agent.id) (\(agent.email)) enabled")
+        }
+    }
+}
+
+/// `reseal-secrets` under the name an operator looks for.
+struct RotateSecretKey: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rotate-secret-key",
+        abstract: "After setting a new PARLEY_SECRET_KEY (the old one in PARLEY_PREVIOUS_SECRET_KEYS): seal every stored secret with the new key.",
+        discussion: ResealSecrets.configuration.discussion)
+    @OptionGroup var options: ServerOptions
+
+    func run() async throws {
+        try await ResealSecrets.reseal(options)
+    }
+}
+
+/// Columns padded to their widest cell, for a terminal.
+func table(_ header: [String], _ rows: [[String]]) -> String {
+    let all = [header] + rows
+    let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+    return all.map { row in
+        row.enumerated().map { index, cell in index == row.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0) }
+            .joined(separator: "  ")
+    }.joined(separator: "\n")
 }
 
 struct CreateBrand: AsyncParsableCommand {

@@ -399,6 +399,70 @@ public struct IdentityService: Sendable {
         return NewBrand(brand: brand, app: app, admin: admin, adminPassword: password)
     }
 
+    // MARK: The operator's (`parley admin`): any brand, no principal
+
+    /// Every brand with its number of agents, oldest first.
+    public func operatorBrands() async throws -> [(brand: BrandDTO, agents: Int)] {
+        try await store.read { repo in try await repo.brands(limit: 100_000) }
+    }
+
+    /// A brand's agents (deleted ones are not listed).
+    public func operatorAgents(brandId: BrandID) async throws -> [AgentDTO] {
+        try await store.read { repo in
+            guard try await repo.brand(id: brandId) != nil else { throw ParleyError.notFound("Brand") }
+            return try await repo.agents(brandId: brandId)
+        }
+    }
+
+    /// The agent with this email, whichever brand: the operator names agents by email.
+    func operatorAgent(email: String) async throws -> AgentRecord {
+        let normalized = email.trimmingCharacters(in: .whitespaces).lowercased()
+        guard let record = try await store.read({ repo in try await repo.agent(email: normalized) }), record.deletedAt == nil else {
+            throw ParleyError.notFound("An agent with the email \(normalized)")
+        }
+        return record
+    }
+
+    /// A new generated password for the agent, returned once; every session of theirs ends (their
+    /// open connections close within `SessionRevocations.defaultInterval` on every node).
+    public func operatorResetPassword(email: String) async throws -> (AgentDTO, password: String) {
+        let record = try await operatorAgent(email: email)
+        let password = Identifier.random(20)
+        let hash = try await hasher.hash(password)
+        let now = clock.now()
+        try await store.write { repo in
+            guard var current = try await repo.agent(brandId: record.agent.brandId, id: record.agent.id) else { throw ParleyError.notFound("Agent") }
+            current.passwordHash = hash
+            try await repo.updateAgent(current)
+            try await repo.revokeSessions(subjectId: current.agent.id.rawValue, except: nil, at: now)
+        }
+        return (record.agent, password)
+    }
+
+    /// Disables or enables the agent. Disabling ends every session of theirs (their connections close
+    /// on every node; with them gone, routing gives their conversations back to the queue after the
+    /// brand's grace period, as when they go offline). A brand's last enabled admin is not disabled.
+    public func operatorSetDisabled(email: String, _ disabled: Bool) async throws -> AgentDTO {
+        let record = try await operatorAgent(email: email)
+        let now = clock.now()
+        return try await store.write { repo in
+            guard var current = try await repo.agent(brandId: record.agent.brandId, id: record.agent.id) else { throw ParleyError.notFound("Agent") }
+            if disabled, current.agent.role == .admin, current.disabledAt == nil {
+                let admins = try await repo.agents(brandId: current.agent.brandId).filter { $0.role == .admin && !$0.disabled }
+                if admins.count <= 1 {
+                    throw ParleyError(
+                        .conflict, code: .lastAdmin,
+                        message: "\(current.agent.email) is the brand's last enabled admin; enable or create another admin first.")
+                }
+            }
+            current.disabledAt = disabled ? (current.disabledAt ?? now) : nil
+            current.agent.disabled = disabled
+            try await repo.updateAgent(current)
+            if disabled { try await repo.revokeSessions(subjectId: current.agent.id.rawValue, except: nil, at: now) }
+            return current.agent
+        }
+    }
+
     /// On a database with no brand: the demo brand, app and admin. Returns nil when there is a brand.
     public func seedDemoIfEmpty() async throws -> NewBrand? {
         guard try await store.read({ repo in try await repo.brandCount() }) == 0 else { return nil }

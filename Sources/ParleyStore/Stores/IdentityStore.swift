@@ -8,6 +8,8 @@ public protocol IdentityStore: Sendable {
     func insertBrand(_ brand: BrandDTO) async throws
     func brand(id: BrandID) async throws -> BrandDTO?
     func brandCount() async throws -> Int
+    /// Every brand, oldest first, with how many agents each has (not deleted): for the operator.
+    func brands(limit: Int) async throws -> [(brand: BrandDTO, agents: Int)]
     func insertApp(_ app: AppDTO) async throws
     /// Apps are looked up by their public id without a brand: the widget only knows the app id.
     func app(id: AppID) async throws -> AppDTO?
@@ -41,6 +43,9 @@ public protocol IdentityStore: Sendable {
     func revokeSession(tokenHash: String, at: Date) async throws
     /// Revokes every session of one subject except the one with `tokenHash` (nil: all of them).
     func revokeSessions(subjectId: String, except tokenHash: String?, at: Date) async throws
+    /// The token hashes of sessions revoked at or after `since` (another process may have revoked
+    /// them: `parley admin`, another node), for ending their open connections.
+    func sessionsRevoked(since: Date, limit: Int) async throws -> [String]
 }
 
 extension SQLRepository: IdentityStore {
@@ -54,6 +59,21 @@ extension SQLRepository: IdentityStore {
 
     public func brandCount() async throws -> Int {
         try await db.raw("SELECT COUNT(*) AS n FROM brands").first()?.decode(column: "n", as: Int.self) ?? 0
+    }
+
+    public func brands(limit: Int) async throws -> [(brand: BrandDTO, agents: Int)] {
+        try await db.raw(
+            """
+            SELECT b.*, (SELECT COUNT(*) FROM agents a WHERE a.brand_id = b.id AND a.deleted_at IS NULL) AS agent_count
+            FROM brands b ORDER BY b.created_at, b.id LIMIT \(bind: limit)
+            """
+        ).all().map { row in (try row.decode(BrandRow.self).dto, try row.decode(column: "agent_count", as: Int.self)) }
+    }
+
+    public func sessionsRevoked(since: Date, limit: Int) async throws -> [String] {
+        try await db.raw(
+            "SELECT token_hash FROM sessions WHERE revoked_at >= \(bind: StoredTime.millis(since)) ORDER BY revoked_at LIMIT \(bind: limit)"
+        ).all().map { try $0.decode(column: "token_hash", as: String.self) }
     }
 
     public func insertApp(_ app: AppDTO) async throws {
