@@ -33,7 +33,7 @@ struct Parley: AsyncParsableCommand {
         commandName: "parley",
         abstract: "Parley: self-hosted customer messaging with voice.",
         version: BuildInfo.current.description,
-        subcommands: [Serve.self, Migrate.self, Admin.self, ResealSecrets.self, Chat.self, Version.self],
+        subcommands: [Serve.self, Migrate.self, Admin.self, ResealSecrets.self, Backup.self, Restore.self, Check.self, Chat.self, Version.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -414,5 +414,59 @@ struct Version: ParsableCommand {
         } else {
             print(BuildInfo.current.description)
         }
+    }
+}
+
+/// `parley backup --to DIR`: a consistent backup while the server runs (docs/operations.md).
+struct Backup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Back up the database, the media on local disk and the secret keys into a new folder, with a manifest of checksums.")
+    @OptionGroup var options: ServerOptions
+    @Option(help: "The folder to write (new, or empty).") var to: String
+
+    func run() async throws {
+        try await withServices(options) { services in
+            let manifest = try await Backups.create(services, to: URL(fileURLWithPath: to))
+            let bytes = manifest.files.reduce(0) { $0 + $1.bytes }
+            say("Backed up \(manifest.database) (schema \(manifest.schema)), \(manifest.files.count) files, \(bytes / 1024) KB, to \(to).")
+            if manifest.media == "s3" { say("The media are in the object store: protect the bucket with versioning and replication.") }
+        }
+    }
+}
+
+/// `parley restore --from DIR`: into an empty data directory (and an empty database).
+struct Restore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Restore a backup into an empty data directory (and, for PostgreSQL, an empty database), after checking every file.")
+    @OptionGroup var options: ServerOptions
+    @Option(help: "The backup folder.") var from: String
+
+    func run() async throws {
+        let configuration = try options.resolve()
+        do {
+            let manifest = try await Backups.restore(from: URL(fileURLWithPath: from), into: configuration)
+            say("Restored the backup of \(ISO8601DateFormatter().string(from: manifest.createdAt)) (\(manifest.files.count) files) into \(configuration.dataDirectory).")
+        } catch {
+            FileHandle.standardError.write(Data("parley: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// `parley check`: the database's integrity and every media file its rows name.
+struct Check: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Verify a data directory: the database's integrity and that every media file a row refers to is there.")
+    @OptionGroup var options: ServerOptions
+
+    func run() async throws {
+        var healthy = true
+        try await withServices(options) { services in
+            let report = try await Backups.check(services)
+            say("database: \(report.database)")
+            say("media: \(report.referenced - report.missing.count) of \(report.referenced) referenced files present")
+            for key in report.missing.prefix(20) { say("  missing: \(key)") }
+            healthy = report.database == "ok" && report.missing.isEmpty
+        }
+        if !healthy { throw ExitCode(1) }
     }
 }
