@@ -67,6 +67,7 @@ export const ErrorCode = Object.freeze({
   invalidSignature: "invalid_signature",
   invalidToken: "invalid_token",
   keyExists: "key_exists",
+  lastAdmin: "last_admin",
   legalHold: "legal_hold",
   linkExpired: "link_expired",
   logoTooLarge: "logo_too_large",
