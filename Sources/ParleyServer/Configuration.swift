@@ -67,6 +67,8 @@ public struct ParleyConfiguration: Sendable {
     /// The web pages' directory; nil: found next to the binary or where the package installs them (`PublicPages`).
     public var publicDirectory: String? = nil
     public var logLevel: Logger.Level = .info
+    /// `text` (swift-log's lines) or `json` (one object a line, `JSONLogHandler`).
+    public var logFormat: LogFormat = .text
     public var bcryptCost: Int = 12
     public var agentSessionTTL: TimeInterval = 12 * 3600
     public var consumerSessionTTL: TimeInterval = 30 * 24 * 3600
@@ -348,4 +350,10 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     public var setting: String
     public var message: String
     public var description: String { "configuration error: \(setting) \(message)" }
+}
+
+/// How logs are written.
+public enum LogFormat: String, Sendable, CaseIterable {
+    case text
+    case json
 }

@@ -38,6 +38,12 @@ extension ParleyConfiguration {
             }
             c.logLevel = level
         },
+        Setting(flag: "log-format", environment: "PARLEY_LOG_FORMAT", help: "text (default) or json: one JSON object a line, for a log shipper") { c, v, name throws(ConfigurationError) in
+            guard let format = LogFormat(rawValue: v.lowercased()) else {
+                throw ConfigurationError(setting: name, message: "'\(v)' is not a log format (text or json)")
+            }
+            c.logFormat = format
+        },
         Setting(flag: "bcrypt-cost", environment: "PARLEY_BCRYPT_COST", help: "bcrypt work factor for passwords, 4-31 (default 12)") { c, v, name throws(ConfigurationError) in
             c.bcryptCost = try parseInt(v, name, range: 4...31, what: "a bcrypt cost")
         },

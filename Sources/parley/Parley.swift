@@ -14,6 +14,7 @@ import ParleyServer
 import ParleyStore
 import Prometheus
 import ServiceLifecycle
+import Synchronization
 
 @main
 enum ParleyMain {
@@ -50,6 +51,7 @@ struct ServerOptions: ParsableArguments {
             var configuration = try ParleyConfiguration.fromEnvironment()
             try configuration.apply(arguments: settings)
             try configuration.validate()
+            bootstrapLogging(configuration.logFormat)
             return configuration
         } catch {
             FileHandle.standardError.write(Data("parley: \(error)\n".utf8))
@@ -377,6 +379,14 @@ func withServices(_ options: ServerOptions, _ body: (ParleyServices) async throw
     }
     await services.close()
 }
+
+/// Logs as `format` says, once per process (swift-log allows one bootstrap).
+func bootstrapLogging(_ format: LogFormat) {
+    guard format == .json, loggingBootstrapped.withLock({ done in defer { done = true }; return !done }) else { return }
+    LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
+}
+
+private let loggingBootstrapped = Mutex(false)
 
 /// Writes a line to standard output unbuffered, so that it reaches a log file at once.
 func say(_ text: String) {
