@@ -126,4 +126,16 @@ struct BlobStoreContractTests {
         #expect(ContinuousClock.now - started < .seconds(60))
         try await client.shutdown()
     }
+
+    @Test("an S3 store that stops in the middle of an answer's body is unavailable after its deadline, not waited on for ever", .timeLimit(.minutes(1)))
+    func s3StallsMidBody() async throws {
+        let stalling = try StallingHTTPServer()
+        defer { stalling.stop() }
+        let (store, client) = try await Self.s3(timeout: .seconds(1), endpoint: "http://127.0.0.1:\(stalling.port)")
+        await #expect(throws: BlobStoreUnavailable.self) { try await store.get(key: "voice/brd_1/msg_1/original.webm") }
+        await #expect(throws: BlobStoreUnavailable.self) { try await store.read(key: "voice/brd_1/msg_1/original.webm", range: 0..<100) }
+        // Retried like any failure to answer: each attempt got its head and half a body.
+        #expect(stalling.answered.withLock { $0 } >= 2)
+        try await client.shutdown()
+    }
 }

@@ -9,6 +9,7 @@ import NIOCore
 import NIOHTTP1
 import ParleyDomain
 import ParleyMedia
+import Synchronization
 
 /// Blobs in an S3-compatible object store (AWS S3, SeaweedFS, MinIO, Ceph...), one bucket, path-style
 /// addresses (`ENDPOINT/BUCKET/KEY`), requests signed with SigV4 over AsyncHTTPClient (no Swift S3
@@ -109,12 +110,43 @@ public final class S3BlobStore: BlobStore {
         } catch {
             throw BlobStoreUnavailable("\(method.rawValue) \(key ?? settings.bucket)", "\(error)")
         }
-        var data = Data()
-        for try await chunk in response.body {
-            data.append(contentsOf: chunk.readableBytesView)
-            if data.count > maxBody { throw BlobStoreUnavailable("read \(key ?? "")", "the answer is larger than \(maxBody) bytes") }
-        }
+        let data = try await readBody(response.body, maxBody: maxBody, what: "\(method.rawValue) \(key ?? settings.bucket)")
         return Answer(status: Int(response.status.code), headers: response.headers, body: data)
+    }
+
+    /// Reads an answer's body, giving up once no byte has come for `settings.timeout`: the client's
+    /// deadline covers the answer's head only, and a store that stops in the middle of a body would
+    /// otherwise hold the request (and the job or the upload behind it) for ever.
+    private func readBody(_ body: HTTPClientResponse.Body, maxBody: Int, what: String) async throws -> Data {
+        let progress = Progress()
+        let timeout = settings.timeout
+        return try await withThrowingTaskGroup(of: Data?.self) { group in
+            group.addTask {
+                var data = Data()
+                for try await chunk in body {
+                    data.append(contentsOf: chunk.readableBytesView)
+                    if data.count > maxBody { throw BlobStoreUnavailable(what, "the answer is larger than \(maxBody) bytes") }
+                    progress.touch()
+                }
+                return data
+            }
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: timeout / 4)
+                    if progress.idle > timeout { throw BlobStoreUnavailable(what, "the store stopped sending its answer for \(timeout)") }
+                }
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let data = first else { throw BlobStoreUnavailable(what, "no answer") }
+            return data
+        }
+    }
+
+    /// When the last bytes of an answer came.
+    private final class Progress: Sendable {
+        private let last = Mutex(ContinuousClock.now)
+        func touch() { last.withLock { $0 = .now } }
+        var idle: Duration { ContinuousClock.now - last.withLock { $0 } }
     }
 
     /// A request retried (with back-off) while the store cannot be reached or answers 5xx.

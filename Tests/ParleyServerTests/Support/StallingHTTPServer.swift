@@ -1,0 +1,69 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An HTTP server that answers every request with a head announcing `announced` bytes, sends the
+/// first `sent` of them, and then sends nothing more, holding the connection open: an object store
+/// that stops in the middle of an answer. Blocking sockets on threads, as `StallingProxy`.
+final class StallingHTTPServer: Sendable {
+    let port: Int
+    private let listener: Int32
+    private let announced: Int
+    private let sent: Int
+    private let stopped = Mutex(false)
+    private let clients = Mutex<[Int32]>([])
+    /// Requests answered so far.
+    let answered = Mutex(0)
+
+    init(announced: Int = 100_000, sent: Int = 10) throws {
+        (self.announced, self.sent) = (announced, sent)
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var size = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
+                bind(listener, pointer, size) == 0 && listen(listener, 16) == 0 && getsockname(listener, pointer, &size) == 0
+            }
+        }
+        guard bound else { throw TestFailure("the stalling server could not listen: errno \(errno)") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread { [self] in acceptLoop() }.start()
+    }
+
+    func stop() {
+        stopped.withLock { $0 = true }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        for client in clients.withLock({ $0 }) { close(client) }
+    }
+
+    private func acceptLoop() {
+        while !stopped.withLock({ $0 }) {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { return }
+            clients.withLock { $0.append(client) }
+            Thread { [self] in answer(client) }.start()
+        }
+    }
+
+    private func answer(_ client: Int32) {
+        // Read the request's head (a request with a body gets its answer before the body: fine here).
+        var head = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while head.range(of: Data("\r\n\r\n".utf8)) == nil {
+            let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return }
+            head.append(contentsOf: buffer[0..<count])
+        }
+        let answer = Data("HTTP/1.1 200 OK\r\nContent-Length: \(announced)\r\nContent-Type: application/octet-stream\r\n\r\n".utf8)
+            + Data(repeating: 0x41, count: sent)
+        _ = answer.withUnsafeBytes { Glibc.send(client, $0.baseAddress, answer.count, Int32(MSG_NOSIGNAL)) }
+        answered.withLock { $0 += 1 }
+        // Then nothing: the connection stays open until the client gives up or the test stops.
+    }
+}
