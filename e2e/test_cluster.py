@@ -140,11 +140,17 @@ def assert_logged_once_in_order(cluster, results):
     token = admin_token(cluster)
     for index, (conversation, sent) in results.items():
         assert len(sent) >= MESSAGES, (index, sent)
-        status, page = call(cluster.url, "GET", f"/v1/conversations/{conversation}/messages?limit=200", token=token)
-        assert status == 200, page
-        logged = [message["text"] for message in page["items"] if message["senderKind"] == "consumer"]
-        assert logged == sent, (index, logged, sent)
-        seqs = [message["seq"] for message in page["items"]]
+        items, after = [], 0
+        while True:  # every page of the log, by sequence
+            status, page = call(cluster.url, "GET", f"/v1/conversations/{conversation}/messages?limit=200&after={after}", token=token)
+            assert status == 200, page
+            items += page["items"]
+            if len(page["items"]) < 200:
+                break
+            after = page["items"][-1]["seq"]
+        logged = [message["text"] for message in items if message["senderKind"] == "consumer"]
+        assert logged == sent, (index, len(logged), len(sent), [text for text in logged if logged.count(text) > 1][:3])
+        seqs = [message["seq"] for message in items]
         assert seqs == sorted(set(seqs)), seqs
 
 

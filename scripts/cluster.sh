@@ -11,7 +11,7 @@
 # $CLUSTER_PORT (default 8080), and once more per node on a free port that sends everything to that
 # node only (pinned: to show or test one client on one node); the nodes and the stores on free ports.
 # HAProxy refuses an address's connections past $CLUSTER_CONNECTIONS_PER_ADDRESS (default 1000).
-# PARLEY_* settings in the environment pass to every node. (The knobs are not PARLEY_*: a node
+# PARLEY_* settings in the environment at start pass to every node, and to a node restarted later. (The knobs are not PARLEY_*: a node
 # refuses settings it does not know.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +39,8 @@ start_node() {
     mkdir -p "$dir/node$n"
     (
         close_inherited_descriptors
+        # The PARLEY_* settings the cluster was started with, for a node restarted later too.
+        [[ -f "$dir/parley.env" ]] && source "$dir/parley.env"
         PARLEY_CLUSTER=true PARLEY_DATABASE_URL="$psql_url" PARLEY_S3_ENDPOINT="$s3" PARLEY_S3_ACCESS_KEY=parley \
             PARLEY_S3_SECRET_KEY=parley-secret PARLEY_S3_BUCKET=parley-media PARLEY_HOST=127.0.0.1 PARLEY_PORT=$port \
             PARLEY_DATA_DIR="$dir/node$n" PARLEY_SEED_DEMO=$([[ $n == 1 ]] && echo true || echo false) PARLEY_TRUST_PROXY=true \
@@ -97,6 +99,7 @@ build=${CLUSTER_BUILD:-release}
 swift build -c "$build" --product parley
 mkdir -p "$dir"
 echo "$PWD/.build/$build/parley" >"$dir/binary"
+export -p | grep -E '^declare -x PARLEY_' >"$dir/parley.env" || true
 trap 'echo "cluster: start failed; stopping what started" >&2; stop_all' ERR
 admin_url=$(scripts/postgres.sh start "$dir/pg")
 psql_url=${admin_url%/postgres}/parley
