@@ -12,6 +12,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -41,16 +42,16 @@ class Cluster:
                        env={**os.environ, "CLUSTER_DIR": str(self.directory)}, timeout=120)
 
 
-@pytest.fixture(scope="module")
-def cluster():
+@contextmanager
+def running_cluster(settings):
+    """scripts/cluster.sh with these PARLEY_* settings (on every node, restarts included); stopped and
+    removed afterwards."""
     # Not pytest's tmp_path: it is private to root, and PostgreSQL runs as its own user.
     parent = Path(tempfile.mkdtemp(prefix="parley-cluster-"))
     parent.chmod(0o755)
     directory = parent / "c"
     port = free_port()
-    # The test sends from one address faster than people do: its limits are off (they pass to every node).
-    env = {**os.environ, "CLUSTER_DIR": str(directory), "CLUSTER_PORT": str(port), "CLUSTER_BUILD": "debug",
-           "PARLEY_RATE_IP_WRITES": "0", "PARLEY_RATE_CONSUMER_MESSAGES": "0", "PARLEY_RATE_CONSUMER_SESSIONS": "0", "PARLEY_RATE_LOGINS": "0", "PARLEY_CLAMD": "off"}
+    env = {**os.environ, "CLUSTER_DIR": str(directory), "CLUSTER_PORT": str(port), "CLUSTER_BUILD": "debug", **settings}
     started = subprocess.run(["scripts/cluster.sh", "start"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     try:
         assert started.returncode == 0, started.stdout[-3000:] + started.stderr[-3000:]
@@ -61,6 +62,14 @@ def cluster():
     finally:
         subprocess.run(["scripts/cluster.sh", "stop"], cwd=ROOT, env=env, capture_output=True, timeout=120)
         shutil.rmtree(parent, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    # The test sends from one address faster than people do: its limits are off (they pass to every node).
+    with running_cluster({"PARLEY_RATE_IP_WRITES": "0", "PARLEY_RATE_CONSUMER_MESSAGES": "0", "PARLEY_RATE_CONSUMER_SESSIONS": "0",
+                          "PARLEY_RATE_LOGINS": "0", "PARLEY_CLAMD": "off"}) as started:
+        yield started
 
 
 def call(base, method, path, body=None, token=None, timeout=15):

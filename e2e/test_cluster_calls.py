@@ -2,26 +2,17 @@
 the agent's workspace to node 3 only (each through HAProxy, pinned), with coturn. The call is held by
 node 3 (the agent's socket); the customer's answer, SDP and candidates reach it through the cluster's
 bus. Runs in a private network namespace (scripts/e2e-isolated.sh), like the other call tests."""
-import os
 import re
-import shutil
 import subprocess
 import tempfile
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from conftest import ROOT, free_port
-from test_calls import CAPTURE_PEERS, DESKTOP, PHONE, SECRET, wait_for_media
-from test_cluster import Cluster, Node
-
-
-@pytest.fixture(autouse=True)
-def private_network():
-    interfaces = [line.split(":")[0].strip() for line in Path("/proc/net/dev").read_text().splitlines()[2:]]
-    if interfaces != ["lo"]:
-        pytest.fail(f"call tests run in a private network namespace (found {interfaces}); use scripts/e2e-isolated.sh {__file__}")
+from conftest import ROOT
+# private_network: the autouse check that this runs in its own network namespace, as in test_calls.
+from test_calls import CAPTURE_PEERS, DESKTOP, PHONE, SECRET, private_network, wait_for_media  # noqa: F401
+from test_cluster import Node, running_cluster
 
 
 @pytest.fixture
@@ -29,22 +20,11 @@ def call_cluster():
     turn_dir = tempfile.mkdtemp(prefix="parley-e2e-turn-")
     turn_url = subprocess.run([str(ROOT / "scripts" / "coturn.sh"), "start", turn_dir, SECRET],
                               check=True, capture_output=True, text=True).stdout.strip()
-    parent = Path(tempfile.mkdtemp(prefix="parley-cluster-"))
-    parent.chmod(0o755)  # PostgreSQL runs as its own user
-    directory, port = parent / "c", free_port()
-    env = {**os.environ, "CLUSTER_DIR": str(directory), "CLUSTER_PORT": str(port), "CLUSTER_BUILD": "debug", "PARLEY_CLAMD": "off",
-           "PARLEY_TURN_URLS": turn_url, "PARLEY_TURN_SECRET": SECRET}
-    started = subprocess.run(["scripts/cluster.sh", "start"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     try:
-        assert started.returncode == 0, started.stdout[-3000:] + started.stderr[-3000:]
-        app_id = re.search(r"web app\s+.*\((app_\w+)\)", started.stdout).group(1)
-        email = re.search(r"admin\s+(\S+@\S+)", started.stdout).group(1)
-        password = re.search(r"password\s+(\S+)", started.stdout).group(1)
-        yield Cluster(directory, port, app_id, email, password)
+        with running_cluster({"PARLEY_CLAMD": "off", "PARLEY_TURN_URLS": turn_url, "PARLEY_TURN_SECRET": SECRET}) as started:
+            yield started
     finally:
-        subprocess.run(["scripts/cluster.sh", "stop"], cwd=ROOT, env=env, capture_output=True, timeout=120)
         subprocess.run([str(ROOT / "scripts" / "coturn.sh"), "stop", turn_dir], check=False)
-        shutil.rmtree(parent, ignore_errors=True)
 
 
 def test_a_voice_call_rings_and_connects_across_nodes(call_cluster, browser, shoot, console_errors):

@@ -186,9 +186,13 @@ public enum Backups {
             _ = try await services.store.read { repo in try await repo.brandCount() }
         }
         let keys = try await referencedKeys(services.store)
+        // One listing per folder (a message's files share one), not one per file.
+        var present: [String: Set<String>] = [:]
         var missing: [String] = []
-        for key in keys where !(try await exists(key, in: services.blobs)) {
-            missing.append(key)
+        for key in keys {
+            let folder = key.split(separator: "/").dropLast().joined(separator: "/")
+            if present[folder] == nil { present[folder] = Set(try await services.blobs.list(prefix: folder).map(\.key)) }
+            if present[folder]?.contains(key) != true { missing.append(key) }
         }
         return CheckReport(database: integrity, referenced: keys.count, missing: missing)
     }
@@ -213,11 +217,6 @@ public enum Backups {
             }
             return keys
         }
-    }
-
-    static func exists(_ key: String, in blobs: any BlobStore) async throws -> Bool {
-        let parent = key.split(separator: "/").dropLast().joined(separator: "/")
-        return try await blobs.list(prefix: parent).contains { $0.key == key }
     }
 
     // MARK: Files

@@ -19,19 +19,9 @@ final class StallingHTTPServer: Sendable {
 
     init(announced: Int = 100_000, sent: Int = 10) throws {
         (self.announced, self.sent) = (announced, sent)
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.listener = listener
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var size = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
-                bind(listener, pointer, size) == 0 && listen(listener, 16) == 0 && getsockname(listener, pointer, &size) == 0
-            }
-        }
-        guard bound else { throw TestFailure("the stalling server could not listen: errno \(errno)") }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        let (listener, port) = StartupTests.boundSocket(listening: true)
+        guard listener >= 0, port > 0 else { throw TestFailure("the stalling server could not listen: errno \(errno)") }
+        (self.listener, self.port) = (listener, port)
         Thread { [self] in acceptLoop() }.start()
     }
 
