@@ -51,6 +51,8 @@ swift test --skip-build
 # SeaweedFS stopped and started under a server: alone, in its own process, with a deadline (inside the
 # whole suite it once stalled it; ObjectStoreFaultTests says more).
 TEST_OBJECT_STORE_FAULTS=1 timeout 300 swift test --skip-build --filter ObjectStoreFaultTests
+# Children's output read while every thread is signalled: alone too (the signals would reach other tests).
+TEST_PROCESS_SIGNALS=1 timeout 120 swift test --skip-build --filter ProcessSignalTests
 # The server suite once more with every test server on a PostgreSQL database of its own (the run
 # above used SQLite files): the same HTTP, WebSocket, voice and call behaviour on both stores.
 TEST_SERVER_POSTGRES_URL="$url" swift test --skip-build --filter ParleyServerTests

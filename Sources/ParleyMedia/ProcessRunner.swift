@@ -99,19 +99,24 @@ public struct ProcessRunner: Sendable {
         let readers = DispatchGroup()
         readers.enter()
         DispatchQueue.global().async {
-            errorOutput.set(child.stderr.readDataToEndOfFile().suffix(4000))
+            var tail = Data()
+            while let chunk = PipeReading.read(child.stderr, upTo: 16 * 1024) {
+                tail.append(chunk)
+                if tail.count > 8000 { tail = tail.suffix(4000) }
+            }
+            errorOutput.set(tail.suffix(4000))
             readers.leave()
         }
         var output = Data()
-        while let chunk = try? child.stdout.read(upToCount: 64 * 1024), !chunk.isEmpty {
+        while let chunk = PipeReading.read(child.stdout, upTo: 64 * 1024) {
             if let consume { consume(chunk) } else { output.append(chunk) }
         }
         readers.wait()
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
         killer.cancel()
-        try? child.stdout.close()
-        try? child.stderr.close()
+        close(child.stdout)
+        close(child.stderr)
         // The wait status as <sys/wait.h> lays it out: a signal in the low 7 bits, else the exit code.
         let signal = status & 0x7f
         let tail = String(decoding: errorOutput.get().suffix(2000), as: UTF8.self)
@@ -122,8 +127,9 @@ public struct ProcessRunner: Sendable {
 
     struct Spawned {
         var pid: pid_t
-        var stdout: FileHandle
-        var stderr: FileHandle
+        /// The read ends of the child's standard output and error (raw descriptors: see `PipeReading`).
+        var stdout: Int32
+        var stderr: Int32
     }
 
     /// Starts `executable` with posix_spawn: standard input from /dev/null, standard output and error
@@ -166,9 +172,37 @@ public struct ProcessRunner: Sendable {
             close(outPipe[0]); close(errPipe[0])
             throw LaunchError(description: "cannot start \(executable): error \(result)")
         }
-        return Spawned(
-            pid: pid, stdout: FileHandle(fileDescriptor: outPipe[0], closeOnDealloc: false),
-            stderr: FileHandle(fileDescriptor: errPipe[0], closeOnDealloc: false))
+        return Spawned(pid: pid, stdout: outPipe[0], stderr: errPipe[0])
+    }
+}
+
+/// Reads a pipe with read(2), again when a signal interrupts it.
+///
+/// Written by hand because Foundation's FileHandle gives up on EINTR: `readDataToEndOfFile()` and
+/// `availableData` stop the process (a `try!` inside them), and `read(upToCount:)` throws, so a signal
+/// that arrives while ffmpeg runs either crashed the process or cut a rendition short without a word.
+/// Dispatch's threads leave SIGPROF and SIGPIPE unblocked; a handler for either without SA_RESTART
+/// (a profiler's, a library's) is enough (ProcessSignalTests). swift-system is not among our
+/// dependencies for this one loop.
+public enum PipeReading {
+    /// The next bytes (at most `limit`), or nil at the end of the stream or on an error other than
+    /// EINTR (the writer is gone either way).
+    public static func read(_ descriptor: Int32, upTo limit: Int) -> Data? {
+        var buffer = Data(count: limit)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, limit) }
+            if count > 0 { return buffer.prefix(count) }
+            if count == 0 { return nil }
+            if errno == EINTR { continue }
+            return nil
+        }
+    }
+
+    /// Everything until the end of the stream.
+    public static func readToEnd(_ descriptor: Int32) -> Data {
+        var data = Data()
+        while let chunk = read(descriptor, upTo: 64 * 1024) { data.append(chunk) }
+        return data
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyAPI
+import ParleyMedia
 import Synchronization
 import Testing
 #if canImport(Glibc)
@@ -36,8 +37,7 @@ struct ParleyKitProcessTests {
             let reader = stdout.fileHandleForReading
             Thread {
                 while true {
-                    let data = reader.availableData
-                    if data.isEmpty { return }
+                    guard let data = PipeReading.read(reader.fileDescriptor, upTo: 64 * 1024) else { return }
                     transcript.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
                 }
             }.start()

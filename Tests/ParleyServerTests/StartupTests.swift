@@ -163,8 +163,7 @@ struct StartupTests {
         let reader = output.fileHandleForReading
         Thread {
             while true {
-                let data = reader.availableData
-                if data.isEmpty { return }
+                guard let data = PipeReading.read(reader.fileDescriptor, upTo: 64 * 1024) else { return }
                 log.withLock { $0 += String(decoding: data, as: UTF8.self) }
             }
         }.start()

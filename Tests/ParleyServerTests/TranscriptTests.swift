@@ -1,6 +1,7 @@
 import Foundation
 import ParleyAPI
 import ParleyDomain
+import ParleyMedia
 import ParleyServer
 import Testing
 
@@ -24,7 +25,7 @@ struct TranscriptTests {
         process.standardOutput = Pipe()
         try process.run()
         process.waitUntilExit()
-        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let output = String(decoding: PipeReading.readToEnd(errors.fileHandleForReading.fileDescriptor), as: UTF8.self)
         return process.terminationStatus == 0 ? nil : output
     }
 
