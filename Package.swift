@@ -97,6 +97,10 @@ let package = Package(
                 // Linux's URLSession (libcurl) has no WebSockets; Apple platforms use URLSession's.
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
                 .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
+                // Linux's URLSession crashes and hangs on refused connections and timeouts (ParleyClient.exchange).
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(platforms: [.linux])),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(platforms: [.linux])),
             ],
             swiftSettings: swiftSettings),
         .executableTarget(

@@ -4,6 +4,11 @@ import ParleyAPI
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+#if canImport(AsyncHTTPClient)
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+#endif
 
 /// The Parley SDK for a brand's app: signs a consumer in and sends and reads their messages.
 ///
@@ -22,6 +27,8 @@ public actor ParleyClient {
     public private(set) var token: String?
     public private(set) var consumer: ConsumerDTO?
 
+    /// `session` carries the requests on Apple platforms; on Linux they go through AsyncHTTPClient
+    /// (see `exchange`) and `session` is not used.
     public init(baseURL: URL, session: URLSession = .shared, token: String? = nil) {
         self.baseURL = baseURL
         self.session = session
@@ -81,13 +88,11 @@ public actor ParleyClient {
         request.httpMethod = "POST"
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         request.setValue(contentType, forHTTPHeaderField: "Content-Type")
-        guard let progress else {
-            request.httpBody = audio
-            return try await perform(request)
-        }
+        request.httpBody = audio
+        guard let progress else { return try await perform(request) }
         progress(0)
-        let (data, response) = try await session.upload(for: request, from: audio, delegate: UploadProgress(report: progress))
-        let decoded: SendMessageResponse = try decode(data, response)
+        let (data, status) = try await exchange(request, progress: progress)
+        let decoded: SendMessageResponse = try decode(data, status)
         progress(1)
         return decoded
     }
@@ -103,11 +108,10 @@ public actor ParleyClient {
         guard let url = URL(string: relative, relativeTo: baseURL) else { throw ParleyClientError.transport("bad path \(path)") }
         var request = URLRequest(url: url)
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        let (data, response) = try await session.data(for: request)
-        guard let http = response as? HTTPURLResponse else { throw ParleyClientError.transport("no HTTP response") }
-        guard (200..<300).contains(http.statusCode) else {
-            let detail = (try? decoder.decode(ErrorBody.self, from: data))?.error ?? .init(code: .http(http.statusCode), message: "")
-            throw ParleyClientError.api(status: http.statusCode, detail)
+        let (data, status) = try await exchange(request, maxBytes: maxBytes)
+        guard (200..<300).contains(status) else {
+            let detail = (try? decoder.decode(ErrorBody.self, from: data))?.error ?? .init(code: .http(status), message: "")
+            throw ParleyClientError.api(status: status, detail)
         }
         guard data.count <= maxBytes else { throw ParleyClientError.transport("the file is larger than \(maxBytes) bytes") }
         return data
@@ -202,23 +206,101 @@ public actor ParleyClient {
     }
 
     private func perform<Response: Decodable>(_ request: URLRequest) async throws -> Response {
-        let (data, response) = try await session.data(for: request)
-        return try decode(data, response)
+        let (data, status) = try await exchange(request)
+        return try decode(data, status)
     }
 
-    private func decode<Response: Decodable>(_ data: Data, _ response: URLResponse) throws -> Response {
-        guard let http = response as? HTTPURLResponse else { throw ParleyClientError.transport("no HTTP response") }
-        guard (200..<300).contains(http.statusCode) else {
+    private func decode<Response: Decodable>(_ data: Data, _ status: Int) throws -> Response {
+        guard (200..<300).contains(status) else {
             if let error = try? decoder.decode(ErrorBody.self, from: data) {
-                throw ParleyClientError.api(status: http.statusCode, error.error)
+                throw ParleyClientError.api(status: status, error.error)
             }
-            throw ParleyClientError.api(
-                status: http.statusCode, .init(code: .http(http.statusCode), message: String(decoding: data, as: UTF8.self)))
+            throw ParleyClientError.api(status: status, .init(code: .http(status), message: String(decoding: data, as: UTF8.self)))
         }
         return try decoder.decode(Response.self, from: data)
     }
+
+    /// How long one request may take, answer included.
+    static let requestTimeout: Duration = .seconds(60)
+
+    #if canImport(AsyncHTTPClient)
+    /// The SDK's HTTP client on Linux. A refused connection fails at once (AsyncHTTPClient's own
+    /// default retries it until the request's deadline): offline is offline, and the outbox waits.
+    static let http: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout.connect = .seconds(10)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
+    #endif
+
+    /// One request and its answer: the body and the status.
+    ///
+    /// On Apple platforms through URLSession. On Linux through AsyncHTTPClient: Linux's URLSession
+    /// (libcurl under Dispatch sources) has a known family of crashes and hangs around refused
+    /// connections and timeouts (swift-corelibs-foundation #4791, #5469), the very paths an SDK that
+    /// works offline takes all the time; our test process died and stalled in them.
+    private func exchange(
+        _ request: URLRequest, maxBytes: Int = 16 * 1024 * 1024, progress: (@Sendable (Double) -> Void)? = nil
+    ) async throws -> (Data, Int) {
+        #if canImport(AsyncHTTPClient)
+        guard let url = request.url?.absoluteURL.absoluteString else { throw ParleyClientError.transport("no URL") }
+        var outgoing = HTTPClientRequest(url: url)
+        outgoing.method = HTTPMethod(rawValue: request.httpMethod ?? "GET")
+        for (name, value) in request.allHTTPHeaderFields ?? [:] { outgoing.headers.add(name: name, value: value) }
+        if let body = request.httpBody {
+            if let progress {
+                // Handed over in 64 KB pieces, each reported as it is taken to be sent.
+                let total = body.count
+                let (pieces, feed) = AsyncStream<(ByteBuffer, Int)>.makeStream()
+                for offset in stride(from: 0, to: total, by: 64 * 1024) {
+                    let end = min(offset + 64 * 1024, total)
+                    feed.yield((ByteBuffer(bytes: body[body.startIndex + offset..<body.startIndex + end]), end))
+                }
+                feed.finish()
+                outgoing.body = .stream(
+                    pieces.map { piece, sent in
+                        progress(Double(sent) / Double(max(total, 1)))
+                        return piece
+                    }, length: .known(Int64(total)))
+            } else {
+                outgoing.body = .bytes(ByteBuffer(bytes: body))
+            }
+        }
+        let request = outgoing
+        // The whole exchange under one deadline: AsyncHTTPClient's covers the answer's head only.
+        return try await withThrowingTaskGroup(of: (Data, Int)?.self) { group in
+            group.addTask {
+                let response = try await Self.http.execute(request, timeout: .seconds(Self.requestTimeout.components.seconds))
+                let body = try await response.body.collect(upTo: maxBytes + 64 * 1024)
+                return (Data(body.readableBytesView), Int(response.status.code))
+            }
+            group.addTask {
+                try await Task.sleep(for: Self.requestTimeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let answer = first else {
+                throw ParleyClientError.transport("no answer within \(Self.requestTimeout)")
+            }
+            return answer
+        }
+        #else
+        if let progress, let body = request.httpBody {
+            var request = request
+            request.httpBody = nil
+            let (data, response) = try await session.upload(for: request, from: body, delegate: UploadProgress(report: progress))
+            guard let http = response as? HTTPURLResponse else { throw ParleyClientError.transport("no HTTP response") }
+            return (data, http.statusCode)
+        }
+        let (data, response) = try await session.data(for: request)
+        guard let http = response as? HTTPURLResponse else { throw ParleyClientError.transport("no HTTP response") }
+        return (data, http.statusCode)
+        #endif
+    }
 }
 
+#if !canImport(AsyncHTTPClient)
 /// Hears how much of an upload's body was sent.
 private final class UploadProgress: NSObject, URLSessionTaskDelegate, Sendable {
     let report: @Sendable (Double) -> Void
@@ -232,6 +314,7 @@ private final class UploadProgress: NSObject, URLSessionTaskDelegate, Sendable {
         report(min(1, Double(totalBytesSent) / Double(totalBytesExpectedToSend)))
     }
 }
+#endif
 
 /// What went wrong with a Parley call.
 public enum ParleyClientError: Error, Sendable, Equatable {

@@ -1,7 +1,5 @@
+import AsyncHTTPClient
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HTTPTypes
 import Hummingbird
 import NIOCore
@@ -149,12 +147,14 @@ final class FakeTwilio: Sendable {
         }
         // Twilio fetches each MediaUrl itself, from the public internet (here: the test server).
         if let url = sent.field("MediaUrl"), let address = URL(string: url) {
-            let (data, response) = try await URLSession.shared.data(from: address)
-            guard (response as? HTTPURLResponse)?.statusCode == 200 else {
+            // AsyncHTTPClient, not URLSession: Linux's URLSession crashes and hangs now and then (ParleyClient.exchange).
+            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: address.absoluteString), timeout: .seconds(30))
+            let data = Data(try await response.body.collect(upTo: 32 * 1024 * 1024).readableBytesView)
+            guard response.status.code == 200 else {
                 return error(.badRequest, code: 21620, "Invalid media URL(s)")
             }
             sent.media = data
-            sent.mediaType = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Type")
+            sent.mediaType = response.headers.first(name: "Content-Type")
         }
         let scripted = state.withLock { state -> (Int, Data)? in
             state.sent.append(sent)
