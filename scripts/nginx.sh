@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# nginx with TLS in front of a Parley, for the tests: the production configuration in
+# packaging/nginx/parley.conf, rendered with only the names, ports and certificate paths replaced,
+# and a throw-away certificate authority whose certificate for "localhost" nginx serves.
+#
+#   scripts/nginx.sh start DIR UPSTREAM_PORT   prints https://localhost:PORT (DIR/tls/ca.crt is the CA)
+#   scripts/nginx.sh stop DIR
+#
+# Binds 127.0.0.1 only; stopped by the process id in DIR/nginx.pid.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+action="${1:-}"
+dir="${2:-}"
+[ -n "$action" ] && [ -n "$dir" ] || { echo "usage: $0 start DIR UPSTREAM_PORT | stop DIR" >&2; exit 2; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+case "$action" in
+start)
+    upstream="${3:?the Parley port nginx forwards to}"
+    command -v nginx > /dev/null || { echo "nginx.sh: nginx is missing (apt install nginx-light)" >&2; exit 1; }
+    mkdir -p "$dir/tls" "$dir/tmp" "$dir/logs"
+    chmod 755 "$dir"
+    chmod 1777 "$dir/tmp"
+    tls="$dir/tls"
+    # A CA, and a certificate for localhost and 127.0.0.1 signed by it.
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=Parley test CA" \
+        -keyout "$tls/ca.key" -out "$tls/ca.crt" 2> /dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
+        -keyout "$tls/server.key" -out "$tls/server.csr" 2> /dev/null
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > "$tls/ext.cnf"
+    openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" -CAcreateserial -days 2 \
+        -extfile "$tls/ext.cnf" -out "$tls/server.crt" 2> /dev/null
+    https_port=$(free_port)
+    http_port=$(free_port)
+    # The production file, with this machine's names, ports and certificate.
+    sed -e "s#listen 443 ssl http2;#listen 127.0.0.1:$https_port ssl http2;#" \
+        -e "s#listen 80;#listen 127.0.0.1:$http_port;#" \
+        -e '/listen \[::\]/d' \
+        -e "s#chat.example.com;#localhost;#" \
+        -e "s#server 127.0.0.1:8080;#server 127.0.0.1:$upstream;#" \
+        -e "s#/etc/letsencrypt/live/chat.example.com/fullchain.pem#$tls/server.crt#" \
+        -e "s#/etc/letsencrypt/live/chat.example.com/privkey.pem#$tls/server.key#" \
+        packaging/nginx/parley.conf > "$dir/parley.conf"
+    user_line=""
+    [ "$(id -u)" -eq 0 ] && user_line="user nobody nogroup;"
+    cat > "$dir/nginx.conf" <<EOF
+$user_line
+worker_processes 1;
+pid $dir/nginx.pid;
+error_log $dir/logs/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log $dir/logs/access.log;
+    client_body_temp_path $dir/tmp/body;
+    proxy_temp_path $dir/tmp/proxy;
+    fastcgi_temp_path $dir/tmp/fastcgi;
+    uwsgi_temp_path $dir/tmp/uwsgi;
+    scgi_temp_path $dir/tmp/scgi;
+    include $dir/parley.conf;
+}
+EOF
+    nginx -t -p "$dir" -c "$dir/nginx.conf" > "$dir/logs/test.log" 2>&1 || { cat "$dir/logs/test.log" >&2; exit 1; }
+    nginx -p "$dir" -c "$dir/nginx.conf"
+    for _ in $(seq 1 100); do
+        [ -s "$dir/nginx.pid" ] && curl -s -o /dev/null --cacert "$tls/ca.crt" "https://localhost:$https_port/health" && break
+        sleep 0.1
+    done
+    [ -s "$dir/nginx.pid" ] || { cat "$dir/logs/error.log" >&2; exit 1; }
+    echo "$http_port" > "$dir/http.port"
+    echo "https://localhost:$https_port"
+    ;;
+stop)
+    if [ -s "$dir/nginx.pid" ]; then
+        pid=$(cat "$dir/nginx.pid")
+        kill -TERM "$pid" 2> /dev/null || true
+        for _ in $(seq 1 50); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2> /dev/null || true
+        rm -f "$dir/nginx.pid"
+    fi
+    ;;
+*)
+    echo "usage: $0 start DIR UPSTREAM_PORT | stop DIR" >&2
+    exit 2
+    ;;
+esac
