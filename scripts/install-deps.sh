@@ -19,7 +19,10 @@ if [[ "${1:-}" == "--test" ]]; then
     # webkit2gtk-driver and xvfb: the widget in WebKit (Safari's and every iPhone browser's engine),
     # driven by WebKitWebDriver on a virtual display. haproxy and curl: several nodes behind a load
     # balancer (the cluster tests and scripts/cluster.sh; SeaweedFS comes from PyPI into .venv).
-    packages+=(clamav-daemon postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux libxml2-utils webkit2gtk-driver xvfb haproxy curl)
+    # dpkg-dev, binutils, libcurl4-openssl-dev and libxml2-dev: scripts/package.sh (dpkg-shlibdeps,
+    # objdump, strip; a binary with Foundation linked in links libcurl and libxml2 by their -dev names),
+    # whose .deb the package test installs. nginx-light: the tested TLS front (scripts/nginx.sh, e2e/test_tls_front.py).
+    packages+=(clamav-daemon postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux libxml2-utils webkit2gtk-driver xvfb haproxy curl dpkg-dev binutils libcurl4-openssl-dev libxml2-dev nginx-light)
 fi
 
 missing=()

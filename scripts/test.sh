@@ -60,6 +60,9 @@ TEST_SERVER_POSTGRES_URL="$url" swift test --skip-build --filter ParleyServerTes
 # measures on release builds). The report is kept with the test artifacts, not bench/RESULTS.md.
 mkdir -p test-artifacts
 .build/debug/parley-bench run --scale tiny --parley .build/debug/parley --output test-artifacts/bench-tiny.md > /dev/null
+# The .deb and the tarball, built (a debug build with the Swift runtime linked in) and installed here
+# as an operator would: install, start as the unit says, smoke test, upgrade, refused downgrade, removal.
+if [[ $(id -u) -eq 0 ]]; then scripts/package-test.sh; else sudo scripts/package-test.sh; fi
 export E2E_PARLEY_BINARY="$PWD/.build/debug/parley"
 .venv/bin/pytest e2e -q --ignore=e2e/test_calls.py --ignore=e2e/test_cluster_calls.py
 # Calls: two Chromium pages, parley serve and coturn, each test in its own network namespace.
