@@ -1,3 +1,4 @@
+import ParleyAPI
 import Prometheus
 
 /// Parley's own metrics, served at `/metrics` in the Prometheus text format.
@@ -26,6 +27,18 @@ public final class ParleyMetrics: Sendable {
     let jobsFailed: Counter
     let webhooksRefused: Counter
     private let refusedConnections: [String: Counter]
+    let realtimeFramesSent: Counter
+    /// How long each kind of client frame took to handle, made once per frame type (no lookup per frame).
+    private let frameDurations: [ClientFrameType: DurationHistogram]
+    private static let requestDuration = (
+        name: "http_request_duration", help: "HTTP requests, by route, method and status class, until the answer's last byte.")
+    private static let jobDuration = (name: "job_duration", help: "Durable jobs' run time, by kind and outcome.")
+
+    /// Latency buckets from 1 ms to 10 s: a message's path is milliseconds, a voice conversion seconds.
+    static let buckets: [Duration] = [
+        .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+        .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .microseconds(2_500_000), .seconds(5), .seconds(10),
+    ]
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
@@ -72,6 +85,31 @@ public final class ParleyMetrics: Sendable {
             byReason[reason.rawValue] = registry.makeCounter(descriptor: refused, labels: [("reason", reason.rawValue)])
         }
         refusedConnections = byReason
+        realtimeFramesSent = registry.makeCounter(
+            descriptor: name("realtime_frames_sent", "total", "Frames written to real-time connections."))
+        let frames = name("realtime_frame_duration", "seconds", "Time to handle a client's real-time frame, by frame type.")
+        var byType: [ClientFrameType: DurationHistogram] = [:]
+        for type in ClientFrameType.allCases {
+            byType[type] = registry.makeDurationHistogram(descriptor: frames, labels: [("type", type.rawValue)], buckets: Self.buckets)
+        }
+        frameDurations = byType
+    }
+
+    func frameHandled(_ type: ClientFrameType, in duration: Duration) {
+        frameDurations[type]?.record(duration)
+    }
+
+    /// `route` is the route's pattern (never the path itself: ids would make a series per request).
+    func requestAnswered(route: String, method: String, status: Int, in duration: Duration) {
+        let labels = [("route", route), ("method", method), ("status", "\(status / 100)xx")]
+        let descriptor = MetricNameDescriptor(
+            namespace: "parley", metricName: Self.requestDuration.name, unitName: "seconds", helpText: Self.requestDuration.help)
+        registry.makeDurationHistogram(descriptor: descriptor, labels: labels, buckets: Self.buckets).record(duration)
+    }
+
+    func jobRan(kind: String, outcome: String, in duration: Duration) {
+        let descriptor = MetricNameDescriptor(namespace: "parley", metricName: Self.jobDuration.name, unitName: "seconds", helpText: Self.jobDuration.help)
+        registry.makeDurationHistogram(descriptor: descriptor, labels: [("kind", kind), ("outcome", outcome)], buckets: Self.buckets).record(duration)
     }
 
     /// Why the connection guard closed a connection before its first request.

@@ -303,6 +303,8 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     let router = Router(context: ParleyRequestContext.self)
     router.add(middleware: DrainMiddleware(drain: services.drain))
     router.add(middleware: SecurityHeadersMiddleware())
+    // Outside the error middleware: it sees the answer an error became.
+    router.add(middleware: RequestMetricsMiddleware(metrics: services.metrics))
     router.add(middleware: ErrorMiddleware())
     // Static files first: serving the pages and their scripts looks up no session.
     router.add(middleware: FileMiddleware(services.configuration.publicDirectory ?? "./Public", searchForIndexHtml: true))

@@ -160,6 +160,7 @@ struct RealtimeController {
         outbox.writeBegins()
         do {
             try await outbound.write(.text(frame))
+            metrics.realtimeFramesSent.increment()
         } catch {
             outbox.writeEnds()
             break
@@ -179,6 +180,8 @@ struct RealtimeController {
 
     private func handle(_ text: String, principal: Principal, ip: String?, outbox: Outbox, typingGate: TypingGate) async {
         guard let frame = decode(text, outbox: outbox) else { return }
+        let started = ContinuousClock.now
+        defer { metrics.frameHandled(frame.type, in: .now - started) }
         do {
             switch frame {
             case .send(let id, let request):

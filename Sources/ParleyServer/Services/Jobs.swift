@@ -14,6 +14,15 @@ public enum JobFailure: Error, Sendable {
     case notYet(after: Duration)
     /// Never going to work: the job is kept as failed for admins to see.
     case permanent(String)
+
+    /// The `outcome` label of `parley_job_duration_seconds`.
+    var outcome: String {
+        switch self {
+        case .retry: "retried"
+        case .notYet: "not_yet"
+        case .permanent: "failed"
+        }
+    }
 }
 
 /// Runs one kind of job (`kind` names it in the jobs table).
@@ -243,13 +252,17 @@ public struct JobRunner: Service {
             try? await store.write { repo in try await repo.failJob(seq: job.seq, error: "no handler for \(job.kind)", at: clock.now()) }
             return
         }
+        let started = ContinuousClock.now
         do {
             try await handler.run(job)
             try await store.write { repo in try await repo.completeJob(seq: job.seq) }
             metrics.jobsDone.increment()
+            metrics.jobRan(kind: job.kind, outcome: "done", in: .now - started)
         } catch let failure as JobFailure {
+            metrics.jobRan(kind: job.kind, outcome: failure.outcome, in: .now - started)
             await record(failure, of: job, handler: handler)
         } catch {
+            metrics.jobRan(kind: job.kind, outcome: "retried", in: .now - started)
             await record(.retry("\(error)"), of: job, handler: handler)
         }
     }
