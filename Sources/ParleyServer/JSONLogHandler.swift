@@ -9,17 +9,21 @@ import Synchronization
 public struct JSONLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level = .info
+    /// Metadata of the moment (`RequestID.metadataProvider`: the request or job being worked for).
+    public var metadataProvider: Logger.MetadataProvider?
     let label: String
     let write: @Sendable (Data) -> Void
 
     /// Writes to standard error, one line at a time (lines of concurrent writers never interleave).
-    public init(label: String) {
+    public init(label: String, metadataProvider: Logger.MetadataProvider? = nil) {
         self.label = label
+        self.metadataProvider = metadataProvider
         self.write = { data in Self.stderr.withLock { _ in FileHandle.standardError.write(data) } }
     }
 
-    init(label: String, write: @escaping @Sendable (Data) -> Void) {
+    init(label: String, metadataProvider: Logger.MetadataProvider? = nil, write: @escaping @Sendable (Data) -> Void) {
         self.label = label
+        self.metadataProvider = metadataProvider
         self.write = write
     }
 
@@ -36,7 +40,9 @@ public struct JSONLogHandler: LogHandler {
             "source": event.source,
         ]
         if let error = event.error { object["error"] = String(describing: error) }
-        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { _, new in new }) where object[key] == nil {
+        let provided = metadataProvider?.get() ?? [:]
+        let merged = provided.merging(metadata, uniquingKeysWith: { _, new in new }).merging(event.metadata ?? [:], uniquingKeysWith: { _, new in new })
+        for (key, value) in merged where object[key] == nil {
             object[key] = Self.json(value)
         }
         guard var line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }

@@ -301,6 +301,7 @@ public struct ParleyServices: Sendable {
 /// The HTTP router with every API route. Exposed so that tests can compare it with the OpenAPI document.
 public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestContext> {
     let router = Router(context: ParleyRequestContext.self)
+    router.add(middleware: RequestIDMiddleware())
     router.add(middleware: DrainMiddleware(drain: services.drain))
     router.add(middleware: SecurityHeadersMiddleware())
     // Outside the error middleware: it sees the answer an error became.

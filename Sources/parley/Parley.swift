@@ -382,8 +382,12 @@ func withServices(_ options: ServerOptions, _ body: (ParleyServices) async throw
 
 /// Logs as `format` says, once per process (swift-log allows one bootstrap).
 func bootstrapLogging(_ format: LogFormat) {
-    guard format == .json, loggingBootstrapped.withLock({ done in defer { done = true }; return !done }) else { return }
-    LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
+    guard loggingBootstrapped.withLock({ done in defer { done = true }; return !done }) else { return }
+    // Either format carries the id of the request, frame or job a line was written for (`request_id`).
+    switch format {
+    case .json: LoggingSystem.bootstrap({ label, provider in JSONLogHandler(label: label, metadataProvider: provider) }, metadataProvider: RequestID.metadataProvider)
+    case .text: LoggingSystem.bootstrap({ label, provider in StreamLogHandler.standardError(label: label, metadataProvider: provider) }, metadataProvider: RequestID.metadataProvider)
+    }
 }
 
 private let loggingBootstrapped = Mutex(false)

@@ -91,8 +91,13 @@ struct RealtimeController {
         let (admitted, queue) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(Int(limiter.burst)))
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
+                // Each frame's work (and the jobs and logs it causes) under `<connection>/<n>`.
+                var received = 0
                 for await text in admitted {
-                    await handle(text, principal: principal, ip: ip, outbox: outbox, typingGate: typingGate)
+                    received += 1
+                    await RequestID.$current.withValue("\(outbox.connectionId)/\(received)") {
+                        await handle(text, principal: principal, ip: ip, outbox: outbox, typingGate: typingGate)
+                    }
                 }
             }
             await readFrames(inbound, limiter: &limiter, queue: queue, sessionTokenHash: sessionTokenHash, outbox: outbox, logger: logger)

@@ -80,7 +80,8 @@ public struct JobQueue: Sendable {
         let now = clock.now()
         return JobRecord(
             brandId: brandId, kind: kind, lane: lane, payload: String(decoding: try JSONEncoder().encode(payload), as: UTF8.self),
-            dedupeKey: dedupeKey, maxAttempts: maxAttempts, runAt: now.addingTimeInterval(after), createdAt: now)
+            dedupeKey: dedupeKey, maxAttempts: maxAttempts, runAt: now.addingTimeInterval(after), createdAt: now,
+            requestId: RequestID.current)
     }
 
     func wake() { signal.wake() }
@@ -245,8 +246,17 @@ public struct JobRunner: Service {
         return oldestFirst.compactMap { candidate in given[candidate.owner].map { (candidate.owner, $0) } }
     }
 
-    /// Runs one claimed job and records what happened.
+    /// Runs one claimed job and records what happened, under the id of the request that enqueued it
+    /// (or its own, `job_<seq>`): its log lines and the jobs it enqueues carry it.
     func execute(_ job: JobRecord) async {
+        await Self.underItsRequest(job) { await run(job) }
+    }
+
+    static func underItsRequest(_ job: JobRecord, _ work: () async -> Void) async {
+        await RequestID.$current.withValue(job.requestId ?? "job_\(job.seq)") { await work() }
+    }
+
+    private func run(_ job: JobRecord) async {
         guard let handler = handlers[job.kind] else {
             logger.error("a job of an unknown kind was given up", metadata: ["kind": "\(job.kind)", "job": "\(job.seq)"])
             try? await store.write { repo in try await repo.failJob(seq: job.seq, error: "no handler for \(job.kind)", at: clock.now()) }

@@ -44,7 +44,7 @@ enum LifecycleJobs {
     ) throws -> JobRecord {
         JobRecord(
             brandId: brandId, kind: kind, lane: lane, payload: String(decoding: try JSONEncoder().encode(payload), as: UTF8.self),
-            dedupeKey: dedupeKey, maxAttempts: maxAttempts, runAt: now, createdAt: now)
+            dedupeKey: dedupeKey, maxAttempts: maxAttempts, runAt: now, createdAt: now, requestId: RequestID.current)
     }
 }
 

@@ -34,7 +34,7 @@ public struct RecordsService: Sendable {
     static func retentionJob(brandId: BrandID, at now: Date, after delay: TimeInterval = 0, maxAttempts: Int = 8) throws -> JobRecord {
         JobRecord(
             brandId: nil, kind: retentionJob, payload: String(decoding: try JSONEncoder().encode(RetentionPayload(brandId: brandId)), as: UTF8.self),
-            dedupeKey: "retention:\(brandId)", maxAttempts: maxAttempts, runAt: now.addingTimeInterval(delay), createdAt: now)
+            dedupeKey: "retention:\(brandId)", maxAttempts: maxAttempts, runAt: now.addingTimeInterval(delay), createdAt: now, requestId: RequestID.current)
     }
 
     // MARK: Settings

@@ -30,12 +30,12 @@ enum VoiceJobs {
         if voice.deliverable, voice.state == .processing {
             return JobRecord(
                 brandId: voice.brandId, kind: transcode, lane: nil, payload: note, dedupeKey: "transcode:\(voice.messageId)",
-                maxAttempts: maxAttempts, runAt: now, createdAt: now)
+                maxAttempts: maxAttempts, runAt: now, createdAt: now, requestId: RequestID.current)
         }
         if voice.scan == .pending, voice.state != .blocked {
             return JobRecord(
                 brandId: voice.brandId, kind: rescan, lane: nil, payload: note, dedupeKey: "rescan:\(voice.messageId)",
-                maxAttempts: maxAttempts, runAt: max(now, voice.scanNextAt ?? now), createdAt: now)
+                maxAttempts: maxAttempts, runAt: max(now, voice.scanNextAt ?? now), createdAt: now, requestId: RequestID.current)
         }
         return nil
     }

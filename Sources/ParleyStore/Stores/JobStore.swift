@@ -36,11 +36,14 @@ public struct JobRecord: Sendable, Hashable {
     public var lastError: String?
     public var createdAt: Date
     public var updatedAt: Date
+    /// The request, real-time frame or job that enqueued it (its logs carry it on).
+    public var requestId: String?
 
     public init(
         brandId: BrandID?, kind: String, lane: String? = nil, payload: String, dedupeKey: String? = nil, maxAttempts: Int, runAt: Date,
-        createdAt: Date
+        createdAt: Date, requestId: String? = nil
     ) {
+        self.requestId = requestId
         (self.seq, self.brandId, self.kind, self.lane, self.payload, self.dedupeKey) = (0, brandId, kind, lane, payload, dedupeKey)
         (self.state, self.attempts, self.maxAttempts, self.runAt, self.lockedUntil, self.lastError) = (.queued, 0, maxAttempts, runAt, nil, nil)
         (self.createdAt, self.updatedAt) = (createdAt, createdAt)
@@ -94,10 +97,10 @@ extension SQLRepository: JobStore {
         let rows = try await db.raw(
             """
             INSERT INTO jobs (brand_id, kind, lane, payload, dedupe_key, state, attempts, max_attempts, run_at, locked_until, last_error,
-                created_at, updated_at)
+                created_at, updated_at, request_id)
             VALUES (\(bind: job.brandId), \(bind: job.kind), \(bind: job.lane), \(bind: job.payload), \(bind: job.dedupeKey),
                 \(bind: JobState.queued.rawValue), 0, \(bind: job.maxAttempts), \(bind: StoredTime.millis(job.runAt)), NULL, NULL,
-                \(bind: StoredTime.millis(job.createdAt)), \(bind: StoredTime.millis(job.createdAt)))\(conflict)
+                \(bind: StoredTime.millis(job.createdAt)), \(bind: StoredTime.millis(job.createdAt)), \(bind: job.requestId))\(conflict)
             RETURNING seq
             """
         ).all()
@@ -210,11 +213,12 @@ struct JobRow: TableRow {
     var lastError: String?
     var createdAt: Int64
     var updatedAt: Int64
+    var requestId: String?
 
     var record: JobRecord {
         var job = JobRecord(
             brandId: brandId, kind: kind, lane: lane, payload: payload, dedupeKey: dedupeKey, maxAttempts: maxAttempts,
-            runAt: StoredTime.date(runAt), createdAt: StoredTime.date(createdAt))
+            runAt: StoredTime.date(runAt), createdAt: StoredTime.date(createdAt), requestId: requestId)
         job.seq = seq
         job.state = state
         job.attempts = attempts
