@@ -37,6 +37,8 @@ let package = Package(
         .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
         // Extra trust roots for providers' HTTPS (a local APNs endpoint in tests; already built for AsyncHTTPClient).
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        // Traces over OTLP/HTTP only (its gRPC exporter would add grpc-swift to every build).
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         .target(name: "ParleyAPI", swiftSettings: swiftSettings),
@@ -86,6 +88,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
+                .product(name: "OTel", package: "swift-otel"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -69,6 +69,11 @@ public struct ParleyConfiguration: Sendable {
     public var logLevel: Logger.Level = .info
     /// `text` (swift-log's lines) or `json` (one object a line, `JSONLogHandler`).
     public var logFormat: LogFormat = .text
+    /// An OpenTelemetry collector's OTLP/HTTP address: traces on when set (`Tracing.swift`).
+    public var otlpEndpoint: String?
+    public var otlpEncoding: OTLPEncoding = .protobuf
+    /// Whether spans are made (for the collector at `otlpEndpoint`).
+    public var tracing: Bool { otlpEndpoint != nil }
     public var bcryptCost: Int = 12
     public var agentSessionTTL: TimeInterval = 12 * 3600
     public var consumerSessionTTL: TimeInterval = 30 * 24 * 3600
@@ -353,6 +358,11 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
 }
 
 /// How logs are written.
+public enum OTLPEncoding: String, Sendable, CaseIterable {
+    case protobuf
+    case json
+}
+
 public enum LogFormat: String, Sendable, CaseIterable {
     case text
     case json

@@ -44,6 +44,18 @@ extension ParleyConfiguration {
             }
             c.logFormat = format
         },
+        Setting(flag: "otlp-endpoint", environment: "PARLEY_OTLP_ENDPOINT", help: "an OpenTelemetry collector's OTLP/HTTP address (http://host:4318): a trace span per request, job and real-time frame is sent to <address>/v1/traces (default: no traces)") { c, v, name throws(ConfigurationError) in
+            guard let url = URLComponents(string: v), url.scheme == "https" || url.scheme == "http", url.host != nil, url.query == nil else {
+                throw ConfigurationError(setting: name, message: "must be an http(s) URL without a query")
+            }
+            c.otlpEndpoint = v
+        },
+        Setting(flag: "otlp-protocol", environment: "PARLEY_OTLP_PROTOCOL", help: "protobuf (default) or json: how spans are encoded for the collector") { c, v, name throws(ConfigurationError) in
+            guard let format = OTLPEncoding(rawValue: v.lowercased()) else {
+                throw ConfigurationError(setting: name, message: "'\(v)' is not an OTLP encoding (protobuf or json)")
+            }
+            c.otlpEncoding = format
+        },
         Setting(flag: "bcrypt-cost", environment: "PARLEY_BCRYPT_COST", help: "bcrypt work factor for passwords, 4-31 (default 12)") { c, v, name throws(ConfigurationError) in
             c.bcryptCost = try parseInt(v, name, range: 4...31, what: "a bcrypt cost")
         },

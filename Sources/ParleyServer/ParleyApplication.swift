@@ -302,6 +302,10 @@ public struct ParleyServices: Sendable {
 public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestContext> {
     let router = Router(context: ParleyRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
+    if services.configuration.tracing {
+        // A span per request, named by its route (PARLEY_OTLP_ENDPOINT; none at all otherwise).
+        router.add(middleware: TracingMiddleware())
+    }
     router.add(middleware: DrainMiddleware(drain: services.drain))
     router.add(middleware: SecurityHeadersMiddleware())
     // Outside the error middleware: it sees the answer an error became.
@@ -410,12 +414,13 @@ public func buildApplication(
 /// running 5 s after it is cancelled.
 public func makeServiceGroup(
     _ app: some ApplicationProtocol, _ services: ParleyServices, gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
-    drainDeadline: Duration = .seconds(25), logger: Logger
+    drainDeadline: Duration = .seconds(25), also: [any Service] = [], logger: Logger
 ) -> ServiceGroup {
     // The deadline's service is last: shutdown goes in reverse order, so it hears first.
     let deadline = DrainDeadline(drain: services.drain, deadline: drainDeadline, logger: logger)
     var configuration = ServiceGroupConfiguration(
-        services: services.cluster + [
+        // `also` first: stopped last (the trace exporter sends the spans of the shutdown itself).
+        services: also + services.cluster + [
             services.janitor, services.searchIndexer, services.revocations, services.jobRunner, app, services.hub, services.calls, deadline,
         ],
         gracefulShutdownSignals: gracefulShutdownSignals, logger: logger)

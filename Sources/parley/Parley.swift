@@ -109,11 +109,20 @@ struct Serve: AsyncParsableCommand {
 
                 """)
         }
+        let traces: (any Service)?
+        do {
+            traces = try Traces.bootstrap(configuration, logger: logger)
+        } catch {
+            FileHandle.standardError.write(Data("parley: cannot start the trace exporter: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
         let app = buildApplication(services, logger: logger) { port in
             say("Parley is listening on http://\(configuration.host):\(port)")
         }
         do {
-            try await makeServiceGroup(app, services, drainDeadline: .seconds(configuration.drainDeadlineSeconds), logger: logger).run()
+            try await makeServiceGroup(
+                app, services, drainDeadline: .seconds(configuration.drainDeadlineSeconds), also: traces.map { [$0] } ?? [], logger: logger
+            ).run()
         } catch {
             await services.close()
             // Another program may have taken the port since the check.

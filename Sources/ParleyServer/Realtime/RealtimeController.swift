@@ -6,6 +6,7 @@ import NIOCore
 import NIOWebSocket
 import ParleyAPI
 import ParleyDomain
+import Tracing
 
 /// The one WebSocket endpoint for agents and consumers.
 ///
@@ -187,6 +188,17 @@ struct RealtimeController {
         guard let frame = decode(text, outbox: outbox) else { return }
         let started = ContinuousClock.now
         defer { metrics.frameHandled(frame.type, in: .now - started) }
+        guard Traces.on else {
+            return await handle(frame, principal: principal, ip: ip, outbox: outbox, typingGate: typingGate)
+        }
+        await withSpan("frame \(frame.type.rawValue)", ofKind: .server) { span in
+            span.attributes["parley.request_id"] = RequestID.current
+            span.attributes["parley.frame.type"] = frame.type.rawValue
+            await handle(frame, principal: principal, ip: ip, outbox: outbox, typingGate: typingGate)
+        }
+    }
+
+    private func handle(_ frame: ClientFrame, principal: Principal, ip: String?, outbox: Outbox, typingGate: TypingGate) async {
         do {
             switch frame {
             case .send(let id, let request):

@@ -5,6 +5,7 @@ import ParleyDomain
 import ParleyStore
 import ServiceLifecycle
 import Synchronization
+import Tracing
 
 /// How a job's run ended, when it did not simply succeed (returning normally means done).
 public enum JobFailure: Error, Sendable {
@@ -253,7 +254,15 @@ public struct JobRunner: Service {
     }
 
     static func underItsRequest(_ job: JobRecord, _ work: () async -> Void) async {
-        await RequestID.$current.withValue(job.requestId ?? "job_\(job.seq)") { await work() }
+        await RequestID.$current.withValue(job.requestId ?? "job_\(job.seq)") {
+            guard Traces.on else { return await work() }
+            await withSpan("job \(job.kind)", ofKind: .consumer) { span in
+                span.attributes["parley.request_id"] = RequestID.current
+                span.attributes["parley.job.kind"] = job.kind
+                span.attributes["parley.job.attempt"] = job.attempts
+                await work()
+            }
+        }
     }
 
     private func run(_ job: JobRecord) async {
