@@ -1,6 +1,7 @@
 """Voice and video calls in two real Chromium pages (agent workspace and consumer widget) against a
 running `parley serve` and a running coturn. Each test runs in its own private network namespace:
 run this file with scripts/e2e-isolated.sh (the README's test command does)."""
+import os
 import re
 import subprocess
 import tempfile
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from conftest import ROOT, running_parley
+from conftest import CHROMIUM, ROOT, running_parley
 
 PHONE = {"width": 360, "height": 740}
 DESKTOP = {"width": 1280, "height": 800}
@@ -57,6 +58,18 @@ def turn():
                          check=True, capture_output=True, text=True).stdout.strip()
     try:
         yield {"url": url, "log": Path(directory) / "turn.log"}
+    finally:
+        subprocess.run([str(ROOT / "scripts" / "coturn.sh"), "stop", directory], check=False)
+
+
+@pytest.fixture
+def turn_tls():
+    """coturn with only its TLS listener (as docs/calls.md runs it on 5349), a certificate for localhost."""
+    directory = tempfile.mkdtemp(prefix="parley-e2e-turns-")
+    url = subprocess.run([str(ROOT / "scripts" / "coturn.sh"), "start", directory, SECRET, "--tls"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    try:
+        yield {"url": url, "log": Path(directory) / "turn.log", "ca": Path(directory) / "tls" / "ca.crt"}
     finally:
         subprocess.run([str(ROOT / "scripts" / "coturn.sh"), "stop", directory], check=False)
 
@@ -318,3 +331,47 @@ def test_call_buttons_follow_permissions_and_channel(call_server, browser, shoot
     nobody = open_as("none@demo.test", "Web Wanda")
     expect(nobody.locator(".start-call:visible")).to_have_count(0)
     assert console_errors.errors == []
+
+
+def browser_trusting(browser, speech_wav, ca, home):
+    """Chromium as the call tests launch it, with the test's CA trusted the way Linux users trust a
+    private CA: in the NSS database of its home (certutil). WebRTC checks a TURN server's certificate
+    against it; nothing is ignored."""
+    nssdb = home / ".pki" / "nssdb"
+    nssdb.mkdir(parents=True)
+    subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-N", "--empty-password"], check=True, capture_output=True)
+    subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-A", "-n", "parley-test-ca", "-t", "C,,", "-i", str(ca)], check=True, capture_output=True)
+    return browser.browser_type.launch(
+        executable_path=CHROMIUM, env={**os.environ, "HOME": str(home)},
+        args=["--no-sandbox", "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+              f"--use-file-for-fake-audio-capture={speech_wav}", "--autoplay-policy=no-user-gesture-required",
+              "--allow-loopback-in-peer-connection"])
+
+
+def test_voice_call_through_turn_over_tls(turn_tls, browser, speech_wav, tmp_path, shoot, console_errors):
+    """Production's TURN: only `turns:` (TLS on its own port, the way through firewalls that allow
+    nothing but TLS) and every packet relayed. The call connects through it, and coturn's log shows
+    the allocation made over TLS with the credentials Parley minted for the call."""
+    args = ["--turn-urls", turn_tls["url"], "--call-ring-timeout", "5", "--call-relay-only", "true"]
+    trusting = browser_trusting(browser, speech_wav, turn_tls["ca"], tmp_path / "home")
+    try:
+        with running_parley(*args, env={"PARLEY_TURN_SECRET": SECRET}) as server:
+            agent, consumer = open_pages(trusting, server, console_errors)
+            start_call(agent, consumer, "voice").get_by_role("button", name=re.compile("^Accept")).click()
+            expect(agent.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=30000)
+            for page in (agent, consumer):
+                result = wait_for_media(page, ["audio"], relay=True)
+                assert result["local"] == "relay", result
+                servers = page.evaluate("() => window.__peers.at(-1).getConfiguration().iceServers.flatMap((s) => [].concat(s.urls))")
+                assert servers and all(url.startswith("turns:") for url in servers), servers
+            shoot(consumer, "call-over-turns-360")
+            call_id = calls_of(agent, server)[0]["id"]
+            log = turn_tls["log"].read_text()
+            assert re.search(rf"\d+:{call_id}\.(agent|consumer)", log), "coturn saw no allocation for this call"
+            # Its only client listener is the TLS one: the allocations above came over TLS.
+            assert "TLS listener opened" in log and "UDP listener opened" not in log and "TCP listener opened" not in log, log[:2000]
+            agent.get_by_role("button", name="Hang up").click()
+            expect(consumer.locator(".call-record")).to_have_text(re.compile(r"Voice call · 0:\d\d"))
+            assert console_errors.errors == []
+    finally:
+        trusting.close()
