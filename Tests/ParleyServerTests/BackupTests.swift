@@ -88,7 +88,7 @@ struct BackupTests {
         await restoredDatabase.drop()
     }
 
-    @Test("refused, changing nothing: a folder that is not a backup, a file altered or missing, a data directory that is not empty, a backup folder that is not empty")
+    @Test("refused, changing nothing: a folder that is not a backup, a file altered or missing, a data directory that is not empty, a backup folder that is not empty, a database that cannot be reached")
     func refusals() async throws {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("parley-backup-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: work) }
@@ -100,6 +100,15 @@ struct BackupTests {
             // Into a folder that is not empty: refused.
             let again = try await Self.parley(["backup", "--to", folder.path] + arguments)
             #expect(again.status != 0 && again.output.contains("is not empty"), "\(again.output)")
+        }
+        // A database that cannot be reached (or is not a database URL): said, and no backup folder is made.
+        for url in ["postgres://nobody@127.0.0.1:1/parley", "mysql://127.0.0.1/parley"] {
+            let elsewhere = work.appendingPathComponent("unreachable-\(UUID().uuidString)")
+            let refused = try await Self.parley(["backup", "--to", elsewhere.path, "--data-dir", work.appendingPathComponent("none").path, "--database-url", url])
+            #expect(refused.status != 0 && (refused.output.contains("cannot connect to PostgreSQL") || refused.output.contains("neither a sqlite")), "\(refused.output)")
+            #expect(!FileManager.default.fileExists(atPath: elsewhere.path))
+            let check = try await Self.parley(["check", "--data-dir", work.appendingPathComponent("none").path, "--database-url", url])
+            #expect(check.status != 0, "\(check.output)")
         }
         let target = work.appendingPathComponent("target")
         func restore() async throws -> (status: Int32, output: String) {
