@@ -97,19 +97,25 @@ let package = Package(
             name: "ParleyKit",
             dependencies: [
                 "ParleyAPI", .product(name: "Crypto", package: "swift-crypto"),
-                // Linux's URLSession (libcurl) has no WebSockets; Apple platforms use URLSession's.
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
-                .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
-                // Linux's URLSession crashes and hangs on refused connections and timeouts (ParleyClient.exchange).
-                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
-                .product(name: "NIOCore", package: "swift-nio", condition: .when(platforms: [.linux])),
-                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(platforms: [.linux])),
+            ],
+            swiftSettings: swiftSettings),
+        // ParleyKit's transport on SwiftNIO, for Linux (`parley chat`, the tests): not part of the SDK.
+        .target(
+            name: "ParleyKitNIO",
+            dependencies: [
+                "ParleyAPI", "ParleyKit",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "parley",
             dependencies: [
-                "ParleyAPI", "ParleyServer", "ParleyStore", "ParleyKit",
+                "ParleyAPI", "ParleyServer", "ParleyStore", "ParleyKit", "ParleyKitNIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -124,7 +130,7 @@ let package = Package(
         .executableTarget(
             name: "parley-bench",
             dependencies: [
-                "ParleyAPI", "ParleyDomain", "ParleyMedia", "ParleyKit",
+                "ParleyAPI", "ParleyDomain", "ParleyMedia", "ParleyKit", "ParleyKitNIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -143,7 +149,7 @@ let package = Package(
         .testTarget(
             name: "ParleyServerTests",
             dependencies: [
-                "ParleyServer", "ParleyKit", "ParleyMedia", "ParleyDomain", "ParleyStore",
+                "ParleyServer", "ParleyKit", "ParleyKitNIO", "ParleyMedia", "ParleyDomain", "ParleyStore",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "JWTKit", package: "jwt-kit"),

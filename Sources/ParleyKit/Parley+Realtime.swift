@@ -4,11 +4,6 @@ import ParleyAPI
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-#if canImport(HummingbirdWSClient)
-import HummingbirdWSClient
-import HummingbirdWSCompression
-import Logging
-#endif
 
 /// What the app hears from Parley while connected.
 public enum ParleyEvent: Sendable {
@@ -110,10 +105,10 @@ extension Parley {
             pendingReplies = [:]
         }
         do {
-            try await RealtimeSocket.run(url: url, token: token, session: urlSession, outgoing: stream) { text in
+            try await transport.realtime(url: url, token: token, outgoing: stream) { text in
                 await self.receive(text)
             }
-        } catch RealtimeSocket.Failure.unauthorized {
+        } catch ParleyTransportError.unauthorized {
             session = nil  // expired or revoked: a new session on the next attempt
         } catch {}
         return greeted
@@ -219,69 +214,5 @@ extension Parley {
 
     nonisolated func emit(_ event: ParleyEvent) {
         continuation.yield(event)
-    }
-}
-
-/// The WebSocket under the real-time connection: SwiftNIO's (hummingbird-websocket's client) on
-/// Linux, where URLSession has none; URLSession's on Apple platforms. It sends what `outgoing`
-/// yields, hands each text frame to `receive`, and returns when the connection closes.
-enum RealtimeSocket {
-    enum Failure: Error { case unauthorized }
-
-    static func run(
-        url: URL, token: String, session: URLSession, outgoing: AsyncStream<String>, receive: @escaping @Sendable (String) async -> Void
-    ) async throws {
-        #if canImport(HummingbirdWSClient)
-        var logger = Logger(label: "parleykit.realtime")
-        logger.logLevel = .critical
-        let close = try await WebSocketClient.connect(
-            url: url.absoluteString,
-            configuration: .init(
-                maxFrameSize: 1 << 20, additionalHeaders: [.authorization: "Bearer \(token)"],
-                // permessage-deflate, as browsers offer it: a chat's frames are repetitive JSON.
-                // Small frames too (receipts are ~100 bytes): the shared window makes them a few bytes each.
-                extensions: [.perMessageDeflate(maxDecompressedFrameSize: 1 << 20, minFrameSizeToCompress: 24)]),
-            logger: logger
-        ) { inbound, outbound, _ in
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    for await text in outgoing { try await outbound.write(.text(text)) }
-                    try await outbound.close(.normalClosure, reason: nil)
-                }
-                group.addTask {
-                    for try await message in inbound.messages(maxSize: 1 << 20) {
-                        if case .text(let text) = message { await receive(text) }
-                    }
-                }
-                try await group.next()
-                group.cancelAll()
-            }
-        }
-        if case .unknown(let code) = close?.closeCode, code == RealtimeCloseCode.unauthorized { throw Failure.unauthorized }
-        #else
-        var request = URLRequest(url: url)
-        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-        let task = session.webSocketTask(with: request)
-        task.resume()
-        defer { task.cancel(with: .goingAway, reason: nil) }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await text in outgoing { try await task.send(.string(text)) }
-            }
-            group.addTask {
-                while true {
-                    let message = try await task.receive()
-                    if case .string(let text) = message { await receive(text) }
-                }
-            }
-            do {
-                try await group.next()
-            } catch {
-                if task.closeCode.rawValue == Int(RealtimeCloseCode.unauthorized) { throw Failure.unauthorized }
-                throw error
-            }
-            group.cancelAll()
-        }
-        #endif
     }
 }

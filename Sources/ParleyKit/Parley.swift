@@ -93,7 +93,7 @@ public actor Parley {
 
     // Real time (Parley+Realtime.swift).
     let serverURL: URL
-    let urlSession: URLSession
+    let transport: any ParleyTransport
     var realtime: Task<Void, Never>?
     var wantsConnection = false
     /// Frames to send on the open connection.
@@ -126,19 +126,29 @@ public actor Parley {
         brandID: BrandID?, appID: AppID, server: URL, identity: Identity, storage: ParleyStorage, session urlSession: URLSession = .shared,
         retryDelay: Duration = .seconds(1)
     ) async throws -> Parley {
+        try await configure(
+            brandID: brandID, appID: appID, server: server, identity: identity, storage: storage,
+            transport: URLSessionTransport(session: urlSession), retryDelay: retryDelay)
+    }
+
+    /// The same with another transport than URLSession (`ParleyTransport`).
+    public static func configure(
+        brandID: BrandID?, appID: AppID, server: URL, identity: Identity, storage: ParleyStorage, transport: any ParleyTransport,
+        retryDelay: Duration = .seconds(1)
+    ) async throws -> Parley {
         let store = try SecureStore(storage)
         let kept = try store.read(sessionFile, as: Session.self)
         let outbox = try store.read(outboxFile, as: [OutgoingMessage].self) ?? []
         let cursors = try store.read(cursorsFile, as: [String: Int64].self) ?? [:]
         let activity = try store.read(activityFile, as: [ActivityEventInput].self) ?? []
         return Parley(
-            brandID: brandID, appID: appID, identity: identity, store: store, storage: storage, server: server, urlSession: urlSession,
-            client: ParleyClient(baseURL: server, session: urlSession, token: kept?.token), session: kept, outbox: outbox, cursors: cursors,
+            brandID: brandID, appID: appID, identity: identity, store: store, storage: storage, server: server, transport: transport,
+            client: ParleyClient(baseURL: server, transport: transport, token: kept?.token), session: kept, outbox: outbox, cursors: cursors,
             activity: activity, retryDelay: retryDelay)
     }
 
     private init(
-        brandID: BrandID?, appID: AppID, identity: Identity, store: SecureStore, storage: ParleyStorage, server: URL, urlSession: URLSession,
+        brandID: BrandID?, appID: AppID, identity: Identity, store: SecureStore, storage: ParleyStorage, server: URL, transport: any ParleyTransport,
         client: ParleyClient, session: Session?, outbox: [OutgoingMessage], cursors: [String: Int64], activity: [ActivityEventInput],
         retryDelay: Duration
     ) {
@@ -146,7 +156,7 @@ public actor Parley {
         self.storage = storage
         (self.brandID, self.appID, self.identity, self.store, self.client) = (brandID, appID, identity, store, client)
         (self.session, self.outbox, self.retryDelay, self.cursors, self.startCursors) = (session, outbox, retryDelay, cursors, cursors)
-        (self.serverURL, self.urlSession) = (server, urlSession)
+        (self.serverURL, self.transport) = (server, transport)
         (events, continuation) = AsyncStream.makeStream(of: ParleyEvent.self, bufferingPolicy: .bufferingNewest(1000))
     }
 

@@ -4,11 +4,6 @@ import ParleyAPI
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-#if canImport(AsyncHTTPClient)
-import AsyncHTTPClient
-import NIOCore
-import NIOHTTP1
-#endif
 
 /// The Parley SDK for a brand's app: signs a consumer in and sends and reads their messages.
 ///
@@ -21,17 +16,20 @@ import NIOHTTP1
 /// message is never delivered twice even when the network fails after the server stored it.
 public actor ParleyClient {
     public let baseURL: URL
-    private let session: URLSession
+    private let transport: any ParleyTransport
     private let encoder = ParleyJSON.makeEncoder()
     private let decoder = ParleyJSON.makeDecoder()
     public private(set) var token: String?
     public private(set) var consumer: ConsumerDTO?
 
-    /// `session` carries the requests on Apple platforms; on Linux they go through AsyncHTTPClient
-    /// (see `exchange`) and `session` is not used.
     public init(baseURL: URL, session: URLSession = .shared, token: String? = nil) {
+        self.init(baseURL: baseURL, transport: URLSessionTransport(session: session), token: token)
+    }
+
+    /// With another transport than URLSession (`ParleyTransport`).
+    public init(baseURL: URL, transport: any ParleyTransport, token: String? = nil) {
         self.baseURL = baseURL
-        self.session = session
+        self.transport = transport
         self.token = token
     }
 
@@ -223,98 +221,26 @@ public actor ParleyClient {
     /// How long one request may take, answer included.
     static let requestTimeout: Duration = .seconds(60)
 
-    #if canImport(AsyncHTTPClient)
-    /// The SDK's HTTP client on Linux. A refused connection fails at once (AsyncHTTPClient's own
-    /// default retries it until the request's deadline): offline is offline, and the outbox waits.
-    static let http: HTTPClient = {
-        var configuration = HTTPClient.Configuration()
-        configuration.timeout.connect = .seconds(10)
-        configuration.connectionPool.retryConnectionEstablishment = false
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }()
-    #endif
-
-    /// One request and its answer: the body and the status.
-    ///
-    /// On Apple platforms through URLSession. On Linux through AsyncHTTPClient: Linux's URLSession
-    /// (libcurl under Dispatch sources) has a known family of crashes and hangs around refused
-    /// connections and timeouts (swift-corelibs-foundation #4791, #5469), the very paths an SDK that
-    /// works offline takes all the time; our test process died and stalled in them.
+    /// One request and its answer (the body and the status), through the transport, under one
+    /// deadline for the whole exchange.
     private func exchange(
         _ request: URLRequest, maxBytes: Int = 16 * 1024 * 1024, progress: (@Sendable (Double) -> Void)? = nil
     ) async throws -> (Data, Int) {
-        #if canImport(AsyncHTTPClient)
-        guard let url = request.url?.absoluteURL.absoluteString else { throw ParleyClientError.transport("no URL") }
-        var outgoing = HTTPClientRequest(url: url)
-        outgoing.method = HTTPMethod(rawValue: request.httpMethod ?? "GET")
-        for (name, value) in request.allHTTPHeaderFields ?? [:] { outgoing.headers.add(name: name, value: value) }
-        if let body = request.httpBody {
-            if let progress {
-                // Handed over in 64 KB pieces, each reported as it is taken to be sent.
-                let total = body.count
-                let (pieces, feed) = AsyncStream<(ByteBuffer, Int)>.makeStream()
-                for offset in stride(from: 0, to: total, by: 64 * 1024) {
-                    let end = min(offset + 64 * 1024, total)
-                    feed.yield((ByteBuffer(bytes: body[body.startIndex + offset..<body.startIndex + end]), end))
-                }
-                feed.finish()
-                outgoing.body = .stream(
-                    pieces.map { piece, sent in
-                        progress(Double(sent) / Double(max(total, 1)))
-                        return piece
-                    }, length: .known(Int64(total)))
-            } else {
-                outgoing.body = .bytes(ByteBuffer(bytes: body))
-            }
-        }
-        let request = outgoing
-        // The whole exchange under one deadline: AsyncHTTPClient's covers the answer's head only.
-        return try await withThrowingTaskGroup(of: (Data, Int)?.self) { group in
-            group.addTask {
-                let response = try await Self.http.execute(request, timeout: .seconds(Self.requestTimeout.components.seconds))
-                let body = try await response.body.collect(upTo: maxBytes + 64 * 1024)
-                return (Data(body.readableBytesView), Int(response.status.code))
-            }
-            group.addTask {
-                try await Task.sleep(for: Self.requestTimeout)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let answer = first else {
-                throw ParleyClientError.transport("no answer within \(Self.requestTimeout)")
-            }
-            return answer
-        }
-        #else
-        if let progress, let body = request.httpBody {
-            var request = request
-            request.httpBody = nil
-            let (data, response) = try await session.upload(for: request, from: body, delegate: UploadProgress(report: progress))
-            guard let http = response as? HTTPURLResponse else { throw ParleyClientError.transport("no HTTP response") }
-            return (data, http.statusCode)
-        }
-        let (data, response) = try await session.data(for: request)
-        guard let http = response as? HTTPURLResponse else { throw ParleyClientError.transport("no HTTP response") }
-        return (data, http.statusCode)
-        #endif
+        var request = request
+        request.timeoutInterval = Double(Self.requestTimeout.components.seconds)
+        request.setValue(ParleyClient.userAgent, forHTTPHeaderField: "User-Agent")
+        let answer = try await transport.exchange(request, maxBytes: maxBytes, progress: progress)
+        return (answer.body, answer.status)
     }
+
+    /// `ParleyKit/<version>`, in every request's User-Agent.
+    public static let userAgent = "ParleyKit/\(ParleyKitVersion.current)"
 }
 
-#if !canImport(AsyncHTTPClient)
-/// Hears how much of an upload's body was sent.
-private final class UploadProgress: NSObject, URLSessionTaskDelegate, Sendable {
-    let report: @Sendable (Double) -> Void
-
-    init(report: @escaping @Sendable (Double) -> Void) {
-        self.report = report
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
-        guard totalBytesExpectedToSend > 0 else { return }
-        report(min(1, Double(totalBytesSent) / Double(totalBytesExpectedToSend)))
-    }
+/// The SDK's version (CHANGELOG.md), in its User-Agent.
+public enum ParleyKitVersion {
+    public static let current = "0.4.0"
 }
-#endif
 
 /// What went wrong with a Parley call.
 public enum ParleyClientError: Error, Sendable, Equatable {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import ParleyAPI
 import ParleyKit
+import ParleyKitNIO
 import Synchronization
 
 #if canImport(Glibc)
@@ -50,7 +51,7 @@ struct Chat: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let parley = try await ParleyKit.Parley.configure(
             brandID: brandID, appID: appID, server: serverURL, identity: .anonymous(displayName: name),
-            storage: ParleyStorage(directory: root.appendingPathComponent("data"), key: .file(root.appendingPathComponent("key"))))
+            storage: ParleyStorage(directory: root.appendingPathComponent("data"), key: .file(root.appendingPathComponent("key"))), transport: NIOTransport())
         let screen = Screen()
 
         // The conversation so far (when the server can be reached).

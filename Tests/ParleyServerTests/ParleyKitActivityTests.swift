@@ -1,6 +1,7 @@
 import Foundation
 import ParleyAPI
 import ParleyKit
+import ParleyKitNIO
 import Synchronization
 import Testing
 
@@ -31,7 +32,7 @@ struct ParleyKitActivityTests {
             // Offline (nothing listens there): 120 events wait on the device, sealed.
             let offline = try await Parley.configure(
                 brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(await ParleyKitTests.freePort())/")!,
-                identity: .anonymous(displayName: "Dee"), storage: ParleyKitTests.storage(root), retryDelay: .milliseconds(20))
+                identity: .anonymous(displayName: "Dee"), storage: ParleyKitTests.storage(root), transport: NIOTransport(), retryDelay: .milliseconds(20))
             for index in 0..<118 { try await offline.report(.custom("scrolled", ["position": .number(Double(index))])) }
             try await offline.report(.screenView("checkout"), .cartValue(129.90, currency: "EUR"))
             #expect(await offline.flush())
@@ -44,7 +45,7 @@ struct ParleyKitActivityTests {
             // The same device, online: three batches (50, 50, 20), a prompt, an automatic message.
             let online = try await Parley.configure(
                 brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(server.port)/")!,
-                identity: .anonymous(displayName: "Dee"), storage: ParleyKitTests.storage(root))
+                identity: .anonymous(displayName: "Dee"), storage: ParleyKitTests.storage(root), transport: NIOTransport())
             let log = EventLog(online)
             #expect(await online.flush() == false)
             #expect(await online.flush() == false)  // nothing twice
@@ -74,7 +75,7 @@ struct ParleyKitActivityTests {
             let (agentToken, _) = try await acme.agent()
             let parley = try await Parley.configure(
                 brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(server.port)/")!,
-                identity: .anonymous(), storage: ParleyKitTests.storage(root))
+                identity: .anonymous(), storage: ParleyKitTests.storage(root), transport: NIOTransport())
             let log = EventLog(parley)
             await parley.connect()
             try await log.wait { $0.contains { if case .connection(.connected) = $0 { true } else { false } } }
@@ -122,7 +123,7 @@ struct ParleyKitActivityTests {
             let acme = try await BrandScenario.make(server)
             let parley = try await Parley.configure(
                 brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(server.port)/")!,
-                identity: .anonymous(), storage: ParleyKitTests.storage(root))
+                identity: .anonymous(), storage: ParleyKitTests.storage(root), transport: NIOTransport())
             let center = NotificationCenter()
             let app = AppLifecycle(center: center, foreground: .init("test.foreground"), background: .init("test.background"))
             let log = EventLog(parley)
@@ -163,7 +164,7 @@ struct ParleyKitActivityTests {
             let ahead = try await acme.send("I was here first", as: aheadToken)
             let parley = try await Parley.configure(
                 brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(server.port)/")!,
-                identity: .anonymous(), storage: ParleyKitTests.storage(root))
+                identity: .anonymous(), storage: ParleyKitTests.storage(root), transport: NIOTransport())
             try await parley.send("Is anyone there?")
             #expect(await parley.flush() == false)
             let mine = try #require(await parley.outgoing.first?.state.stored).conversationId
@@ -190,7 +191,7 @@ struct ParleyKitActivityTests {
             _ = try await server.request(.patch, "/v1/lifecycle", token: acme.adminToken, json: UpdateLifecycleRequest(survey: true))
             let parley = try await Parley.configure(
                 brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(server.port)/")!,
-                identity: .anonymous(), storage: ParleyKitTests.storage(root))
+                identity: .anonymous(), storage: ParleyKitTests.storage(root), transport: NIOTransport())
             try await parley.send("Where is my parcel?")
             #expect(await parley.flush() == false)
             let first = try #require(await parley.outgoing.first?.state.stored).conversationId

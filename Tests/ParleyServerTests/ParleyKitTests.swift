@@ -2,6 +2,7 @@ import Foundation
 import JWTKit
 import ParleyAPI
 import ParleyKit
+import ParleyKitNIO
 import Synchronization
 import Testing
 
@@ -11,7 +12,7 @@ struct ParleyKitTests {
     func sdkRoundTrip() async throws {
         try await TestServer.run { server in
             let acme = try await BrandScenario.make(server)
-            let client = ParleyClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)/")!)
+            let client = ParleyClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)/")!, transport: NIOTransport())
             let consumer = try await client.startSession(appId: acme.app.id, displayName: "Ana from the app")
             #expect(consumer.displayName == "Ana from the app")
 
@@ -69,7 +70,7 @@ struct ParleyKitTests {
         let texts = (1...5).map { "Offline message \($0) about order 7731" }
 
         let offline = try await Parley.configure(
-            brandID: brandID, appID: appID, server: server, identity: .anonymous(displayName: "Ana on the train"), storage: Self.storage(root),
+            brandID: brandID, appID: appID, server: server, identity: .anonymous(displayName: "Ana on the train"), storage: Self.storage(root), transport: NIOTransport(),
             retryDelay: .milliseconds(50))
         for text in texts { try await offline.send(text) }
         #expect(await offline.flush())  // still pending: nothing listens
@@ -83,7 +84,7 @@ struct ParleyKitTests {
 
         // The app restarts; the server is back.
         let restarted = try await Parley.configure(
-            brandID: brandID, appID: appID, server: server, identity: .anonymous(displayName: "Ana on the train"), storage: Self.storage(root),
+            brandID: brandID, appID: appID, server: server, identity: .anonymous(displayName: "Ana on the train"), storage: Self.storage(root), transport: NIOTransport(),
             retryDelay: .milliseconds(50))
         #expect(await restarted.outgoing.map(\.text) == texts)
         try await TestServer.run(database: database, configure: { $0.port = port; $0.dataDirectory = serverData.path }) { live in
@@ -100,7 +101,7 @@ struct ParleyKitTests {
             }
             // Once more from a third start: nothing is sent twice.
             let again = try await Parley.configure(
-                brandID: brandID, appID: appID, server: server, identity: .anonymous(displayName: "Ana on the train"), storage: Self.storage(root))
+                brandID: brandID, appID: appID, server: server, identity: .anonymous(displayName: "Ana on the train"), storage: Self.storage(root), transport: NIOTransport())
             #expect(await again.flush() == false)
             let messages = try await live.get("/v1/conversations/\(conversationId)/messages", token: adminToken).decode(ListResponse<MessageDTO>.self).items
             #expect(messages.map(\.text) == texts)
@@ -141,7 +142,7 @@ struct ParleyKitTests {
                     return try await signer.sign(
                         BrandClaims(sub: .init(value: "user-77"), exp: .init(value: Date().addingTimeInterval(300)), aud: nil, name: "Bea Kit"), kid: "kit")
                 },
-                storage: Self.storage(root))
+                storage: Self.storage(root), transport: NIOTransport())
             try await parley.send("First, signed in")
             #expect(await parley.flush() == false)
             #expect(calls.withLock { $0 } == 1)
@@ -194,7 +195,7 @@ struct ParleyKitTests {
             let acme = try await BrandScenario.make(server)
             let url = URL(string: "http://127.0.0.1:\(server.port)/")!
             let parley = try await Parley.configure(
-                brandID: acme.brand.id, appID: acme.app.id, server: url, identity: .anonymous(displayName: "Cam"), storage: Self.storage(root))
+                brandID: acme.brand.id, appID: acme.app.id, server: url, identity: .anonymous(displayName: "Cam"), storage: Self.storage(root), transport: NIOTransport())
             try await parley.send("Hello from the app")
             #expect(await parley.flush() == false)
             guard case .sent(_, let conversationId, _) = try #require(await parley.outgoing.first).state else { return }
@@ -224,7 +225,7 @@ struct ParleyKitTests {
             _ = try await acme.reply("Answer two", in: conversationId, as: acme.adminToken)
             _ = try await acme.reply("Answer three", in: conversationId, as: acme.adminToken)
             let restarted = try await Parley.configure(
-                brandID: acme.brand.id, appID: acme.app.id, server: url, identity: .anonymous(displayName: "Cam"), storage: Self.storage(root))
+                brandID: acme.brand.id, appID: acme.app.id, server: url, identity: .anonymous(displayName: "Cam"), storage: Self.storage(root), transport: NIOTransport())
             let again = EventLog(restarted)
             await restarted.connect()
             try await again.wait { EventLog.messages($0).contains { $0.text == "Answer three" } }
@@ -249,14 +250,14 @@ struct ParleyKitTests {
             // The upload cannot reach the server (a closed port): the note waits, sealed.
             let offline = try await Parley.configure(
                 brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(await Self.freePort())/")!,
-                identity: .anonymous(), storage: Self.storage(root), retryDelay: .milliseconds(20))
+                identity: .anonymous(), storage: Self.storage(root), transport: NIOTransport(), retryDelay: .milliseconds(20))
             let pending = try await offline.sendVoice(file: recording, contentType: "audio/mp4")
             #expect(await offline.flush())
             try FileManager.default.removeItem(at: recording)  // the app's own copy is gone
             let sealed = try Data(contentsOf: root.appendingPathComponent("parley").appendingPathComponent("voice-\(pending.clientMessageId).sealed"))
             #expect(sealed.range(of: Data("ftyp".utf8)) == nil)  // no M4A header in the clear
 
-            let online = try await Parley.configure(brandID: acme.brand.id, appID: acme.app.id, server: url, identity: .anonymous(), storage: Self.storage(root))
+            let online = try await Parley.configure(brandID: acme.brand.id, appID: acme.app.id, server: url, identity: .anonymous(), storage: Self.storage(root), transport: NIOTransport())
             #expect(await online.flush() == false)
             #expect(await online.flush() == false)
             guard case .sent(let messageId, let conversationId, _) = try #require(await online.outgoing.first).state else {
@@ -271,7 +272,7 @@ struct ParleyKitTests {
             let globex = try await BrandScenario.make(server, name: "Globex")
             let wrong = try await Parley.configure(
                 brandID: globex.brand.id, appID: acme.app.id, server: url, identity: .anonymous(),
-                storage: Self.storage(root.appendingPathComponent("other")))
+                storage: Self.storage(root.appendingPathComponent("other")), transport: NIOTransport())
             await #expect(throws: ParleyKitError.self) { try await wrong.conversations() }
         }
     }
@@ -287,7 +288,7 @@ struct ParleyKitTests {
             storage.cachedVoiceNotes = 1
             let parley = try await Parley.configure(
                 brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(server.port)/")!, identity: .anonymous(),
-                storage: storage)
+                storage: storage, transport: NIOTransport())
             try await parley.send("My card number ends in 4242 and the parcel is late")
             #expect(await parley.flush() == false)
             guard case .sent(_, let conversationId, _) = try #require(await parley.outgoing.first).state else { return }

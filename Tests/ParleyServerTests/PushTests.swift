@@ -3,6 +3,7 @@ import HTTPTypes
 import JWTKit
 import ParleyAPI
 import ParleyKit
+import ParleyKitNIO
 import ParleyServer
 import Testing
 
@@ -44,7 +45,7 @@ struct PushTests {
                     brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(server.port)/")!,
                     identity: .anonymous(), storage: ParleyStorage(
                         directory: FileManager.default.temporaryDirectory.appendingPathComponent("push-\(UUID().uuidString)"),
-                        key: .bytes(Data(repeating: 9, count: 32))))
+                        key: .bytes(Data(repeating: 9, count: 32))), transport: NIOTransport())
                 try await parley.registerForNotifications(apnsToken: Data(repeating: 0xab, count: 32), sandbox: true)
                 #expect(try await server.post("/v1/consumer/push", token: consumerToken, json: RegisterPushRequest(provider: .apns, token: Self.deviceToken)).status == .ok)
 

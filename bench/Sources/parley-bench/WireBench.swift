@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import ParleyAPI
 import ParleyKit
+import ParleyKitNIO
 import Synchronization
 
 #if canImport(Glibc)
@@ -137,7 +138,7 @@ enum WireBench {
         guard let appId = AppID(server.appId) else { throw BenchError("wire bench: bad app id") }
         let parley = try await Parley.configure(
             brandID: nil, appID: appId, server: URL(string: "http://127.0.0.1:\(proxy.port)/")!, identity: .anonymous(),
-            storage: ParleyStorage(directory: directory, key: .file(directory.appendingPathExtension("key"))))
+            storage: ParleyStorage(directory: directory, key: .file(directory.appendingPathExtension("key"))), transport: NIOTransport())
         let events = Locked<[ParleyEvent]>([])
         let listener = Task { for await event in parley.events { events.withLock { $0.append(event) } } }
         defer { listener.cancel() }
