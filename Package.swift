@@ -12,10 +12,11 @@ let package = Package(
     products: [
         .executable(name: "parley", targets: ["parley"]),
         .executable(name: "parley-bench", targets: ["parley-bench"]),
-        .library(name: "ParleyKit", targets: ["ParleyKit"]),
         .library(name: "ParleyServer", targets: ["ParleyServer"]),
     ],
     dependencies: [
+        // The SDK and the wire types, a package of their own (ParleyKit/Package.swift).
+        .package(path: "ParleyKit"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
@@ -41,12 +42,11 @@ let package = Package(
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
-        .target(name: "ParleyAPI", swiftSettings: swiftSettings),
-        .target(name: "ParleyDomain", dependencies: ["ParleyAPI"], swiftSettings: swiftSettings),
+        .target(name: "ParleyDomain", dependencies: [.product(name: "ParleyAPI", package: "ParleyKit")], swiftSettings: swiftSettings),
         .target(
             name: "ParleyStore",
             dependencies: [
-                "ParleyAPI", "ParleyDomain",
+                .product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain",
                 .product(name: "SQLiteKit", package: "sqlite-kit"),
                 .product(name: "PostgresKit", package: "postgres-kit"),
                 // sslmode's certificate checks (TLS to PostgreSQL); already built for PostgresNIO.
@@ -60,7 +60,7 @@ let package = Package(
         .target(
             name: "ParleyMedia",
             dependencies: [
-                "ParleyAPI", "ParleyDomain",
+                .product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -69,7 +69,7 @@ let package = Package(
         .target(
             name: "ParleyServer",
             dependencies: [
-                "ParleyAPI", "ParleyDomain", "ParleyStore", "ParleyMedia",
+                .product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain", "ParleyStore", "ParleyMedia",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket"),
@@ -92,18 +92,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The SDK for brands' apps: swift-crypto seals what it stores on the device.
-        .target(
-            name: "ParleyKit",
-            dependencies: [
-                "ParleyAPI", .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: swiftSettings),
         // ParleyKit's transport on SwiftNIO, for Linux (`parley chat`, the tests): not part of the SDK.
         .target(
             name: "ParleyKitNIO",
             dependencies: [
-                "ParleyAPI", "ParleyKit",
+                .product(name: "ParleyAPI", package: "ParleyKit"), .product(name: "ParleyKit", package: "ParleyKit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket"),
@@ -115,7 +108,7 @@ let package = Package(
         .executableTarget(
             name: "parley",
             dependencies: [
-                "ParleyAPI", "ParleyServer", "ParleyStore", "ParleyKit", "ParleyKitNIO",
+                .product(name: "ParleyAPI", package: "ParleyKit"), "ParleyServer", "ParleyStore", .product(name: "ParleyKit", package: "ParleyKit"), "ParleyKitNIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -130,7 +123,7 @@ let package = Package(
         .executableTarget(
             name: "parley-bench",
             dependencies: [
-                "ParleyAPI", "ParleyDomain", "ParleyMedia", "ParleyKit", "ParleyKitNIO",
+                .product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain", "ParleyMedia", .product(name: "ParleyKit", package: "ParleyKit"), "ParleyKitNIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -143,13 +136,13 @@ let package = Package(
             path: "bench/Sources/parley-bench",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "ParleyDomainTests", dependencies: ["ParleyAPI", "ParleyDomain"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParleyDomainTests", dependencies: [.product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain"], swiftSettings: swiftSettings),
         .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyDomain", "ParleyMedia"], swiftSettings: swiftSettings),
-        .testTarget(name: "ParleyStoreTests", dependencies: ["ParleyAPI", "ParleyDomain", "ParleyStore", .product(name: "SQLiteKit", package: "sqlite-kit")], swiftSettings: swiftSettings),
+        .testTarget(name: "ParleyStoreTests", dependencies: [.product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain", "ParleyStore", .product(name: "SQLiteKit", package: "sqlite-kit")], swiftSettings: swiftSettings),
         .testTarget(
             name: "ParleyServerTests",
             dependencies: [
-                "ParleyServer", "ParleyKit", "ParleyKitNIO", "ParleyMedia", "ParleyDomain", "ParleyStore",
+                "ParleyServer", .product(name: "ParleyKit", package: "ParleyKit"), "ParleyKitNIO", "ParleyMedia", "ParleyDomain", "ParleyStore",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -1,4 +1,4 @@
-// The error codes the server sends, as the pages compare them: made from Sources/ParleyAPI/ErrorCode.swift
+// The error codes the server sends, as the pages compare them: made from ParleyKit/Sources/ParleyAPI/ErrorCode.swift
 // by ErrorCatalogueTests (PARLEY_UPDATE_ERROR_CODES=1 rewrites it). What each means: docs/errors.md.
 export const ErrorCode = Object.freeze({
   agentDisabled: "agent_disabled",

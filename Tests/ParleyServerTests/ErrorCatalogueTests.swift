@@ -30,7 +30,7 @@ struct ErrorCatalogueTests {
 
     @Test("every declared code is in the catalogue once, named after its value, with a meaning, an action and real HTTP statuses")
     func declaredOnce() throws {
-        let file = try String(contentsOf: Self.root.appendingPathComponent("Sources/ParleyAPI/ErrorCode.swift"), encoding: .utf8)
+        let file = try String(contentsOf: Self.root.appendingPathComponent("ParleyKit/Sources/ParleyAPI/ErrorCode.swift"), encoding: .utf8)
         let declared = try Self.matches(#"public static let (\w+): ErrorCode = "([a-z_0-9]+)""#, in: file)
         let codes = ErrorCode.catalogue.map(\.code.rawValue)
         #expect(Set(codes).count == codes.count, "a code is in the catalogue twice")
@@ -53,7 +53,9 @@ struct ErrorCatalogueTests {
     @Test("the server's and ParleyKit's sources name declared codes, never a string")
     func noBareCodes() throws {
         var offenders: [String] = []
-        for (path, text) in try Self.sources(under: "Sources", ending: ".swift") where !path.hasSuffix("ParleyAPI/ErrorCode.swift") {
+        let sources = try Self.sources(under: "Sources", ending: ".swift") + Self.sources(under: "ParleyKit/Sources", ending: ".swift")
+        #expect(sources.contains { $0.0.hasSuffix("ParleyKit/Parley.swift") }, "ParleyKit's sources were not read")
+        for (path, text) in sources where !path.hasSuffix("ParleyAPI/ErrorCode.swift") {
             for pattern in [#"[cC]ode: "[a-z_]"#, #"[cC]ode [!=]= "[a-z_]"#, #"ErrorCode\(rawValue: ""#, #"Code: "[a-z_]"#] {
                 for match in try Self.matches(pattern, in: text) { offenders.append("\(path): \(match[0])") }
             }
@@ -89,7 +91,7 @@ struct ErrorCatalogueTests {
     /// Public/js/error-codes.js, made from the catalogue.
     static func javascript() -> String {
         var lines = [
-            "// The error codes the server sends, as the pages compare them: made from Sources/ParleyAPI/ErrorCode.swift",
+            "// The error codes the server sends, as the pages compare them: made from ParleyKit/Sources/ParleyAPI/ErrorCode.swift",
             "// by ErrorCatalogueTests (PARLEY_UPDATE_ERROR_CODES=1 rewrites it). What each means: docs/errors.md.",
             "export const ErrorCode = Object.freeze({",
         ]
@@ -104,7 +106,7 @@ struct ErrorCatalogueTests {
             "# Error codes", "",
             "Every refusal Parley gives has a stable `code`: in the body of an HTTP error (`{\"error\": {\"code\", \"message\", \"field\", \"retryAfter\"}}`), in a",
             "real-time `error` frame, on a message a channel could not deliver (`errorCode`, beside the provider's own codes), and in",
-            "ParleyKit's refusals. This page is made from the catalogue in `Sources/ParleyAPI/ErrorCode.swift`, which the server,",
+            "ParleyKit's refusals. This page is made from the catalogue in `ParleyKit/Sources/ParleyAPI/ErrorCode.swift`, which the server,",
             "ParleyKit and the tests share (`ErrorCatalogueTests` checks that no code is used outside it and that this page is current;",
             "`PARLEY_UPDATE_ERROR_CODES=1 swift test --filter ErrorCatalogueTests` rewrites it). Branch on the code, show the message: the message",
             "may be reworded, the code never changes. ParleyKit reports an HTTP failure that carries no error body as `http_<status>`.", "",

@@ -8,7 +8,7 @@ import Testing
 struct ParleyKitAPITests {
     /// Every `public` declaration of the sources, each on one line (up to its body), in file order.
     static func listing() throws -> String {
-        let directory = TestServer.repositoryRoot.appendingPathComponent("Sources/ParleyKit")
+        let directory = TestServer.repositoryRoot.appendingPathComponent("ParleyKit/Sources/ParleyKit")
         var lines: [String] = []
         for name in try FileManager.default.contentsOfDirectory(atPath: directory.path).filter({ $0.hasSuffix(".swift") }).sorted() {
             let source = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8).components(separatedBy: "\n")

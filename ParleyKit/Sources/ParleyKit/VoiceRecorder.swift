@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A finished recording, for `Parley.sendVoice(_:)`.
 public struct VoiceRecording: Sendable, Hashable {
@@ -64,7 +63,7 @@ public final class FileVoiceRecorder: VoiceRecorder {
     let contentType: String
     private let now: @Sendable () -> ContinuousClock.Instant
     private let meter: @Sendable (Duration) -> Float
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// `now` is the clock (tests pass one they move); `meter` gives the level at a point of the
     /// recording (by default a steady 0.5 while recording).
