@@ -8,11 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d /tmp/parley-sdk-check.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-version=$(scripts/sdk-release.sh "$work/parley-kit.git")
+version=$(scripts/sdk-release.sh "$work/ParleyKit.git")
 cp -r Examples/ShopApp "$work/ShopApp"
 rm -rf "$work/ShopApp/.build" "$work/ShopApp/Package.resolved"
 # The sample's path dependency becomes the released repository, pinned.
-sed -i "s#.package(path: \"../../ParleyKit\")#.package(url: \"file://$work/parley-kit.git\", exact: \"$version\")#" "$work/ShopApp/Package.swift"
+sed -i "s#.package(path: \"../../ParleyKit\")#.package(url: \"file://$work/ParleyKit.git\", exact: \"$version\")#" "$work/ShopApp/Package.swift"
 grep -q "exact: \"$version\"" "$work/ShopApp/Package.swift" || { echo "sdk-check: could not point the sample at the release" >&2; exit 1; }
 resolved=$(swift package --package-path "$work/ShopApp" show-dependencies --format json)
 packages=$(python3 -c '
@@ -23,7 +23,7 @@ def walk(node, seen):
         walk(dependency, seen)
     return seen
 print(" ".join(sorted(walk(json.loads(sys.stdin.read()), set()))))' <<<"$resolved")
-expected="parley-kit swift-asn1 swift-crypto"
+expected="parleykit swift-asn1 swift-crypto"
 if [[ "$packages" != "$expected" ]]; then
     echo "sdk-check: an app adding ParleyKit $version resolves: $packages (expected: $expected)" >&2
     exit 1

@@ -3,7 +3,7 @@
 # repository, and this repository's root is the server's. This makes the SDK's own repository from
 # the ParleyKit/ folder's history (`git subtree split`), with ParleyKit/Package.swift at its root,
 # tagged with the SDK's version (ParleyKitVersion.current), in DIR (a bare repository, created if
-# absent). Push DIR to the SDK's public repository (github.com/parley/parley-kit) to release.
+# absent). Push DIR to the SDK's public repository (github.com/parley/ParleyKit: the repository name gives the package its identity, `ParleyKit`, as the path does here) to release.
 #
 #   scripts/sdk-release.sh DIR      prints the version it tagged
 set -euo pipefail

@@ -56,6 +56,9 @@ TEST_PROCESS_SIGNALS=1 timeout 120 swift test --skip-build --filter ProcessSigna
 # The server suite once more with every test server on a PostgreSQL database of its own (the run
 # above used SQLite files): the same HTTP, WebSocket, voice and call behaviour on both stores.
 TEST_SERVER_POSTGRES_URL="$url" swift test --skip-build --filter ParleyServerTests
+# ParleyKit as an app gets it: released from ParleyKit/, added by URL and version, resolving only
+# swift-crypto besides, and built.
+scripts/sdk-check.sh
 # The benchmarks once, at tiny sizes, on the debug build: proof that each still runs (bench/run.sh
 # measures on release builds). The report is kept with the test artifacts, not bench/RESULTS.md.
 mkdir -p test-artifacts
