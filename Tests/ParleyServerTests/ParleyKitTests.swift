@@ -236,6 +236,47 @@ struct ParleyKitTests {
         }
     }
 
+    @Test("events for every screen: three subscribers; one cancelled (a SwiftUI view gone) ends neither other; the two left and one made later each get every event; a screen coming back hears again")
+    func eventsForEveryScreen() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("parleykit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let parley = try await Parley.configure(
+                brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(server.port)/")!,
+                identity: .anonymous(displayName: "Dee"), storage: Self.storage(root), transport: NIOTransport())
+            try await parley.send("Hello from three screens")
+            #expect(await parley.flush() == false)
+            guard case .sent(_, let conversationId, _) = try #require(await parley.outgoing.first).state else { return }
+            let chat = EventLog(parley), badge = EventLog(parley), list = EventLog(parley)
+            await parley.connect()
+            let connected: @Sendable ([ParleyEvent]) -> Bool = { events in events.contains { if case .connection(.connected) = $0 { true } else { false } } }
+            for log in [chat, badge, list] { try await log.wait(until: connected) }
+
+            _ = try await acme.reply("One", in: conversationId, as: acme.adminToken)
+            for log in [chat, badge, list] { try await log.wait { EventLog.messages($0).contains { $0.text == "One" } } }
+            // The chat screen goes away: its task is cancelled, as SwiftUI's .task does.
+            chat.task.cancel()
+            _ = await chat.task.value
+            let later = EventLog(parley)
+            _ = try await acme.reply("Two", in: conversationId, as: acme.adminToken)
+            _ = try await acme.reply("Three", in: conversationId, as: acme.adminToken)
+            for log in [badge, list] {
+                try await log.wait { EventLog.messages($0).contains { $0.text == "Three" } }
+                #expect(log.messages.map(\.text) == ["One", "Two", "Three"])
+            }
+            try await later.wait { EventLog.messages($0).contains { $0.text == "Three" } }
+            #expect(later.messages.map(\.text) == ["Two", "Three"])
+            #expect(!chat.messages.contains { $0.text == "Two" })
+            // Back on the chat screen: a new subscription hears the next answer.
+            let back = EventLog(parley)
+            _ = try await acme.reply("Four", in: conversationId, as: acme.adminToken)
+            try await back.wait { EventLog.messages($0).contains { $0.text == "Four" } }
+            await parley.disconnect()
+            for log in [badge, list, later, back] { log.task.cancel() }
+        }
+    }
+
     @Test("a voice note recorded while the upload fails is kept sealed, survives a restart and is uploaded once; another brand's app id is refused")
     func voiceThroughTheOutbox() async throws {
         let audio = try AudioFixtures.files()

@@ -213,6 +213,6 @@ extension Parley {
     }
 
     nonisolated func emit(_ event: ParleyEvent) {
-        continuation.yield(event)
+        for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.yield(event) }
     }
 }

@@ -110,9 +110,20 @@ public actor Parley {
     let startCursors: [String: Int64]
     let encoder = ParleyJSON.makeEncoder()
     let decoder = ParleyJSON.makeDecoder()
-    let continuation: AsyncStream<ParleyEvent>.Continuation
+    /// Every open `events` stream's continuation, by subscription.
+    let subscribers = Locked<[UUID: AsyncStream<ParleyEvent>.Continuation]>([:])
     /// What happens while connected: messages, receipts, typing, the connection's state.
-    public nonisolated let events: AsyncStream<ParleyEvent>
+    ///
+    /// Each read of `events` is a stream of its own, for one screen or one badge: every stream gets
+    /// every event from the moment it was made (up to 1,000 waiting unread), and ending one (the
+    /// task iterating it cancelled, as SwiftUI's `.task` does when a view goes) never ends another.
+    public nonisolated var events: AsyncStream<ParleyEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ParleyEvent.self, bufferingPolicy: .bufferingNewest(1000))
+        let id = UUID()
+        subscribers.withLock { $0[id] = continuation }
+        continuation.onTermination = { [subscribers] _ in subscribers.withLock { _ = $0.removeValue(forKey: id) } }
+        return stream
+    }
 
     static let sessionFile = "session.sealed"
     static let outboxFile = "outbox.sealed"
@@ -157,7 +168,6 @@ public actor Parley {
         (self.brandID, self.appID, self.identity, self.store, self.client) = (brandID, appID, identity, store, client)
         (self.session, self.outbox, self.retryDelay, self.cursors, self.startCursors) = (session, outbox, retryDelay, cursors, cursors)
         (self.serverURL, self.transport) = (server, transport)
-        (events, continuation) = AsyncStream.makeStream(of: ParleyEvent.self, bufferingPolicy: .bufferingNewest(1000))
     }
 
     /// The signed-in consumer, once a session exists.
