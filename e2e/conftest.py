@@ -107,7 +107,8 @@ def record_voice_reply(agent, seconds=2.5):
     agent.click("button[aria-label='Stop and preview']")
     agent.click("button[aria-label='Send voice message']")
     outgoing = agent.locator(".row.out[data-kind=voice]").last
-    expect(outgoing.locator(".delivery")).to_have_attribute("data-state", "sent", timeout=30000)
+    # Sent, or already past it when the customer's page is open and reads it at once.
+    expect(outgoing.locator(".delivery")).to_have_attribute("data-state", re.compile("^(sent|delivered|read)$"), timeout=30000)
     return outgoing
 
 
