@@ -62,3 +62,11 @@ public struct StoreAccess<Repo: Sendable>: Sendable {
         return try await store.read { repo in try await body(narrow(repo)) }
     }
 }
+
+/// The id of the request, real-time frame or job a task works for (ParleyServer's `RequestID`
+/// reads and sets it). It lives here so that a transaction another task runs (SQLite's group
+/// commit runs a batch in the task of whichever writer came first) still runs under its own
+/// caller's id: the jobs it enqueues and the lines it logs name the right request.
+public enum WorkRequestID {
+    @TaskLocal public static var current: String?
+}

@@ -108,7 +108,9 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     /// WAL once for the whole group, which is most of what a commit costs.
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let value = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<any Sendable, any Error>) in
-            let job = WriteJob(body: { try await body($0) }, continuation: continuation)
+            // The batch runs in the first writer's task: each body gets its own caller's request id back.
+            let requestId = WorkRequestID.current
+            let job = WriteJob(body: { db in try await WorkRequestID.$current.withValue(requestId) { try await body(db) } }, continuation: continuation)
             let startDrain = queue.withLock { queue -> Bool in
                 queue.pending.append(job)
                 if queue.draining { return false }

@@ -90,13 +90,41 @@ struct RequestIDTests {
         }
     }
 
+    @Test("concurrent writes committed together (SQLite's group commit) each enqueue their job under their own request's id")
+    func groupCommitKeepsEachId() async throws {
+        try await TestServer.run { server in
+            let store = server.services.store
+            let now = server.services.clock.now()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for n in 0..<40 {
+                    group.addTask {
+                        try await RequestID.with("req-group-\(n)") {
+                            _ = try await store.write { repo in
+                                try await repo.enqueueJob(JobRecord(
+                                    brandId: nil, kind: "probe.\(n)", payload: "{}", maxAttempts: 1, runAt: now.addingTimeInterval(3600), createdAt: now,
+                                    requestId: RequestID.current))
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            struct Row: Decodable { var kind: String; var request_id: String? }
+            let rows = try await store.database.read { db in
+                try await db.raw("SELECT kind, request_id FROM jobs WHERE kind LIKE 'probe.%'").all(decoding: Row.self)
+            }
+            #expect(rows.count == 40)
+            for row in rows { #expect(row.request_id == "req-group-" + row.kind.dropFirst("probe.".count), "\(row)") }
+        }
+    }
+
     @Test("log lines carry the id of the work they were written for, in JSON and in text")
     func logLines() throws {
         let lines = Mutex<[Data]>([])
         let logger = Logger(label: "parley-test") { label in
             JSONLogHandler(label: label, metadataProvider: RequestID.metadataProvider) { data in lines.withLock { $0.append(data) } }
         }
-        RequestID.$current.withValue("req_0123456789abcdef") { logger.info("sent") }
+        WorkRequestID.$current.withValue("req_0123456789abcdef") { logger.info("sent") }
         logger.info("outside any request")
         let objects = try lines.withLock { $0 }.map { try #require(try JSONSerialization.jsonObject(with: $0) as? [String: Any]) }
         #expect(objects.count == 2)

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import ParleyStore
 
 /// The id of the request, real-time frame or job a piece of work is done for, carried with the task
 /// (a task local) into everything it starts: the jobs it enqueues store it and run under it, and
@@ -9,7 +10,14 @@ import Logging
 /// one customer's send from nginx's log (which passes its `$request_id`) through Parley's request,
 /// the frames and the jobs it caused.
 public enum RequestID {
-    @TaskLocal public static var current: String?
+    /// The id the current task works for (kept in ParleyStore's `WorkRequestID`, so that
+    /// transactions run by another task keep it).
+    public static var current: String? { WorkRequestID.current }
+
+    /// Runs `work` under `id`.
+    public static func with<T>(_ id: String?, _ work: () async throws -> T) async rethrows -> T {
+        try await WorkRequestID.$current.withValue(id, operation: work)
+    }
 
     /// What logs read: `request_id`, when there is one.
     public static let metadataProvider = Logger.MetadataProvider {
@@ -52,7 +60,7 @@ struct RequestIDMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let id = RequestID.accept(request.headers[RequestID.header])
         // Outermost: the answers the drain and the error middleware make have the header too.
-        var response = try await RequestID.$current.withValue(id) { try await next(request, context) }
+        var response = try await RequestID.with(id) { try await next(request, context) }
         response.headers[RequestID.header] = id
         return response
     }

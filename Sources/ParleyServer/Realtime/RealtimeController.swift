@@ -96,7 +96,7 @@ struct RealtimeController {
                 var received = 0
                 for await text in admitted {
                     received += 1
-                    await RequestID.$current.withValue("\(outbox.connectionId)/\(received)") {
+                    await RequestID.with("\(outbox.connectionId)/\(received)") {
                         await handle(text, principal: principal, ip: ip, outbox: outbox, typingGate: typingGate)
                     }
                 }

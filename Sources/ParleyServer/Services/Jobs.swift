@@ -254,7 +254,7 @@ public struct JobRunner: Service {
     }
 
     static func underItsRequest(_ job: JobRecord, _ work: () async -> Void) async {
-        await RequestID.$current.withValue(job.requestId ?? "job_\(job.seq)") {
+        await RequestID.with(job.requestId ?? "job_\(job.seq)") {
             guard Traces.on else { return await work() }
             await withSpan("job \(job.kind)", ofKind: .consumer) { span in
                 span.attributes["parley.request_id"] = RequestID.current
