@@ -13,8 +13,7 @@ import Glibc
 struct ParleyKitProcessTests {
     /// `parley chat` running with its standard input and output in the test's hands.
     final class ChatProcess: Sendable {
-        let process: Process
-        let input: FileHandle
+        let process: ChildProcess
         final class Transcript: Sendable { let text = Mutex("") }
         let transcript = Transcript()
         var output: String { transcript.text.withLock { $0 } }
@@ -22,29 +21,24 @@ struct ParleyKitProcessTests {
         init(server: Int, app: AppID, dataDir: URL) throws {
             let binary = TestServer.repositoryRoot.appendingPathComponent(".build/debug/parley")
             guard FileManager.default.isExecutableFile(atPath: binary.path) else { throw TestFailure("\(binary.path) is not built (swift build)") }
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = ["chat", "--server", "http://127.0.0.1:\(server)", "--app", app.rawValue, "--data-dir", dataDir.path, "--name", "Kim on a train"]
-            let stdin = Pipe()
-            let stdout = Pipe()
-            process.standardInput = stdin
-            process.standardOutput = stdout
-            process.standardError = stdout
-            try process.run()
-            self.process = process
-            input = stdin.fileHandleForWriting
+            // posix_spawn (ChildProcess), not Foundation's Process: Process.run() crashed in CI while
+            // other tests opened and closed sockets.
+            process = try ChildProcess(
+                binary.path, ["chat", "--server", "http://127.0.0.1:\(server)", "--app", app.rawValue, "--data-dir", dataDir.path, "--name", "Kim on a train"],
+                input: true)
             let transcript = self.transcript
-            let reader = stdout.fileHandleForReading
+            let reader = process.output
+            let owner = process
             Thread {
-                while true {
-                    guard let data = PipeReading.read(reader.fileDescriptor, upTo: 64 * 1024) else { return }
+                while let data = PipeReading.read(reader, upTo: 64 * 1024) {
                     transcript.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
                 }
+                _ = owner  // the pipe stays open while this thread reads it
             }.start()
         }
 
         func type(_ line: String) {
-            input.write(Data((line + "\n").utf8))
+            process.write(line + "\n")
         }
 
         func wait(for text: String, within seconds: Double = 30) async throws {
@@ -57,8 +51,8 @@ struct ParleyKitProcessTests {
         }
 
         func kill() {
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.signal(SIGKILL)
+            _ = process.waitForExit()
         }
 
         func quit() async throws {

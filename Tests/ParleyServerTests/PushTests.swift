@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import JWTKit
 import ParleyAPI
+import ParleyMedia
 import ParleyKit
 import ParleyKitNIO
 import ParleyServer
@@ -220,12 +221,10 @@ struct PushTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let keyFile = directory.appendingPathComponent("key.pem")
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        openssl.arguments = ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", keyFile.path]
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
-        openssl.waitUntilExit()
+        // ProcessRunner (posix_spawn), not Foundation's Process: Process.run() crashed in CI (a bad read
+        // inside it) while other tests opened and closed sockets, as it once did in the server.
+        _ = try ProcessRunner(executable: "/usr/bin/openssl").runBlocking(
+            ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", keyFile.path], timeout: .seconds(60))
         let pem = try String(contentsOf: keyFile, encoding: .utf8)
         let privateKey = try Insecure.RSA.PrivateKey(pem: pem)
         let account = String(decoding: try FakeFCM.fixture("service-account.json"), as: UTF8.self)

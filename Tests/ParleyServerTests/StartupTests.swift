@@ -149,25 +149,20 @@ struct StartupTests {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let port = try Self.freePort()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
         // Started from a directory without pages, as systemd starts it: the pages are still found.
-        process.currentDirectoryURL = directory
-        process.arguments = ["serve", "--host", "127.0.0.1", "--port", "\(port)", "--data-dir", directory.appendingPathComponent("data").path,
-                             "--drain-deadline", "2", "--bcrypt-cost", "4"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
+        // posix_spawn (ChildProcess), not Foundation's Process, whose run() crashed in CI.
+        let process = try ChildProcess(
+            Self.binary,
+            ["serve", "--host", "127.0.0.1", "--port", "\(port)", "--data-dir", directory.appendingPathComponent("data").path,
+             "--drain-deadline", "2", "--bcrypt-cost", "4"],
+            directory: directory.path)
         let log = Mutex("")
-        let reader = output.fileHandleForReading
+        let reader = process.output
         Thread {
-            while true {
-                guard let data = PipeReading.read(reader.fileDescriptor, upTo: 64 * 1024) else { return }
-                log.withLock { $0 += String(decoding: data, as: UTF8.self) }
-            }
+            while let data = PipeReading.read(reader, upTo: 64 * 1024) { log.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+            _ = process
         }.start()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        defer { process.signal(SIGKILL) }
         let ready = Date().addingTimeInterval(30)
         while !log.withLock({ $0.contains("Parley is listening") }), Date() < ready { try await Task.sleep(for: .milliseconds(50)) }
         let text = log.withLock { $0 }
@@ -191,7 +186,7 @@ struct StartupTests {
 
         // MUT: the service manager stops it.
         let stopped = Date()
-        kill(process.processIdentifier, SIGTERM)
+        process.signal(SIGTERM)
         let reply = String(decoding: await upload.readUntilClosed(within: 20).data, as: UTF8.self)
         let cutAfter = Date().timeIntervalSince(stopped)
         #expect(reply.hasPrefix("HTTP/1.1 503"), "\(reply.prefix(200))")

@@ -36,24 +36,20 @@ struct TracingTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-traces-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let port = try StartupTests.freePort()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: StartupTests.binary)
-        process.arguments = [
-            "serve", "--host", "127.0.0.1", "--port", "\(port)", "--data-dir", directory.path, "--bcrypt-cost", "4",
-            "--otlp-endpoint", "http://127.0.0.1:\(collector.port)", "--otlp-protocol", "json",
-        ]
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PARLEY_") && !$0.key.hasPrefix("OTEL_") }
         environment["OTEL_BSP_SCHEDULE_DELAY"] = "200"  // batches every 200 ms, not 5 s
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        // posix_spawn (ChildProcess), not Foundation's Process, whose run() crashed in CI.
+        let process = try ChildProcess(
+            StartupTests.binary,
+            ["serve", "--host", "127.0.0.1", "--port", "\(port)", "--data-dir", directory.path, "--bcrypt-cost", "4",
+             "--otlp-endpoint", "http://127.0.0.1:\(collector.port)", "--otlp-protocol", "json"],
+            environment: environment)
+        defer { process.signal(SIGKILL) }
         let log = Mutex("")
-        let reader = output.fileHandleForReading
+        let reader = process.output
         Thread {
-            while let data = PipeReading.read(reader.fileDescriptor, upTo: 64 * 1024) { log.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+            while let data = PipeReading.read(reader, upTo: 64 * 1024) { log.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+            _ = process
         }.start()
         let ready = Date().addingTimeInterval(30)
         while !log.withLock({ $0.contains("Parley is listening") }), Date() < ready { try await Task.sleep(for: .milliseconds(50)) }
@@ -91,8 +87,8 @@ struct TracingTests {
         #expect(names.contains { $0.contains("/v1/consumer/voice-messages") }, "\(names)")
         #expect(spans.contains { $0.name == "job voice.transcode" && $0.requestId == "trace-voice-1" }, "\(spans)")
         #expect(spans.contains { $0.name == "frame view" && $0.requestId?.contains("/") == true }, "\(spans)")
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        process.signal(SIGTERM)
+        _ = process.waitForExit()
     }
 
     static func call(_ port: Int, _ method: HTTPMethod, _ path: String, _ headers: [(String, String)], _ body: Data?) async throws -> (status: Int, text: String) {

@@ -17,16 +17,9 @@ struct TranscriptTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("transcript-\(UUID().uuidString).xml")
         try Data(xml.utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/xmllint")
-        process.arguments = ["--noout", "--schema", schema.path, file.path]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = Pipe()
-        try process.run()
-        process.waitUntilExit()
-        let output = String(decoding: PipeReading.readToEnd(errors.fileHandleForReading.fileDescriptor), as: UTF8.self)
-        return process.terminationStatus == 0 ? nil : output
+        // ProcessRunner (posix_spawn), not Foundation's Process (see PushTests.fcmAccount).
+        let outcome = try ProcessRunner(executable: "/usr/bin/xmllint").runBlocking(["--noout", "--schema", schema.path, file.path], timeout: .seconds(60))
+        return outcome.succeeded ? nil : outcome.stderrTail
     }
 
     @Test("one conversation as TXT, XML and JSON: texts with card numbers masked, a voice note with its link, the close and the rating")

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyMedia
 import HTTPTypes
 import Hummingbird
 import HummingbirdHTTP2
@@ -51,16 +52,12 @@ final class FakeAPNs: Sendable {
     static func start(publicKey: ES256PublicKey) async throws -> FakeAPNs {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fake-apns-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        openssl.arguments = [
+        // ProcessRunner (posix_spawn), not Foundation's Process (see PushTests.fcmAccount).
+        _ = try ProcessRunner(executable: "/usr/bin/openssl").runBlocking([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
             "-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:TRUE",
             "-keyout", directory.appendingPathComponent("key.pem").path, "-out", directory.appendingPathComponent("cert.pem").path,
-        ]
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
-        openssl.waitUntilExit()
+        ], timeout: .seconds(60))
         let fake = FakeAPNs(publicKey: publicKey, directory: directory)
         let tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMFile(fake.certificateFile).map { .certificate($0) },
