@@ -20,14 +20,7 @@ start)
     mkdir -p "$dir"
     if [[ "$tls" == "--tls" ]]; then
         # The TLS listener only (docs/calls.md's tls-listening-port), with a certificate for localhost.
-        mkdir -p "$dir/tls"
-        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=Parley test CA" \
-            -keyout "$dir/tls/ca.key" -out "$dir/tls/ca.crt" 2>/dev/null
-        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
-            -keyout "$dir/tls/server.key" -out "$dir/tls/server.csr" 2>/dev/null
-        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$dir/tls/ext.cnf"
-        openssl x509 -req -in "$dir/tls/server.csr" -CA "$dir/tls/ca.crt" -CAkey "$dir/tls/ca.key" -CAcreateserial -days 2 \
-            -extfile "$dir/tls/ext.cnf" -out "$dir/tls/server.crt" 2>/dev/null
+        make_test_certificate "$dir/tls"
         port=$(free_port tcp)
         transport=(--no-udp --no-tcp --no-dtls --tls-listening-port="$port" --cert="$dir/tls/server.crt" --pkey="$dir/tls/server.key")
         url="turns:localhost:$port?transport=tcp"

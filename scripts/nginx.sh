@@ -14,7 +14,7 @@ action="${1:-}"
 dir="${2:-}"
 [ -n "$action" ] && [ -n "$dir" ] || { echo "usage: $0 start DIR UPSTREAM_PORT | stop DIR" >&2; exit 2; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source scripts/lib/daemon.sh  # the working directory is the repository (the cd above)
 
 case "$action" in
 start)
@@ -25,15 +25,9 @@ start)
     chmod 1777 "$dir/tmp"
     tls="$dir/tls"
     # A CA, and a certificate for localhost and 127.0.0.1 signed by it.
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=Parley test CA" \
-        -keyout "$tls/ca.key" -out "$tls/ca.crt" 2> /dev/null
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
-        -keyout "$tls/server.key" -out "$tls/server.csr" 2> /dev/null
-    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > "$tls/ext.cnf"
-    openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" -CAcreateserial -days 2 \
-        -extfile "$tls/ext.cnf" -out "$tls/server.crt" 2> /dev/null
-    https_port=$(free_port)
-    http_port=$(free_port)
+    make_test_certificate "$tls"
+    https_port=$(free_port tcp)
+    http_port=$(free_port tcp)
     # The production file, with this machine's names, ports and certificate.
     sed -e "s#listen 443 ssl http2;#listen 127.0.0.1:$https_port ssl http2;#" \
         -e "s#listen 80;#listen 127.0.0.1:$http_port;#" \

@@ -25,3 +25,17 @@ stop_pid_file() {
     kill -9 "$pid" 2>/dev/null || true
     rm -f "$file"
 }
+
+# A throw-away certificate authority (DIR/ca.crt, ca.key) and a certificate it signed for localhost
+# and 127.0.0.1 (DIR/server.crt, server.key): the TLS of the test daemons (nginx.sh, coturn.sh --tls).
+make_test_certificate() {
+    local dir=$1
+    mkdir -p "$dir"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=Parley test CA" \
+        -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
+        -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$dir/ext.cnf"
+    openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
+        -extfile "$dir/ext.cnf" -out "$dir/server.crt" 2>/dev/null
+}
