@@ -43,10 +43,16 @@ public enum ParleyEvent: Sendable {
 extension Parley {
     /// Opens the real-time connection (the app is in the foreground and shows the conversation):
     /// catches up on everything since the last message this device saw, then follows along.
-    /// Dropped connections are reopened with back-off until `disconnect()`.
+    /// Dropped connections are reopened with back-off until `disconnect()`. While connected the
+    /// outbox is sent too (over the connection, else over HTTP), as `start()` does: an app that
+    /// only ever connects never leaves a message pending.
     public func connect() {
         guard realtime == nil else { return }
         wantsConnection = true
+        if !loopRunning {
+            start()
+            loopStartedByConnect = true
+        }
         realtime = Task { [retryDelay] in
             var delay = retryDelay
             while self.wantsConnection, !Task.isCancelled {
@@ -63,6 +69,9 @@ extension Parley {
     /// Closes the real-time connection (the app went to the background). The outbox keeps working
     /// over HTTP while `start()` runs.
     public func disconnect() {
+        if loopStartedByConnect {
+            stop()
+        }
         wantsConnection = false
         frames?.finish()
         frames = nil
@@ -119,6 +128,8 @@ extension Parley {
         if case .hello = frame {
             greeted = true
             emit(.connection(.connected))
+            // What waits in the outbox goes now, over this connection.
+            wakeLoop()
             // Catch up from what this device saw last.
             await sendFrame(.resume(id: "resume", cursors: cursors))
             return

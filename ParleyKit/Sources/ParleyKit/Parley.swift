@@ -58,6 +58,11 @@ public actor Parley {
         /// `.text`, or `.voice` (the recording is kept sealed on the device until it is sent).
         public let kind: MessageKind
         public let text: String
+        /// The conversation it was written to; nil: the consumer's latest (continued, or a new one
+        /// opened when there is none).
+        public let conversationId: ConversationID?
+        /// Written to open a new conversation (where the brand allows several open at once).
+        public let newConversation: Bool?
         public let createdAt: Date
         public internal(set) var state: State
         /// Attempts that did not reach the server or got no answer.
@@ -68,6 +73,8 @@ public actor Parley {
     struct Session: Codable {
         var token: String
         var consumer: ConsumerDTO
+        /// The conversation a message written without one goes to (the latest one), once known.
+        var latestConversation: ConversationID?
     }
 
     /// The brand the app belongs to: checked against the session (nil: learned from it).
@@ -79,11 +86,18 @@ public actor Parley {
     let client: ParleyClient
     var session: Session?
     var outbox: [OutgoingMessage]
+    /// The devices registered for push with this session (unregistered on sign-out), sealed.
+    var pushRegistrations: [RegisterPushRequest]
     /// What the app reported and the server has not acknowledged yet (Parley+Activity.swift), sealed.
     var activity: [ActivityEventInput]
     private var draining = false
+    private var startingSession: Task<Void, any Error>?
+    /// The message `flush` is sending now (it cannot be discarded meanwhile).
+    private var delivering: String?
     private var loop: Task<Void, Never>?
     var loopRunning: Bool { loop != nil }
+    /// The sending loop was started by `connect()` (and ends with `disconnect()`), not by `start()`.
+    var loopStartedByConnect = false
     // Following the app's lifecycle (Parley+Lifecycle.swift).
     var lifecycleTask: Task<Void, Never>?
     var lifecycleObservers: [any NSObjectProtocol] = []
@@ -129,6 +143,7 @@ public actor Parley {
     static let outboxFile = "outbox.sealed"
     static let cursorsFile = "cursors.sealed"
     static let activityFile = "activity.sealed"
+    static let pushFile = "push.sealed"
     /// Sent messages kept for the app to show their state; the oldest go first.
     static let keptSent = 100
 
@@ -152,18 +167,22 @@ public actor Parley {
         let outbox = try store.read(outboxFile, as: [OutgoingMessage].self) ?? []
         let cursors = try store.read(cursorsFile, as: [String: Int64].self) ?? [:]
         let activity = try store.read(activityFile, as: [ActivityEventInput].self) ?? []
+        let push = try store.read(pushFile, as: [RegisterPushRequest].self) ?? []
         return Parley(
             brandID: brandID, appID: appID, identity: identity, store: store, storage: storage, server: server, transport: transport,
             client: ParleyClient(baseURL: server, transport: transport, token: kept?.token), session: kept, outbox: outbox, cursors: cursors,
-            activity: activity, retryDelay: retryDelay)
+            activity: activity, pushRegistrations: push, retryDelay: retryDelay)
     }
 
     private init(
         brandID: BrandID?, appID: AppID, identity: Identity, store: SecureStore, storage: ParleyStorage, server: URL, transport: any ParleyTransport,
         client: ParleyClient, session: Session?, outbox: [OutgoingMessage], cursors: [String: Int64], activity: [ActivityEventInput],
-        retryDelay: Duration
+        pushRegistrations: [RegisterPushRequest], retryDelay: Duration
     ) {
         self.activity = activity
+        self.pushRegistrations = pushRegistrations
+        // The server's URL as a directory, like the client's (a reverse proxy's path prefix).
+        let server = ParleyClient.directory(server)
         self.storage = storage
         (self.brandID, self.appID, self.identity, self.store, self.client) = (brandID, appID, identity, store, client)
         (self.session, self.outbox, self.retryDelay, self.cursors, self.startCursors) = (session, outbox, retryDelay, cursors, cursors)
@@ -176,12 +195,19 @@ public actor Parley {
     /// Every message still pending, failed, or recently sent, oldest first.
     public var outgoing: [OutgoingMessage] { outbox }
 
-    /// Stores the message (sealed) and returns it `.pending`; it is sent by `flush()`, or by the
-    /// background loop after `start()`.
+    /// Stores the message (sealed) and returns it `.pending`; it is sent by `flush()`, by the
+    /// background loop after `start()`, or while connected (`connect()`). It is in the conversation's
+    /// `timeline` at once. Without `conversationId` it goes to the consumer's latest conversation
+    /// (continued, or a new one when there is none); `newConversation` opens another one where the
+    /// brand allows several open at once.
     @discardableResult
-    public func send(_ text: String, clientMessageId: String = UUID().uuidString) throws -> OutgoingMessage {
+    public func send(
+        _ text: String, in conversationId: ConversationID? = nil, newConversation: Bool = false, clientMessageId: String = UUID().uuidString
+    ) throws -> OutgoingMessage {
         if let existing = outbox.first(where: { $0.clientMessageId == clientMessageId }) { return existing }
-        let message = OutgoingMessage(clientMessageId: clientMessageId, kind: .text, text: text, createdAt: Date(), state: .pending, attempts: 0)
+        let message = OutgoingMessage(
+            clientMessageId: clientMessageId, kind: .text, text: text, conversationId: conversationId,
+            newConversation: newConversation && conversationId == nil ? true : nil, createdAt: Date(), state: .pending, attempts: 0)
         outbox.append(message)
         try persistOutbox()
         loop.map { _ in wakeLoop() }
@@ -191,14 +217,16 @@ public actor Parley {
     /// Stores a recorded voice note (sealed, so a failed upload is sent again without recording it
     /// again, also after a restart) and returns it `.pending`.
     @discardableResult
-    public func sendVoice(file: URL, contentType: String = "application/octet-stream", clientMessageId: String = UUID().uuidString) throws
-        -> OutgoingMessage
-    {
+    public func sendVoice(
+        file: URL, contentType: String = "application/octet-stream", in conversationId: ConversationID? = nil,
+        clientMessageId: String = UUID().uuidString
+    ) throws -> OutgoingMessage {
         if let existing = outbox.first(where: { $0.clientMessageId == clientMessageId }) { return existing }
         let audio = try Data(contentsOf: file)
         try store.write(Self.voiceFile(clientMessageId), VoiceDraft(audio: audio, contentType: contentType))
         let message = OutgoingMessage(
-            clientMessageId: clientMessageId, kind: .voice, text: file.lastPathComponent, createdAt: Date(), state: .pending, attempts: 0)
+            clientMessageId: clientMessageId, kind: .voice, text: file.lastPathComponent, conversationId: conversationId, newConversation: nil,
+            createdAt: Date(), state: .pending, attempts: 0)
         outbox.append(message)
         try persistOutbox()
         loop.map { _ in wakeLoop() }
@@ -207,8 +235,37 @@ public actor Parley {
 
     /// Sends a finished recording (`VoiceRecorder.stop()`); the file can go once this returns.
     @discardableResult
-    public func sendVoice(_ recording: VoiceRecording, clientMessageId: String = UUID().uuidString) throws -> OutgoingMessage {
-        try sendVoice(file: recording.file, contentType: recording.contentType, clientMessageId: clientMessageId)
+    public func sendVoice(_ recording: VoiceRecording, in conversationId: ConversationID? = nil, clientMessageId: String = UUID().uuidString) throws
+        -> OutgoingMessage
+    {
+        try sendVoice(file: recording.file, contentType: recording.contentType, in: conversationId, clientMessageId: clientMessageId)
+    }
+
+    /// Sends a failed message again (the server refused it, say, while the brand's voice notes were
+    /// off): it is pending again, with the same client message id. False when there is no such
+    /// failed message.
+    @discardableResult
+    public func resend(_ clientMessageId: String) throws -> Bool {
+        guard let index = outbox.firstIndex(where: { $0.clientMessageId == clientMessageId }), case .failed = outbox[index].state else { return false }
+        outbox[index].state = .pending
+        outbox[index].lastError = nil
+        try persistOutbox()
+        emit(.outgoing(outbox[index]))
+        loop.map { _ in wakeLoop() }
+        return true
+    }
+
+    /// Gives up on a message not sent yet (pending or failed): it leaves the outbox and the
+    /// timeline. False when there is no such message, or the server has it already.
+    @discardableResult
+    public func discard(_ clientMessageId: String) throws -> Bool {
+        guard let index = outbox.firstIndex(where: { $0.clientMessageId == clientMessageId }), outbox[index].state.stored == nil,
+            delivering != clientMessageId
+        else { return false }
+        let message = outbox.remove(at: index)
+        if message.kind == .voice { store.remove(Self.voiceFile(message.clientMessageId)) }
+        try persistOutbox()
+        return true
     }
 
     struct VoiceDraft: Codable {
@@ -225,16 +282,23 @@ public actor Parley {
     /// Parley notifies the device when an agent writes while the app is not connected.
     /// `sandbox` for development builds.
     public func registerForNotifications(apnsToken: Data, sandbox: Bool = false) async throws {
-        try await ensureSession()
-        try await client.registerPush(RegisterPushRequest(
+        try await register(RegisterPushRequest(
             provider: .apns, token: apnsToken.map { String(format: "%02x", $0) }.joined(), environment: sandbox ? "sandbox" : "production"))
     }
 
     /// Registers this device's Firebase Cloud Messaging registration token (Android builds, or an
     /// app that sends through FCM).
     public func registerForNotifications(fcmToken: String) async throws {
+        try await register(RegisterPushRequest(provider: .fcm, token: fcmToken))
+    }
+
+    /// Registers, and remembers the device (sealed) so that `signOut` unregisters it.
+    private func register(_ registration: RegisterPushRequest) async throws {
         try await ensureSession()
-        try await client.registerPush(RegisterPushRequest(provider: .fcm, token: fcmToken))
+        try await client.registerPush(registration)
+        pushRegistrations.removeAll { $0.provider == registration.provider && $0.token == registration.token }
+        pushRegistrations.append(registration)
+        try store.write(Self.pushFile, pushRegistrations)
     }
 
     /// The brand's settings for this consumer: whether voice notes are on and their longest length
@@ -269,7 +333,9 @@ public actor Parley {
     /// The consumer's conversations, newest first.
     public func conversations() async throws -> [ConversationDTO] {
         try await ensureSession()
-        return try await client.conversations()
+        let list = try await client.conversations()
+        if let latest = list.first { noteLatestConversation(latest.id) }
+        return list
     }
 
     /// A conversation's messages after `afterSeq`.
@@ -294,10 +360,18 @@ public actor Parley {
                 index += 1
                 continue
             }
-            switch await deliver(outbox[index]) {
+            let id = outbox[index].clientMessageId
+            let outcome = await deliver(outbox[index])
+            // The outbox may have changed while this waited (a message discarded): find it again.
+            guard let found = outbox.firstIndex(where: { $0.clientMessageId == id }) else { continue }
+            index = found
+            switch outcome {
             case .sent(let stored):
                 outbox[index].state = .sent(messageId: stored.id, conversationId: stored.conversationId, seq: stored.seq)
                 outbox[index].lastError = nil
+                // The server's copy, in the conversation's cache: the timeline shows it in place.
+                cache([stored], in: stored.conversationId)
+                if outbox[index].conversationId == nil { noteLatestConversation(stored.conversationId) }
             case .refused(let code, let message):
                 outbox[index].state = .failed(code: code, message: message)
             case .later(let reason):
@@ -319,6 +393,7 @@ public actor Parley {
     /// Sends in the background: now, and again after a failure with back-off (1 s doubling to a
     /// minute), and whenever `send` adds a message. `stop()` ends it (the app went to the background).
     public func start() {
+        loopStartedByConnect = false
         guard loop == nil else { return }
         loop = Task { [retryDelay] in
             var delay = retryDelay
@@ -335,23 +410,55 @@ public actor Parley {
     }
 
     public func stop() {
+        loopStartedByConnect = false
         loop?.cancel()
         loop = nil
         wakeup?.resume()
         wakeup = nil
     }
 
-    /// Signing out: the session and everything stored on the device are gone.
-    public func signOut() throws {
+    /// Signing out (the next user of a shared device must see and get nothing of this one): the
+    /// devices registered for push are unregistered, the session is ended on the server (its token
+    /// is refused from then on, everywhere), then everything stored on the device is wiped, the
+    /// outbox too. Returns whether the server was told; when it cannot be reached the device is
+    /// wiped all the same, and the token, gone from the device, expires on its own.
+    @discardableResult
+    public func signOut() async throws -> Bool {
         stopFollowingAppLifecycle()
         stop()
         disconnect()
+        let told = session == nil ? true : await endServerSession()
         session = nil
         outbox = []
         activity = []
+        pushRegistrations = []
         cursors = [:]
         recentSeqs = [:]
+        await client.forget()
         try store.wipe()
+        return told
+    }
+
+    /// Unregisters push and ends the session on the server; false when it could not be reached.
+    private func endServerSession() async -> Bool {
+        do {
+            for registration in pushRegistrations {
+                do {
+                    try await client.unregisterPush(registration)
+                } catch ParleyClientError.api(404, _) {
+                    // Gone already (the server dropped a token the provider called dead).
+                }
+            }
+            try await client.endSession()
+            return true
+        } catch ParleyClientError.api(401, _) {
+            // The session had ended already: nothing to revoke. (Its push registrations belong to
+            // the consumer; an authenticated consumer's next session could remove them, but this
+            // one cannot, and the next user of the device signs in as someone else.)
+            return true
+        } catch {
+            return false
+        }
     }
 
     // MARK: Delivery
@@ -363,6 +470,8 @@ public actor Parley {
     }
 
     private func deliver(_ message: OutgoingMessage) async -> Outcome {
+        delivering = message.clientMessageId
+        defer { delivering = nil }
         for _ in 0..<2 {
             do {
                 try await ensureSession()
@@ -371,7 +480,9 @@ public actor Parley {
                         return .refused(code: .recordingLost, message: "The recording is no longer on the device.")
                     }
                     let id = message.clientMessageId
-                    let response = try await client.sendVoice(draft.audio, contentType: draft.contentType, clientMessageId: id) { [weak self] fraction in
+                    let response = try await client.sendVoice(
+                        draft.audio, contentType: draft.contentType, conversationId: message.conversationId, clientMessageId: id
+                    ) { [weak self] fraction in
                         self?.emit(.uploadProgress(clientMessageId: id, fraction: fraction))
                     }
                     try? FileManager.default.removeItem(at: store.directory.appendingPathComponent(Self.voiceFile(message.clientMessageId)))
@@ -382,7 +493,9 @@ public actor Parley {
                 // message id, so a send that got no answer is never stored twice.
                 let frameId = nextFrameId()
                 if let answer = await realtimeRequest(
-                    .send(id: frameId, SendMessageRequest(clientMessageId: message.clientMessageId, text: message.text)), id: frameId)
+                    .send(id: frameId, SendMessageRequest(
+                        clientMessageId: message.clientMessageId, text: message.text, conversationId: message.conversationId,
+                        newConversation: message.newConversation)), id: frameId)
                 {
                     switch answer {
                     case .ack(_, let stored?, _, _):
@@ -395,7 +508,10 @@ public actor Parley {
                         return .later("an unexpected answer")
                     }
                 }
-                return .sent(try await client.send(message.text, clientMessageId: message.clientMessageId, attempts: 1).message)
+                return .sent(try await client.send(
+                    message.text, conversationId: message.conversationId, newConversation: message.newConversation == true,
+                    clientMessageId: message.clientMessageId, attempts: 1
+                ).message)
             } catch {
                 switch SendFailure(error) {
                 case .sessionEnded:
@@ -447,7 +563,18 @@ public actor Parley {
         }
     }
 
+    /// A session, made once however many callers ask at the same time (the sending loop and the
+    /// connection both start by asking: two anonymous sessions would be two consumers).
     func ensureSession() async throws {
+        if session != nil { return }
+        if let starting = startingSession { return try await starting.value }
+        let starting = Task { try await self.startSession() }
+        startingSession = starting
+        defer { startingSession = nil }
+        try await starting.value
+    }
+
+    private func startSession() async throws {
         if session != nil { return }
         let consumer: ConsumerDTO
         switch identity {
@@ -460,8 +587,15 @@ public actor Parley {
         if let brandID, consumer.brandId != brandID {
             throw ParleyKitError.misconfigured("app \(appID) belongs to another brand than \(brandID)")
         }
-        session = Session(token: token, consumer: consumer)
+        session = Session(token: token, consumer: consumer, latestConversation: nil)
         try store.write(Self.sessionFile, session)
+    }
+
+    /// The conversation a message written without one went to: the one shown by `timeline(in: nil)`.
+    func noteLatestConversation(_ conversationId: ConversationID) {
+        guard session != nil, session?.latestConversation != conversationId else { return }
+        session?.latestConversation = conversationId
+        try? store.write(Self.sessionFile, session)
     }
 
     func persistOutbox() throws {

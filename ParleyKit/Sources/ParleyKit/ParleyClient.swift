@@ -28,7 +28,7 @@ public actor ParleyClient {
 
     /// With another transport than URLSession (`ParleyTransport`).
     public init(baseURL: URL, transport: any ParleyTransport, token: String? = nil) {
-        self.baseURL = baseURL
+        self.baseURL = Self.directory(baseURL)
         self.transport = transport
         self.token = token
     }
@@ -122,6 +122,26 @@ public actor ParleyClient {
         try await request("POST", "v1/consumer/push", body: registration)
     }
 
+    /// Unregisters a device registered with `registerPush` (the same provider and token): the
+    /// server sends it no more notifications for this consumer.
+    public func unregisterPush(_ registration: RegisterPushRequest) async throws {
+        try await requestNoContent("DELETE", "v1/consumer/push", body: registration)
+    }
+
+    /// Ends the session on the server: its token is refused from now on, on every connection, and
+    /// the consumer's real-time connections with it close. The client forgets the token.
+    public func endSession() async throws {
+        try await requestNoContent("DELETE", "v1/consumer/session", body: Optional<Empty>.none)
+        token = nil
+        consumer = nil
+    }
+
+    /// Forgets the session's token and consumer (signing out on the device).
+    public func forget() {
+        token = nil
+        consumer = nil
+    }
+
     /// Where the consumer's conversation is in the queue for an agent.
     public func queuePosition(conversationId: ConversationID) async throws -> QueuePositionDTO {
         try await request("GET", "v1/consumer/conversations/\(conversationId)/queue")
@@ -203,6 +223,17 @@ public actor ParleyClient {
         return try await perform(request)
     }
 
+    /// A request answered with 204 No Content (any 2xx); refusals throw as for the others.
+    private func requestNoContent<Body: Encodable>(_ method: String, _ path: String, body: Body?) async throws {
+        let _: Ignored = try await request(method, path, body: body)
+    }
+
+    /// Any body, or none.
+    private struct Ignored: Decodable {
+        init() {}
+        init(from decoder: any Decoder) throws {}
+    }
+
     private func perform<Response: Decodable>(_ request: URLRequest) async throws -> Response {
         let (data, status) = try await exchange(request)
         return try decode(data, status)
@@ -215,6 +246,7 @@ public actor ParleyClient {
             }
             throw ParleyClientError.api(status: status, .init(code: .http(status), message: String(decoding: data, as: UTF8.self)))
         }
+        if let ignored = Ignored() as? Response { return ignored }
         return try decoder.decode(Response.self, from: data)
     }
 
@@ -231,6 +263,15 @@ public actor ParleyClient {
         request.setValue(ParleyClient.userAgent, forHTTPHeaderField: "User-Agent")
         let answer = try await transport.exchange(request, maxBytes: maxBytes, progress: progress)
         return (answer.body, answer.status)
+    }
+
+    /// The server's URL as a directory (its path ends with "/"), so that relative paths resolve
+    /// under it: behind a reverse proxy at `https://example.com/chat`, `v1/consumer/messages` is
+    /// `https://example.com/chat/v1/consumer/messages`, not `https://example.com/v1/...`.
+    static func directory(_ url: URL) -> URL {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true), !components.path.hasSuffix("/") else { return url }
+        components.path += "/"
+        return components.url ?? url
     }
 
     /// `ParleyKit/<version>`, in every request's User-Agent.

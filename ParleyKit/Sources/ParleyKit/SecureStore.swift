@@ -23,7 +23,7 @@ public struct ParleyStorage: Sendable {
     /// How many voice notes' audio files are kept on the device (the most recently played).
     public var cachedVoiceNotes: Int
 
-    public init(directory: URL, key: Key, cachedConversations: Int = 5, cachedVoiceNotes: Int = 20) {
+    public init(directory: URL, key: Key, cachedConversations: Int = 20, cachedVoiceNotes: Int = 20) {
         self.directory = directory
         self.key = key
         self.cachedConversations = max(0, cachedConversations)

@@ -18,6 +18,7 @@ struct AuthController {
         routes.agents.get("/v1/me", use: me)
         routes.anyone.post("/v1/consumer/session", use: consumerSession)
         routes.consumers.get("/v1/consumer/me", use: consumerMe)
+        routes.consumers.delete("/v1/consumer/session", use: endConsumerSession)
     }
 
     @Sendable func login(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<AgentSessionResponse> {
@@ -83,6 +84,18 @@ struct AuthController {
         try await limits.ipWrites.check(ip, "requests from this address")
         let body = try await request.decodeJSON(ConsumerSessionRequest.self, limit: configuration.maxJSONBodyBytes)
         return JSONResponse(.created, try await identity.startConsumerSession(body, userAgent: request.headers[.userAgent]))
+    }
+
+    /// The app signs the consumer out (ParleyKit's `signOut`): this session's token is refused from
+    /// now on and its real-time connections close, on every node (SessionRevocations). The
+    /// consumer's other sessions (another device) go on.
+    @Sendable func endConsumerSession(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        _ = try context.requireConsumer()
+        if let tokenHash = context.sessionTokenHash {
+            try await identity.logout(tokenHash: tokenHash)
+            hub.disconnect(sessionTokenHash: tokenHash, code: RealtimeCloseCode.unauthorized, reason: "signed out")
+        }
+        return Response(status: .noContent)
     }
 
     @Sendable func consumerMe(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConsumerDTO> {
