@@ -58,6 +58,9 @@ struct PushTests {
                 #expect(first.badge == 1)
                 #expect(first.headers["apns-topic"] == "com.acme.shop" && first.headers["apns-collapse-id"] == sent.conversation.id.rawValue)
                 #expect(first.jwtIssuer == "ABCDE12345" && first.jwtKeyId == "KEY1234567")
+                // What the app's notification delegate reads, with ParleyKit's helper.
+                let notification = try #require(ParleyNotification(userInfo: first.payload))
+                #expect(notification.conversationId == sent.conversation.id && notification.kind == .text)
 
                 // The brand shows text: the next one carries it, and the badge counts both unread.
                 #expect(try await server.request(.patch, "/v1/brand/settings", token: acme.adminToken, json: UpdateBrandSettingsRequest(pushPreview: .text)).status == .ok)
@@ -127,6 +130,8 @@ struct PushTests {
                 #expect(fake.sent.count == 2)
                 #expect(fake.sent.allSatisfy { $0.token == device && $0.collapseKey == sent.conversation.id.rawValue })
                 #expect(fake.sent.first?.body == "New message from \(acme.brand.name)")
+                let data = try #require(fake.sent.first?.message["data"] as? [String: Any])
+                #expect(ParleyNotification(userInfo: data)?.conversationId == sent.conversation.id)
                 #expect(fake.state.withLock { $0.tokenRequests } == 1)  // the access token is reused
 
                 fake.state.withLock { _ = $0.unregistered.insert(device) }

@@ -157,6 +157,9 @@ public struct ConversationDTO: Codable, Sendable, Hashable {
     /// An agent's first reply: when, and who (automatic messages are not replies).
     public var firstReplyAt: Date?
     public var firstReplyBy: AgentID?
+    /// For the customer (their own views of it): how many of the agents' messages they have not
+    /// read yet (a read receipt up to a message reads it and every one before).
+    public var unread: Int?
 
     public init(
         id: ConversationID, brandId: BrandID, appId: AppID, consumerId: ConsumerID, channel: Channel,

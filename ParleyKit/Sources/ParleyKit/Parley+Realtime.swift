@@ -27,6 +27,11 @@ public enum ParleyEvent: Sendable {
     /// The consumer's conversation waits for an agent: its place in the queue and the expected
     /// wait (a nil `position`: an agent has it; an `.event` of kind `assigned` says who).
     case queue(QueuePositionDTO)
+    /// A call in one of the consumer's conversations: `ringing` when an agent calls (show it, with
+    /// `inviterName` and `media`; `declineCall` or the drop-in screen to answer), then each change
+    /// (answered elsewhere, ended, missed). While the app has no connection a ringing call comes as
+    /// a push notification whose `kind` is `call`.
+    case call(CallDTO)
     /// A conversation closed (an agent resolved it, or it closed on its own after the customer went
     /// quiet). Show "This conversation has been closed"; when `survey == .offered`, ask for a rating
     /// (`rate`). The consumer's next message starts a new conversation.
@@ -79,10 +84,25 @@ extension Parley {
         realtime = nil
     }
 
-    /// The app shows the conversation up to its newest message: the agents see "read".
+    /// The app shows the conversation up to its newest message: the agents see "read", and the
+    /// conversation's `unread` count drops to none. Over the connection when there is one, else
+    /// over HTTP (a screen that only loaded `messages(in:)`).
     public func markRead(_ conversationId: ConversationID) async {
-        guard let seq = cursors[conversationId.rawValue], seq > 0 else { return }
-        await sendFrame(.receipt(id: nextFrameId(), conversationId: conversationId, ReceiptRequest(upToSeq: seq, state: .read)))
+        let newest = cachedMessages(in: conversationId).last(where: { $0.senderKind != .consumer })?.seq ?? 0
+        let seq = max(cursors[conversationId.rawValue] ?? 0, newest)
+        guard seq > 0 else { return }
+        let receipt = ReceiptRequest(upToSeq: seq, state: .read)
+        if greeted, frames != nil {
+            await sendFrame(.receipt(id: nextFrameId(), conversationId: conversationId, receipt))
+        } else {
+            _ = try? await client.acknowledge(conversationId: conversationId, upToSeq: seq, state: .read)
+        }
+    }
+
+    /// Declines a call an agent rings the consumer for (a `.call` event in state `ringing`).
+    /// Answering one takes the drop-in conversation screen (it holds the audio and video).
+    public func declineCall(_ callId: CallID) async {
+        await sendFrame(.callReject(id: nextFrameId(), callId: callId))
     }
 
     /// The consumer is (or stopped) typing.
@@ -165,6 +185,8 @@ extension Parley {
             emit(.conversation(conversation))
         case .queue(let place):
             emit(.queue(place))
+        case .call(let call):
+            emit(.call(call))
         case .typing(let conversationId, let participant, let isTyping):
             emit(.typing(conversationId: conversationId, participant: participant, isTyping: isTyping))
         case .resumed(_, let replayed, let complete):

@@ -347,6 +347,27 @@ public actor Parley {
         return messages
     }
 
+    /// The latest `limit` messages of a conversation, oldest first (cached): where a chat screen
+    /// starts before it scrolls back with `messages(in:before:)`.
+    public func latestMessages(in conversationId: ConversationID, limit: Int = 50) async throws -> [MessageDTO] {
+        try await messages(in: conversationId, before: Int64(Int32.max), limit: limit)
+    }
+
+    /// The `limit` messages just before sequence number `seq`, oldest first (cached): scrolling back
+    /// through a conversation. Empty at its beginning.
+    public func messages(in conversationId: ConversationID, before seq: Int64, limit: Int = 50) async throws -> [MessageDTO] {
+        try await ensureSession()
+        let messages = try await client.messages(conversationId: conversationId, beforeSeq: seq, limit: limit)
+        cache(messages, in: conversationId)
+        return messages
+    }
+
+    /// How many of the agents' messages the consumer has not read, in all their conversations
+    /// (`ConversationDTO.unread` has it per conversation): for a badge. `markRead` lowers it.
+    public func unreadCount() async throws -> Int {
+        try await conversations().reduce(0) { $0 + ($1.unread ?? 0) }
+    }
+
     /// Sends what is pending, in order, until the outbox is empty or the network fails (the next
     /// message waits for the one before it). Returns whether anything is still pending.
     @discardableResult

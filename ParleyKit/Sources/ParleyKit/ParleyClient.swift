@@ -192,6 +192,14 @@ public actor ParleyClient {
         return list.items
     }
 
+    /// The `limit` messages just before `beforeSeq`, oldest first: reading a conversation backwards
+    /// (`Int64(Int32.max)` for the latest ones).
+    public func messages(conversationId: ConversationID, beforeSeq: Int64, limit: Int = 50) async throws -> [MessageDTO] {
+        let list: ListResponse<MessageDTO> = try await request(
+            "GET", "v1/consumer/conversations/\(conversationId)/messages?before=\(beforeSeq)&limit=\(limit)")
+        return list.items
+    }
+
     /// Tells the agents that the consumer has received or read their messages up to `seq`.
     @discardableResult
     public func acknowledge(conversationId: ConversationID, upToSeq: Int64, state: DeliveryState) async throws -> ConversationEventDTO? {

@@ -101,8 +101,17 @@ struct ConversationController {
 
     @Sendable func messages(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ListResponse<MessageDTO>> {
         let principal = try context.requirePrincipal()
-        let after = try request.queryInt("after", default: 0, range: 0...Int(Int32.max))
         let limit = try request.queryInt("limit", default: 100, range: 1...ConversationService.maxPage)
+        // Backwards: the messages just before `before` (the latest ones with a number past the end).
+        if request.queryString("before") != nil {
+            guard request.queryString("after") == nil else {
+                throw ParleyError.invalidField("before", "Give 'after' (reading forwards) or 'before' (backwards), not both.")
+            }
+            let before = try request.queryInt("before", default: 0, range: 1...Int(Int32.max))
+            let items = try await conversations.messages(principal, conversationId: conversationId(context), beforeSeq: Int64(before), limit: limit)
+            return JSONResponse(.ok, ListResponse(items: items))
+        }
+        let after = try request.queryInt("after", default: 0, range: 0...Int(Int32.max))
         let items = try await conversations.messages(principal, conversationId: conversationId(context), afterSeq: Int64(after), limit: limit)
         return JSONResponse(.ok, ListResponse(items: items))
     }

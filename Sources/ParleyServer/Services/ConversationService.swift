@@ -429,7 +429,21 @@ public struct ConversationService: Sendable {
     // MARK: Reading
 
     public func conversation(_ principal: Principal, id: ConversationID) async throws -> ConversationDTO {
-        try await store.read { repo in try await Self.authorizedConversation(principal, id: id, in: repo, lock: false) }
+        try await store.read { repo in
+            let conversation = try await Self.authorizedConversation(principal, id: id, in: repo, lock: false)
+            guard case .consumer = principal else { return conversation }
+            return try await Self.withUnread([conversation], repo: repo)[0]
+        }
+    }
+
+    /// The customer's views of their conversations say how many of the agents' messages they have not read.
+    static func withUnread(_ conversations: [ConversationDTO], repo: any ConversationStore) async throws -> [ConversationDTO] {
+        let counts = try await repo.unreadCounts(conversationIds: conversations.map(\.id), senderKind: .agent)
+        return conversations.map { conversation in
+            var conversation = conversation
+            conversation.unread = counts[conversation.id] ?? 0
+            return conversation
+        }
     }
 
     public func conversations(_ agent: AgentPrincipal, filter: ConversationFilter) async throws -> [ConversationDTO] {
@@ -449,7 +463,7 @@ public struct ConversationService: Sendable {
             var filter = ConversationFilter(states: states, limit: limit, before: before)
             filter.consumerId = consumer.consumerId
             filter.activeSince = RecordsService.cutoff(now: clock.now(), months: records.historyMonths)
-            return try await repo.conversations(brandId: consumer.brandId, filter: filter)
+            return try await Self.withUnread(repo.conversations(brandId: consumer.brandId, filter: filter), repo: repo)
         }
     }
 
@@ -457,6 +471,15 @@ public struct ConversationService: Sendable {
         try await store.read { repo in
             let conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
             return try await repo.messages(conversationId: conversation.id, afterSeq: afterSeq, limit: limit)
+        }
+    }
+
+    /// The `limit` messages just before `beforeSeq`, oldest first: a conversation read backwards
+    /// from its end (a `beforeSeq` past the last message gives the latest ones).
+    public func messages(_ principal: Principal, conversationId: ConversationID, beforeSeq: Int64, limit: Int) async throws -> [MessageDTO] {
+        try await store.read { repo in
+            let conversation = try await Self.authorizedConversation(principal, id: conversationId, in: repo, lock: false)
+            return try await repo.messages(conversationId: conversation.id, beforeSeq: beforeSeq, limit: limit)
         }
     }
 

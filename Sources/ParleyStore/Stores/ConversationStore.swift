@@ -24,6 +24,10 @@ public protocol ConversationStore: Sendable {
     /// A message of the brand by id (any conversation of the brand), with its voice note if it has one.
     func message(brandId: BrandID, id: MessageID) async throws -> MessageDTO?
     func messages(conversationId: ConversationID, afterSeq: Int64, limit: Int) async throws -> [MessageDTO]
+    /// Per conversation, how many messages from `senderKind` are not read yet (absent: none).
+    func unreadCounts(conversationIds: [ConversationID], senderKind: ParticipantKind) async throws -> [ConversationID: Int]
+    /// The `limit` messages just before `beforeSeq`, in sequence order (reading a conversation backwards).
+    func messages(conversationId: ConversationID, beforeSeq: Int64, limit: Int) async throws -> [MessageDTO]
     /// Raises the delivery state of every message sent by `senderKind` with `seq <= upToSeq` to `state`.
     /// Returns how many messages changed.
     func raiseDeliveryState(
@@ -181,6 +185,30 @@ extension SQLRepository: ConversationStore {
             "SELECT * FROM messages WHERE conversation_id = \(bind: conversationId) AND seq > \(bind: afterSeq) ORDER BY seq LIMIT \(bind: limit)"
         ).all(MessageRow.self)
         return try await withVoice(rows)
+    }
+
+    public func unreadCounts(conversationIds: [ConversationID], senderKind: ParticipantKind) async throws -> [ConversationID: Int] {
+        guard !conversationIds.isEmpty else { return [:] }
+        struct Count: Decodable {
+            var conversation_id: String
+            var unread: Int
+        }
+        let list = SQLList(conversationIds.map { SQLBind($0.rawValue) })
+        let rows = try await db.raw(
+            """
+            SELECT conversation_id, COUNT(*) AS unread FROM messages
+            WHERE conversation_id IN (\(list)) AND sender_kind = \(bind: senderKind.rawValue) AND delivery_state < \(bind: DeliveryState.read.rank)
+            GROUP BY conversation_id
+            """
+        ).all(decoding: Count.self)
+        return Dictionary(rows.map { (ConversationID(rawValue: $0.conversation_id), $0.unread) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    public func messages(conversationId: ConversationID, beforeSeq: Int64, limit: Int) async throws -> [MessageDTO] {
+        let rows = try await db.raw(
+            "SELECT * FROM messages WHERE conversation_id = \(bind: conversationId) AND seq < \(bind: beforeSeq) ORDER BY seq DESC LIMIT \(bind: limit)"
+        ).all(MessageRow.self)
+        return try await withVoice(rows.reversed())
     }
 
     public func messages(conversationIds: [ConversationID]) async throws -> [MessageDTO] {
