@@ -49,6 +49,7 @@ export const ErrorCode = Object.freeze({
   engagementRuleLimit: "engagement_rule_limit",
   eventTooOld: "event_too_old",
   exportBusy: "export_busy",
+  fileLost: "file_lost",
   forbidden: "forbidden",
   holdLimit: "hold_limit",
   identityNotConfigured: "identity_not_configured",

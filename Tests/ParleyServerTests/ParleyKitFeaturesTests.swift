@@ -114,3 +114,66 @@ struct ParleyKitFeaturesTests {
         #expect(ParleyNotification(userInfo: ["parley": ["conversationId": "cnv_0123456789abcdefghjkmnpq", "kind": "fax"]]) == nil)
     }
 }
+
+extension ParleyKitFeaturesTests {
+    @Test("images and files through the outbox: sealed while offline and across a restart, uploaded once with progress, in the timeline from the start; a refused file fails in place with the server's code")
+    func attachmentsThroughOutbox() async throws {
+        let files = try ImageFixtures.files()
+        let root = try ParleyKitTrapsTests.root()
+        defer { try? FileManager.default.removeItem(at: root) }
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let transport = ParleyKitTrapsTests.RecordingTransport()
+            let configure = {
+                try await Parley.configure(
+                    brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(server.port)/")!,
+                    identity: .anonymous(displayName: "Nia"), storage: ParleyKitTests.storage(root), transport: transport,
+                    retryDelay: .milliseconds(50))
+            }
+            let parley = try await configure()
+            try await parley.send("Here is the receipt")
+            #expect(await parley.flush() == false)
+            let conversationId = try #require(await parley.outgoing.first?.state.stored?.conversationId)
+
+            // On the train: chosen, kept sealed, not sent.
+            transport.offline.withLock { $0 = true }
+            let photo = files.directory.appendingPathComponent("photo.png")
+            try await parley.sendAttachment(file: photo, fileName: "receipt+1 été.png", clientMessageId: "photo-1")
+            #expect(await parley.flush())
+            #expect(await parley.timeline(in: conversationId).last?.outgoing?.state == .pending)
+            #expect(await parley.timeline(in: conversationId).last?.kind == .attachment)
+            let pngHead = try Data(contentsOf: photo).prefix(64)
+            for name in try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("parley").path) {
+                let bytes = try Data(contentsOf: root.appendingPathComponent("parley").appendingPathComponent(name))
+                #expect(bytes.range(of: pngHead) == nil, "\(name) holds the photo in the clear")
+            }
+
+            // The app restarts with the network back: uploaded once, with progress.
+            transport.offline.withLock { $0 = false }
+            let restarted = try await configure()
+            let log = ParleyKitTests.EventLog(restarted)
+            #expect(await restarted.flush() == false)
+            #expect(await restarted.flush() == false)
+            guard case .sent(let messageId, _, _) = try #require(await restarted.outgoing.first { $0.clientMessageId == "photo-1" }).state else {
+                Issue.record("not sent")
+                return
+            }
+            try await log.wait { $0.contains { if case .uploadProgress("photo-1", 1) = $0 { true } else { false } } }
+            let stored = try await server.get("/v1/conversations/\(conversationId)/messages", token: acme.adminToken).decode(ListResponse<MessageDTO>.self).items
+            let attachments = stored.filter { $0.kind == .attachment }
+            #expect(attachments.map(\.id) == [messageId])
+            #expect(attachments.first?.attachment?.fileName == "receipt+1 été.png")
+            #expect(attachments.first?.attachment?.type == .png)
+            #expect(await restarted.timeline(in: conversationId).map(\.id) == [await restarted.outgoing[0].clientMessageId, "photo-1"])
+
+            // A program named .pdf: refused for good, in place, with the server's reason.
+            try await restarted.sendAttachment(file: files.directory.appendingPathComponent("program.pdf"), clientMessageId: "bad-1")
+            #expect(await restarted.flush() == false)
+            let failed = await restarted.timeline(in: conversationId).last
+            #expect(failed?.id == "bad-1")
+            if case .failed(let code, _) = failed?.outgoing?.state { #expect(code == "unsupported_attachment") } else { Issue.record("not failed: \(String(describing: failed))") }
+            #expect(try await restarted.discard("bad-1"))
+            log.task.cancel()
+        }
+    }
+}

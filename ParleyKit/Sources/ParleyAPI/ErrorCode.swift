@@ -112,6 +112,7 @@ extension ErrorCode {
     public static let engagementRuleLimit: ErrorCode = "engagement_rule_limit"
     public static let eventTooOld: ErrorCode = "event_too_old"
     public static let exportBusy: ErrorCode = "export_busy"
+    public static let fileLost: ErrorCode = "file_lost"
     public static let forbidden: ErrorCode = "forbidden"
     public static let holdLimit: ErrorCode = "hold_limit"
     public static let identityNotConfigured: ErrorCode = "identity_not_configured"
@@ -261,6 +262,7 @@ extension ErrorCode {
         Entry(.engagementRuleLimit, .api, http: [409], meaning: "A brand has at most … engagement rules; delete one first.", action: "Delete a rule first."),
         Entry(.eventTooOld, .api, http: [422], meaning: "Events older than 30 days are not accepted.", action: "Report events as they happen (at most 30 days late)."),
         Entry(.exportBusy, .api, http: [429], meaning: "… exports of this brand are running; try again when one is done.", action: "Retry when one of the brand's running exports is done."),
+        Entry(.fileLost, .sdk, http: [], meaning: "The file is no longer on the device.", action: "The app should let the customer choose the file again."),
         Entry(.forbidden, .api, http: [403], meaning: "The signed-in user's role or profile does not allow this.", action: "The signed-in user may not do this; an admin can change what their profile allows."),
         Entry(.holdLimit, .api, http: [409], meaning: "A brand keeps at most … legal holds.", action: "Lift a hold that is no longer needed first."),
         Entry(.identityNotConfigured, .api, http: [401], meaning: "This app has no key for verifying consumer identities; register one first.", action: "An admin registers the app's identity key (Settings, Apps) before consumers sign in with tokens."),

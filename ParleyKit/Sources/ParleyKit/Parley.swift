@@ -264,6 +264,7 @@ public actor Parley {
         else { return false }
         let message = outbox.remove(at: index)
         if message.kind == .voice { store.remove(Self.voiceFile(message.clientMessageId)) }
+        if message.kind == .attachment { store.remove(Self.uploadFile(message.clientMessageId)) }
         try persistOutbox()
         return true
     }
@@ -271,6 +272,45 @@ public actor Parley {
     struct VoiceDraft: Codable {
         var audio: Data
         var contentType: String
+    }
+
+    /// The largest image or file the SDK takes into its outbox (the brand's own limit, at most
+    /// 25 MB by default on the server, is checked there: `attachment_too_large`).
+    public static let maxAttachmentBytes = 64 * 1024 * 1024
+
+    /// Stores an image or a file (sealed, so a failed upload is sent again, also after a restart)
+    /// and returns it `.pending`; `.uploadProgress` events follow while it uploads. The server reads
+    /// its type from its bytes and applies the brand's allow-list and size limit (a refusal is
+    /// `.failed` with the code). `fileName` (the file's own by default) is what the agents see.
+    @discardableResult
+    public func sendAttachment(
+        file: URL, fileName: String? = nil, in conversationId: ConversationID? = nil, clientMessageId: String = UUID().uuidString
+    ) throws -> OutgoingMessage {
+        if let existing = outbox.first(where: { $0.clientMessageId == clientMessageId }) { return existing }
+        let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
+        guard size <= Self.maxAttachmentBytes else {
+            throw ParleyKitError.invalid("The file has \(size) bytes; at most \(Self.maxAttachmentBytes) can be sent.")
+        }
+        let data = try Data(contentsOf: file)
+        let name = fileName ?? file.lastPathComponent
+        try store.write(Self.uploadFile(clientMessageId), AttachmentDraft(data: data, fileName: name))
+        let message = OutgoingMessage(
+            clientMessageId: clientMessageId, kind: .attachment, text: name, conversationId: conversationId, newConversation: nil,
+            createdAt: Date(), state: .pending, attempts: 0)
+        outbox.append(message)
+        try persistOutbox()
+        loop.map { _ in wakeLoop() }
+        return message
+    }
+
+    struct AttachmentDraft: Codable {
+        var data: Data
+        var fileName: String
+    }
+
+    static func uploadFile(_ clientMessageId: String) -> String {
+        "upload-" + String(clientMessageId.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == "-" }.prefix(64).map(Character.init))
+            + ".sealed"
     }
 
     static func voiceFile(_ clientMessageId: String) -> String {
@@ -496,6 +536,19 @@ public actor Parley {
         for _ in 0..<2 {
             do {
                 try await ensureSession()
+                if message.kind == .attachment {
+                    guard let draft = try store.read(Self.uploadFile(message.clientMessageId), as: AttachmentDraft.self) else {
+                        return .refused(code: .fileLost, message: "The file is no longer on the device.")
+                    }
+                    let id = message.clientMessageId
+                    let response = try await client.sendAttachment(
+                        draft.data, fileName: draft.fileName, conversationId: message.conversationId, clientMessageId: id
+                    ) { [weak self] fraction in
+                        self?.emit(.uploadProgress(clientMessageId: id, fraction: fraction))
+                    }
+                    store.remove(Self.uploadFile(message.clientMessageId))
+                    return .sent(response.message)
+                }
                 if message.kind == .voice {
                     guard let draft = try store.read(Self.voiceFile(message.clientMessageId), as: VoiceDraft.self) else {
                         return .refused(code: .recordingLost, message: "The recording is no longer on the device.")

@@ -95,6 +95,37 @@ public actor ParleyClient {
         return decoded
     }
 
+    /// Uploads an image or a file (the bytes; the server reads the type from them, never from the
+    /// name or the declared type). `fileName` is shown to the agents (cleaned by the server). The
+    /// client message id makes a repeated upload return the first one.
+    public func sendAttachment(
+        _ data: Data, fileName: String?, conversationId: ConversationID? = nil, clientMessageId: String,
+        progress: (@Sendable (Double) -> Void)? = nil
+    ) async throws -> SendMessageResponse {
+        var query = [URLQueryItem(name: "clientMessageId", value: clientMessageId)]
+        if let conversationId { query.append(URLQueryItem(name: "conversationId", value: conversationId.rawValue)) }
+        if let fileName { query.append(URLQueryItem(name: "name", value: fileName)) }
+        var components = URLComponents()
+        components.path = "v1/consumer/attachments"
+        components.queryItems = query
+        // URLComponents leaves "+" as it is; a server reads it as a space.
+        components.percentEncodedQuery = components.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B")
+        guard let relative = components.string, let url = URL(string: relative, relativeTo: baseURL) else {
+            throw ParleyClientError.transport("bad file name")
+        }
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        request.httpBody = data
+        guard let progress else { return try await perform(request) }
+        progress(0)
+        let (body, status) = try await exchange(request, progress: progress)
+        let decoded: SendMessageResponse = try decode(body, status)
+        progress(1)
+        return decoded
+    }
+
     /// Reports what the consumer did in the app (a batch of at most 50 events).
     public func reportActivity(_ events: [ActivityEventInput]) async throws -> ReportActivityResponse {
         try await request("POST", "v1/consumer/activity", body: ReportActivityRequest(events: events))
