@@ -174,6 +174,9 @@ extension Parley {
             }
         case .event(let event):
             guard advance(event.conversationId, to: event.seq) else { return }
+            // A voice note processed (its length, waveform and renditions) or a message's delivery
+            // on a channel: the message as it is now, for the cache and the timeline.
+            if let message = event.message { cache([message], in: message.conversationId) }
             emit(.event(event))
             if event.kind == .stateChanged, event.state == .resolved, let conversation = try? await client.conversation(id: event.conversationId) {
                 emit(.closed(conversation))

@@ -402,6 +402,18 @@ public actor Parley {
         return messages
     }
 
+    /// An agent as the consumer sees them (name and initials): who an `assigned` event names.
+    public func agent(_ id: AgentID) async throws -> PublicAgentDTO {
+        try await ensureSession()
+        return try await client.agent(id: id)
+    }
+
+    /// A conversation of the consumer's, with its state and unread count.
+    public func conversation(_ id: ConversationID) async throws -> ConversationDTO {
+        try await ensureSession()
+        return try await client.conversation(id: id)
+    }
+
     /// How many of the agents' messages the consumer has not read, in all their conversations
     /// (`ConversationDTO.unread` has it per conversation): for a badge. `markRead` lowers it.
     public func unreadCount() async throws -> Int {

@@ -193,6 +193,11 @@ public actor ParleyClient {
         return preferred
     }
 
+    /// An agent of the brand as the consumer sees them: name and initials.
+    public func agent(id: AgentID) async throws -> PublicAgentDTO {
+        try await request("GET", "v1/consumer/agents/\(id)")
+    }
+
     public func conversation(id: ConversationID) async throws -> ConversationDTO {
         try await request("GET", "v1/consumer/conversations/\(id)")
     }
