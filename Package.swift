@@ -108,7 +108,8 @@ let package = Package(
         .executableTarget(
             name: "parley",
             dependencies: [
-                .product(name: "ParleyAPI", package: "ParleyKit"), "ParleyServer", "ParleyStore", .product(name: "ParleyKit", package: "ParleyKit"), "ParleyKitNIO",
+                .product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain", "ParleyMedia", "ParleyServer", "ParleyStore",
+                .product(name: "ParleyKit", package: "ParleyKit"), "ParleyKitNIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

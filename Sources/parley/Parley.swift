@@ -104,6 +104,7 @@ struct Serve: AsyncParsableCommand {
                 Parley created a demo brand on first run. These credentials are shown only once:
                   brand     \(demo.brand.name) (\(demo.brand.id))
                   web app   \(demo.app.name) (\(demo.app.id))
+                  in-app    \(demo.inAppApp.map { "\($0.name) (\($0.id)): parley chat --app \($0.id)" } ?? "none")
                   admin     \(demo.admin.email)
                   password  \(demo.adminPassword)
 

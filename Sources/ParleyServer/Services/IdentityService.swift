@@ -378,6 +378,8 @@ public struct IdentityService: Sendable {
         public var app: AppDTO
         public var admin: AgentDTO
         public var adminPassword: String
+        /// The demo brand's in-app app (what ParleyKit and `parley chat` sign in to).
+        public var inAppApp: AppDTO?
     }
 
     /// Creates a brand with a web app and an admin whose password is generated and returned once.
@@ -463,11 +465,14 @@ public struct IdentityService: Sendable {
         }
     }
 
-    /// On a database with no brand: the demo brand, app and admin. Returns nil when there is a brand.
+    /// On a database with no brand: the demo brand, its web and in-app apps and admin. Returns nil
+    /// when there is a brand.
     public func seedDemoIfEmpty() async throws -> NewBrand? {
         guard try await store.read({ repo in try await repo.brandCount() }) == 0 else { return nil }
-        return try await createBrand(
+        var demo = try await createBrand(
             name: "Demo Brand", adminEmail: "admin@demo.parley.local", adminName: "Demo Admin", appName: "Demo Website")
+        demo.inAppApp = try await createApp(brandId: demo.brand.id, CreateAppRequest(name: "Demo App", channel: .inApp))
+        return demo
     }
 }
 
