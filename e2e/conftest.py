@@ -120,8 +120,10 @@ def probe_audio(path):
 
 
 class Server:
-    def __init__(self, url, data_dir, app_id, email, password):
+    def __init__(self, url, data_dir, app_id, email, password, in_app_id=None):
         self.url, self.data_dir, self.app_id, self.email, self.password = url, data_dir, app_id, email, password
+        # The demo brand's in-app app (what ParleyKit's app mode signs in to).
+        self.in_app_id = in_app_id
 
 
 @contextmanager
@@ -154,7 +156,8 @@ def running_parley(*extra_args, env=None, routing="manual"):
         app_id = re.search(r"web app .*\((app_[a-z0-9]+)\)", output).group(1)
         email = re.search(r"admin\s+(\S+@\S+)", output).group(1)
         password = re.search(r"password\s+(\S+)", output).group(1)
-        running = Server(f"http://127.0.0.1:{port}", data_dir, app_id, email, password)
+        in_app = re.search(r"in-app .*\((app_[a-z0-9]+)\)", output)
+        running = Server(f"http://127.0.0.1:{port}", data_dir, app_id, email, password, in_app.group(1) if in_app else None)
         if routing != "automatic":
             set_routing(running, {"mode": routing})
         yield running

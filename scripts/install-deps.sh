@@ -22,8 +22,10 @@ if [[ "${1:-}" == "--test" ]]; then
     # dpkg-dev, binutils, libcurl4-openssl-dev and libxml2-dev: scripts/package.sh (dpkg-shlibdeps,
     # objdump, strip; a binary with Foundation linked in links libcurl and libxml2 by their -dev names),
     # whose .deb the package test installs. nginx-light: the tested TLS front (scripts/nginx.sh, e2e/test_tls_front.py); libnss3-tools: certutil, which
-    # trusts the TURN-over-TLS test CA in Chromium.
-    packages+=(clamav-daemon postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux libxml2-utils webkit2gtk-driver xvfb haproxy curl dpkg-dev binutils libcurl4-openssl-dev libxml2-dev nginx-light libnss3-tools)
+    # trusts the TURN-over-TLS test CA in Chromium. gstreamer1.0-libav and gstreamer1.0-plugins-bad:
+    # WebKitGTK's MediaRecorder (audio/mp4 with AAC, as an iPhone records) needs their encoder and
+    # muxer; without them it records nothing.
+    packages+=(clamav-daemon postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux libxml2-utils webkit2gtk-driver xvfb haproxy curl dpkg-dev binutils libcurl4-openssl-dev libxml2-dev nginx-light libnss3-tools gstreamer1.0-libav gstreamer1.0-plugins-bad)
 fi
 
 missing=()

@@ -19,6 +19,38 @@ const recorder = $("parley-recorder");
 const composer = $(".composer");
 $(".send-text").innerHTML = icon("send");
 const embedded = new URLSearchParams(location.search).has("embedded") && window.parent !== window;
+/**
+ * App mode (`&mode=app`): the chat screen of a brand's app, in its web view (ParleyKit's
+ * ParleyChatView). No launcher and no close button, the whole screen inside the device's safe
+ * areas, and the session is the SDK's: the host hands it to `parleyApp.start({ token })` once the
+ * page asks for it (`ready` to the `parley` script message handler), so it is never in a URL nor
+ * kept by the page. Notifications are the app's (APNs through the SDK), not Web Push.
+ */
+const appMode = new URLSearchParams(location.search).get("mode") === "app";
+/** Tells the app hosting the page (app mode): `ready`, `sessionExpired`. */
+function tellHost(message) {
+  try { window.webkit?.messageHandlers?.parley?.postMessage(message); } catch {}
+}
+let hostSession = null;
+const hostSessionWaiters = [];
+if (appMode) {
+  document.documentElement.classList.add("app-mode");
+  window.parleyApp = Object.freeze({
+    /** The host's session: `{ token }` (ParleyKit's consumer session). */
+    start(session) {
+      if (typeof session?.token !== "string" || !session.token) return false;
+      hostSession = session.token;
+      hostSessionWaiters.splice(0).forEach((resolve) => resolve(hostSession));
+      return true;
+    },
+  });
+}
+/** The session the host app gives (waits for it). */
+function sessionFromHost() {
+  if (hostSession) return Promise.resolve(hostSession);
+  tellHost({ type: "ready" });
+  return new Promise((resolve) => hostSessionWaiters.push(resolve));
+}
 /** Whether the visitor can see the chat: an embedded chat is loaded while its panel is closed. */
 let panelOpen = !embedded;
 let unseen = 0;
@@ -122,6 +154,17 @@ async function sendPage() {
 
 /** Resumes the saved session or starts one; true when the visitor is new (and so has no history). */
 async function session() {
+  if (appMode) {
+    api.token = await sessionFromHost();
+    try { await api.get("/v1/consumer/me"); return false; } catch (error) {
+      if (!(error instanceof ApiError) || error.status !== 401) throw error;
+      // The SDK's session ended: it makes a new one and starts the page again.
+      hostSession = null;
+      tellHost({ type: "sessionExpired" });
+      api.token = await sessionFromHost();
+      return false;
+    }
+  }
   const saved = localStorage.getItem(storageKey);
   if (saved) {
     api.token = saved;
@@ -498,7 +541,7 @@ const writer = new Composer({
   form: composer, textarea, recorder, timeline: () => timeline, ready: () => Boolean(timeline && realtime),
   sendText: async (text, clientMessageId) => {
     const sent = await sendOverBestPath({ clientMessageId, text, conversationId: conversationId ?? undefined });
-    notifyOffer.maybeOffer().catch(() => {});
+    if (!appMode) notifyOffer.maybeOffer().catch(() => {});  // in an app, notifications are the app's
     return sent;
   },
   sendVoice: (blob, clientMessageId, onProgress) => {

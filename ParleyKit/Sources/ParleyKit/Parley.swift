@@ -677,6 +677,23 @@ public actor Parley {
         try store.write(Self.sessionFile, session)
     }
 
+    /// The session's token, made when there is none: what the drop-in conversation screen
+    /// (`ParleyChatView`) hands to the page it hosts. Never log or store it elsewhere.
+    public func sessionToken() async throws -> String {
+        try await ensureSession()
+        guard let token = session?.token else { throw ParleyClientError.transport("no session token") }
+        return token
+    }
+
+    /// A new session after the server refused the last one (it expired or was revoked), and its token.
+    public func renewSessionToken() async throws -> String {
+        session = nil
+        return try await sessionToken()
+    }
+
+    /// The server's address, as configured (a directory: its path ends with "/").
+    public nonisolated var server: URL { serverURL }
+
     /// The conversation a message written without one went to: the one shown by `timeline(in: nil)`.
     func noteLatestConversation(_ conversationId: ConversationID) {
         guard session != nil, session?.latestConversation != conversationId else { return }
