@@ -185,3 +185,51 @@ def test_app_mode_in_webkit(server, webkit):  # noqa: F811 (the fixture)
     uploaded = webkit.execute_script("return document.querySelector('.row.out[data-kind=voice]')?.dataset.kind")
     assert uploaded == "voice"
     assert re.search(r"0:0\d", webkit.execute_script("return document.querySelector('.row.out[data-kind=voice] .time').textContent"))
+
+
+def test_embedded_chat_in_webkit(server, webkit):  # noqa: F811 (the fixture)
+    """The one-tag embed on a brand's page in WebKit at 390 px: the launcher opens the chat, a
+    message goes and an answer comes, a voice note is recorded and sent inside the frame."""
+    from conftest import brand_site
+
+    folder = story_folder("test_embedded_chat_in_webkit")
+    step = 0
+
+    def shoot(name):
+        nonlocal step
+        step += 1
+        webkit.execute_async_script("const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => done()));")
+        time.sleep(0.3)
+        webkit.save_screenshot(str(folder / f"{step:02d}-{name}.png"))
+
+    with brand_site(server) as shop:
+        webkit.set_window_size(390, 844)
+        webkit.get(shop)
+        wait_until(webkit, "return !!document.querySelector(\"button[aria-label='Open chat']\")", what="the launcher")
+        shoot("embed-launcher-390")
+        webkit.find_element("css selector", "button[aria-label='Open chat']").click()
+        frame = webkit.find_element("css selector", "#parley-chat")
+        webkit.switch_to.frame(frame)
+        try:
+            wait_until(webkit, "return document.querySelector('.status')?.dataset.state === 'online'", what="the embedded chat online")
+            text = "Hello from the shop page in WebKit"
+            webkit.execute_script(
+                "const box = document.querySelector('#message'); box.value = arguments[0];"
+                "box.dispatchEvent(new Event('input', {bubbles: true}));"
+                "document.querySelector('.composer').requestSubmit();", text)
+            wait_until(webkit, f"return [...document.querySelectorAll('.row.out')].some(r => r.textContent.includes({json.dumps(text)}))",
+                       what="the sent message")
+            agent_answers(server, "Welcome to the shop!", text)
+            wait_until(webkit, "return [...document.querySelectorAll('.row.in')].some(r => r.textContent.includes('Welcome to the shop!'))",
+                       what="the agent's answer")
+            webkit.find_element("css selector", "button[aria-label='Record a voice message']").click()
+            wait_until(webkit, "return document.querySelector('.recorder')?.dataset.state === 'recording'", what="recording in the frame")
+            time.sleep(2)
+            webkit.find_element("css selector", "button[aria-label='Stop and preview']").click()
+            wait_until(webkit, "return document.querySelector('.recorder')?.dataset.state === 'preview'", what="the preview")
+            webkit.find_element("css selector", "button[aria-label='Send voice message']").click()
+            wait_until(webkit, "return /0:0[1-9]/.test(document.querySelector('.row.out[data-kind=voice] .time')?.textContent ?? '')",
+                       seconds=30, what="the voice note sent")
+        finally:
+            webkit.switch_to.default_content()
+        shoot("embed-chat-open-390")

@@ -26,6 +26,31 @@ public actor SupportChat {
         return message
     }
 
+    /// The model the shop's chat screen binds to (`@Observable`): messages with the customer's
+    /// pending ones, the agent's name and typing, the queue, the survey, voice notes.
+    @MainActor public func screen() -> ConversationModel {
+        #if canImport(AVFoundation) && !os(watchOS)
+        ConversationModel(parley: parley, output: AudioPlayerOutput())
+        #else
+        ConversationModel(parley: parley, output: ClockVoiceOutput())
+        #endif
+    }
+
+    /// The number on the shop's Help tab.
+    public func unread() async throws -> Int {
+        try await parley.unreadCount()
+    }
+
+    /// A tapped notification: the conversation to open, when it is the chat's.
+    public nonisolated func conversation(forNotification userInfo: [AnyHashable: Any]) -> ConversationID? {
+        ParleyNotification(userInfo: userInfo)?.conversationId
+    }
+
+    /// The customer signs out of the shop: push unregistered, the session ended, the device wiped.
+    public func signOut() async throws {
+        _ = try await parley.signOut()
+    }
+
     /// The agents' replies, as they arrive.
     public func replies() -> AsyncStream<String> {
         let events = parley.events
