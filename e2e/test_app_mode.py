@@ -121,7 +121,7 @@ def test_app_mode_in_webkit(server, webkit):  # noqa: F811 (the fixture)
         "document.querySelector('.composer').requestSubmit();", text)
     wait_until(webkit, f"return [...document.querySelectorAll('.row.out')].some(r => r.textContent.includes({json.dumps(text)}))",
                what="the sent message")
-    agent_answers(server, "Got it, checking now.", text)
+    conversation = agent_answers(server, "Got it, checking now.", text)
     wait_until(webkit, "return [...document.querySelectorAll('.row.in')].some(r => r.textContent.includes('Got it, checking now.'))",
                what="the agent's answer")
     shoot("app-mode-webkit-answered-390")
@@ -155,7 +155,7 @@ def test_app_mode_in_webkit(server, webkit):  # noqa: F811 (the fixture)
             " gum: !!navigator.mediaDevices?.getUserMedia, mr: typeof MediaRecorder, secure: window.isSecureContext,"
             " mp4: typeof MediaRecorder !== 'undefined' && MediaRecorder.isTypeSupported('audio/mp4')})"))
     shoot("app-mode-webkit-recording-390")
-    time.sleep(2.5)
+    time.sleep(3.5)
     webkit.execute_script("document.querySelector(\"button[aria-label='Stop and preview']\").click()")
     wait_until(webkit, "return document.querySelector('.recorder')?.dataset.state === 'preview'", what="the preview")
     webkit.execute_script("document.querySelector(\"button[aria-label='Send voice message']\").click()")
@@ -182,6 +182,29 @@ def test_app_mode_in_webkit(server, webkit):  # noqa: F811 (the fixture)
               html: el?.innerHTML.slice(0, 300)})"""))
     shoot("app-mode-webkit-voice-playing-390")
     wait_until(webkit, f"return {voice} === 'ended'", seconds=20, what="the voice note played to its end")
+    # An agent calls. This machine's WebKitGTK is built without WebRTC (no RTCPeerConnection, even
+    # with --enable-webrtc), unlike Safari and WKWebView on an iPhone: the ringing sheet shows who
+    # calls, and accepting says plainly that this browser cannot take calls, and ends it for the agent.
+    import websocket
+    token = api(server, "POST", "/v1/auth/login", {"email": server.email, "password": server.password})["token"]
+    agent_socket = websocket.create_connection(server.url.replace("http", "ws") + f"/v1/realtime?access_token={token}", timeout=10)
+    try:
+        hello = json.loads(agent_socket.recv())
+        api(server, "POST", f"/v1/conversations/{conversation['id']}/calls", {"media": "voice", "connectionId": hello["connectionId"]}, token)
+        wait_until(webkit, "return !document.querySelector('.call-incoming')?.hidden", what="the ringing call")
+        assert "Demo Admin" in webkit.execute_script("return document.querySelector('.call-incoming .call-name').textContent")
+        shoot("app-mode-webkit-call-ringing-390")
+        webkit.find_element("css selector", ".call-incoming button[aria-label^='Accept']").click()
+        wait_until(webkit, "return document.body.textContent.includes('This browser cannot make calls.')", what="the call refused plainly")
+        shoot("app-mode-webkit-call-unsupported-390")
+        deadline = time.time() + 10
+        ended = False
+        while time.time() < deadline and not ended:
+            frame = json.loads(agent_socket.recv())
+            ended = frame.get("type") == "call" and frame["call"]["state"] == "ended"
+        assert ended, "the agent's call ended"
+    finally:
+        agent_socket.close()
     uploaded = webkit.execute_script("return document.querySelector('.row.out[data-kind=voice]')?.dataset.kind")
     assert uploaded == "voice"
     assert re.search(r"0:0\d", webkit.execute_script("return document.querySelector('.row.out[data-kind=voice] .time').textContent"))
@@ -224,12 +247,18 @@ def test_embedded_chat_in_webkit(server, webkit):  # noqa: F811 (the fixture)
                        what="the agent's answer")
             webkit.find_element("css selector", "button[aria-label='Record a voice message']").click()
             wait_until(webkit, "return document.querySelector('.recorder')?.dataset.state === 'recording'", what="recording in the frame")
-            time.sleep(2)
+            # WebKit's recorder starts late on a busy machine: 3.5 s makes a note over the 1 s minimum.
+            time.sleep(3.5)
             webkit.find_element("css selector", "button[aria-label='Stop and preview']").click()
             wait_until(webkit, "return document.querySelector('.recorder')?.dataset.state === 'preview'", what="the preview")
             webkit.find_element("css selector", "button[aria-label='Send voice message']").click()
-            wait_until(webkit, "return /0:0[1-9]/.test(document.querySelector('.row.out[data-kind=voice] .time')?.textContent ?? '')",
-                       seconds=30, what="the voice note sent")
+            try:
+                wait_until(webkit, "return /0:0[1-9]/.test(document.querySelector('.row.out[data-kind=voice] .time')?.textContent ?? '')",
+                           seconds=30, what="the voice note sent")
+            except AssertionError:
+                raise AssertionError("no voice note: " + webkit.execute_script(
+                    "return JSON.stringify({recorder: document.querySelector('parley-recorder')?.textContent.trim().slice(0, 200),"
+                    " rows: [...document.querySelectorAll('.row')].map((r) => r.dataset.kind + ':' + r.textContent.trim().slice(0, 60))})"))
         finally:
             webkit.switch_to.default_content()
         shoot("embed-chat-open-390")
