@@ -77,7 +77,7 @@ def test_terminal_chat_with_an_agent(tmp_path, speech_wav, story):
 
             answer = api(server, "POST", f"/v1/conversations/{conversation['id']}/messages",
                          {"clientMessageId": str(uuid.uuid4()), "text": "Hi Tom! It left the warehouse today."}, token)
-            chat.wait_for("Agent: Hi Tom! It left the warehouse today.")
+            chat.wait_for("Demo Admin: Hi Tom! It left the warehouse today.")
             api(server, "POST", f"/v1/conversations/{conversation['id']}/receipts", {"upToSeq": answer["message"]["seq"] - 1, "state": "read"}, token)
             chat.wait_for("✓✓ read by the agent")
             chat.save("agent-answers-and-reads")
@@ -105,7 +105,7 @@ def test_terminal_chat_with_an_agent(tmp_path, speech_wav, story):
         again = Terminal(f"{BINARY} chat --server {server.url} --app {server.app_id} --name Tom --data-dir {tmp_path / 'chat'}", story)
         again.step = chat.step  # one story across both runs
         try:
-            again.wait_for("Agent: Hi Tom! It left the warehouse today.")
+            again.wait_for("Demo Admin: Hi Tom! It left the warehouse today.")
             again.wait_for("You: 🎤 voice note 0:0")
             again.save("restart-shows-the-history")
             texts = [m["text"] for m in api(server, "GET", f"/v1/conversations/{conversation['id']}/messages", token=token)["items"]]

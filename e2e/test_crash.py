@@ -1,6 +1,7 @@
 """Durability under SIGKILL: clients send text and voice with retries while the server is killed
 (SIGKILL) and restarted several times. Afterwards every acknowledged message is there exactly once,
 in order, every voice note that is shown is whole, and no partial upload is left behind."""
+import http.client
 import json
 import os
 import random
@@ -94,7 +95,8 @@ def with_retries(action, stop_at):
                 return body
             if status < 500:
                 raise AssertionError(f"refused: {status} {body}")
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, http.client.HTTPException):
+            # Killed mid-answer (IncompleteRead included): nothing was acknowledged, so send again.
             RETRIES.append(1)
         time.sleep(0.03)
     raise AssertionError("no acknowledgement before the deadline")
