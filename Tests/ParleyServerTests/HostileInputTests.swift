@@ -44,9 +44,9 @@ struct HostileInputTests {
             let acme = try await BrandScenario.make(server)
             let (token, _) = try await acme.consumer()
             let before = try await HTTPErrorTests.rowCounts(server)
-            _ = try RawHTTP.send(
-                port: server.port, head: Self.uploadHead(server.port, token: token, length: note.count), body: note.prefix(note.count / 2),
-                ending: .close)
+            // Off Swift's cooperative pool (2 threads here): a blocked one starves every other test.
+            let (port, head) = (server.port, Self.uploadHead(server.port, token: token, length: note.count))
+            _ = try await RawSocket.offPool { try RawHTTP.send(port: port, head: head, body: note.prefix(note.count / 2), ending: .close) }
             // The server notices the closed connection (at the latest when the upload's idle timeout
             // fires), removes its partial file and counts the upload as abandoned: wait for that count.
             try await Self.waitForAbandonedUploads(server, count: 1)
@@ -65,9 +65,11 @@ struct HostileInputTests {
             let (token, _) = try await acme.consumer()
             let before = try await HTTPErrorTests.rowCounts(server)
             let started = Date()
-            let response = try RawHTTP.send(
-                port: server.port, head: Self.uploadHead(server.port, token: token, length: note.count), body: note.prefix(1000),
-                ending: .wait(seconds: 15))
+            // Up to 15 s of waiting, on a thread of its own: on the cooperative pool (2 threads here)
+            // it starved every other test's tasks, this server's idle timer too (CI saw no 408 and
+            // other tests' connections time out while it waited).
+            let (port, head) = (server.port, Self.uploadHead(server.port, token: token, length: note.count))
+            let response = try await RawSocket.offPool { try RawHTTP.send(port: port, head: head, body: note.prefix(1000), ending: .wait(seconds: 15)) }
             let waited = Date().timeIntervalSince(started)
             #expect(response.hasPrefix("HTTP/1.1 408"), "\(response)")
             #expect(response.contains("\"upload_stalled\""))

@@ -128,12 +128,14 @@ extension ParleyKitProcessTests {
 
             // Refusals: no scheme (usage), a wrong app id (said, exit 1).
             let noScheme = try ChatProcess(["chat", "--server", "127.0.0.1:\(server.port)", "--app", inApp.id.rawValue], environment: environment)
-            #expect(noScheme.process.waitForExit() != 0)
+            let noSchemeProcess = noScheme.process
+            #expect(try await RawSocket.offPool { noSchemeProcess.waitForExit() } != 0)
             try await Task.sleep(for: .milliseconds(200))  // the reader has the last bytes
             #expect(noScheme.output.contains("http:// or https://") && noScheme.output.contains("Usage"))
             let wrongApp = try ChatProcess(
                 ["chat", "--server", "http://127.0.0.1:\(server.port)", "--app", "app_0123456789abcdefghjkmnpq", "--data-dir", "~/wrong"], environment: environment)
-            #expect(wrongApp.process.waitForExit() != 0)
+            let wrongAppProcess = wrongApp.process
+            #expect(try await RawSocket.offPool { wrongAppProcess.waitForExit() } != 0)
             try await Task.sleep(for: .milliseconds(200))
             #expect(wrongApp.output.contains("app_not_found") && !wrongApp.output.contains("cannot be reached"))
 

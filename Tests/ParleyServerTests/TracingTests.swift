@@ -88,7 +88,8 @@ struct TracingTests {
         #expect(spans.contains { $0.name == "job voice.transcode" && $0.requestId == "trace-voice-1" }, "\(spans)")
         #expect(spans.contains { $0.name == "frame view" && $0.requestId?.contains("/") == true }, "\(spans)")
         process.signal(SIGTERM)
-        _ = process.waitForExit()
+        let child = process
+        _ = try await RawSocket.offPool { child.waitForExit() }  // the drain can take seconds: not on the cooperative pool
     }
 
     static func call(_ port: Int, _ method: HTTPMethod, _ path: String, _ headers: [(String, String)], _ body: Data?) async throws -> (status: Int, text: String) {
