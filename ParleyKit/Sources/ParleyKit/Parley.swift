@@ -90,7 +90,8 @@ public actor Parley {
     var pushRegistrations: [RegisterPushRequest]
     /// What the app reported and the server has not acknowledged yet (Parley+Activity.swift), sealed.
     var activity: [ActivityEventInput]
-    private var draining = false
+    /// The outbox pass under way, which a `flush` arriving meanwhile waits for.
+    private var drainTask: Task<Bool, Never>?
     private var startingSession: Task<Void, any Error>?
     /// The message `flush` is sending now (it cannot be discarded meanwhile).
     private var delivering: String?
@@ -422,11 +423,28 @@ public actor Parley {
 
     /// Sends what is pending, in order, until the outbox is empty or the network fails (the next
     /// message waits for the one before it). Returns whether anything is still pending.
+    /// While a send is under way (the background loop's, or another caller's), it waits for that
+    /// one, then sends what is still pending.
     @discardableResult
     public func flush() async -> Bool {
-        guard !draining else { return outbox.contains { $0.state == .pending } }
-        draining = true
-        defer { draining = false }
+        while let running = drainTask { _ = await running.value }
+        // The pass clears itself before it ends, so that those waiting on it find it gone (waiting
+        // on a finished task does not suspend: a waiter that found it still set would spin).
+        let drain = Task { () -> Bool in
+            let stillPending = await self.drain()
+            await self.drainEnded()
+            return stillPending
+        }
+        drainTask = drain
+        return await drain.value
+    }
+
+    private func drainEnded() {
+        drainTask = nil
+    }
+
+    /// One pass over the outbox, in order; only `flush` runs it, one at a time.
+    private func drain() async -> Bool {
         var index = 0
         while index < outbox.count {
             guard outbox[index].state == .pending else {
