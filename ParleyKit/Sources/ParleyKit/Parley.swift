@@ -310,12 +310,17 @@ public actor Parley {
     }
 
     static func uploadFile(_ clientMessageId: String) -> String {
-        "upload-" + String(clientMessageId.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == "-" }.prefix(64).map(Character.init))
-            + ".sealed"
+        draftFile("upload-", clientMessageId)
     }
 
     static func voiceFile(_ clientMessageId: String) -> String {
-        "voice-" + String(clientMessageId.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == "-" }.prefix(64).map(Character.init))
+        draftFile("voice-", clientMessageId)
+    }
+
+    /// A sealed draft's file name: the prefix and the client message id, kept to letters, digits
+    /// and "-" (at most 64), so that an id can never name a path.
+    private static func draftFile(_ prefix: String, _ clientMessageId: String) -> String {
+        prefix + String(clientMessageId.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == "-" }.prefix(64).map(Character.init))
             + ".sealed"
     }
 
