@@ -40,6 +40,7 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Write the Markdown report here (bench/RESULTS.md for the record).") var output: String?
     @Option(help: "Comma-separated sections: text, connections, voice, wire (playback runs with voice), attack, cluster (two nodes on PostgreSQL and SeaweedFS).")
     var only = "text,connections,voice,wire,attack,cluster"
+    @Option(help: "Record the text phases' first runs with `perf record -g` into this directory (bench/profile.sh).") var profile: String?
 
     func run() async throws {
         let ownPath = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
@@ -51,6 +52,10 @@ struct Run: AsyncParsableCommand {
         let fileLimit = ProcStats.raiseFileLimit()
         let sections = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         let tiny = scale == .tiny
+        if let profile {
+            try FileManager.default.createDirectory(atPath: profile, withIntermediateDirectories: true)
+            PerfRecorder.directory = URL(fileURLWithPath: profile)
+        }
         var report = Report(scale: scale, command: CommandLine.arguments.joined(separator: " "), binary: binary, fileLimit: fileLimit)
         func server() async throws -> ParleyServer { try await ParleyServer(binary: binary, publicDir: publicDir) }
         func log(_ line: String) { FileHandle.standardError.write(Data("parley-bench: \(line)\n".utf8)) }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -133,5 +134,60 @@ final class ParleyServer {
         }
         await stop()
         return result
+    }
+}
+
+/// `perf` on the server's process while a phase runs (`--profile DIR`, from bench/profile.sh). The
+/// first run of a phase is recorded with call graphs (`DIR/<phase>.perf.data`); the second is
+/// counted with `perf stat` (`DIR/<phase>.stat`) for the events `BENCH_PERF_EVENTS` names (system
+/// calls and the probes profile.sh places on malloc and on SQLite's statement reset), because those
+/// probes slow the process and would bend the recorded profile. Each writes `<file>.messages`: the
+/// messages delivered and the server's CPU seconds over the same span. Later runs are not touched,
+/// so the medians' other runs carry no recorder.
+enum PerfRecorder {
+    private static let recording = Mutex<URL?>(nil)
+    static var directory: URL? {
+        get { recording.withLock { $0 } }
+        set { recording.withLock { $0 = newValue } }
+    }
+
+    struct Recording {
+        var process: Process
+        var output: URL
+    }
+
+    /// Starts `perf` on `pids` for `seconds`, or returns nil (no `--profile`, or both runs of this phase are done).
+    static func start(_ phase: String, pids: [Int32], seconds: Double) -> Recording? {
+        guard let directory else { return nil }
+        let pidList = pids.map(String.init).joined(separator: ",")
+        let duration = ["--", "sleep", String(format: "%.1f", seconds)]
+        let record = directory.appendingPathComponent("\(phase).perf.data")
+        let stat = directory.appendingPathComponent("\(phase).stat")
+        let output: URL
+        let arguments: [String]
+        if !FileManager.default.fileExists(atPath: record.path) {
+            // 999 Hz, frame-pointer call graphs (Swift keeps frame pointers on Linux).
+            output = record
+            arguments = ["record", "-F", "999", "-g", "-o", record.path, "-p", pidList] + duration
+        } else if !FileManager.default.fileExists(atPath: stat.path), let events = ProcessInfo.processInfo.environment["BENCH_PERF_EVENTS"] {
+            output = stat
+            arguments = ["stat", "-x", ",", "-e", events, "-o", stat.path, "-p", pidList] + duration
+        } else {
+            return nil
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/perf")
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { return nil }
+        return Recording(process: process, output: output)
+    }
+
+    static func finish(_ recording: Recording?, delivered: Int, serverCPUSeconds: Double) async {
+        guard let recording else { return }
+        while recording.process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+        let sidecar = "messages=\(delivered)\nserver_cpu_seconds=\(serverCPUSeconds)\n"
+        try? sidecar.write(to: URL(fileURLWithPath: recording.output.path + ".messages"), atomically: true, encoding: .utf8)
     }
 }

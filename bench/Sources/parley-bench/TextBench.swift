@@ -252,6 +252,7 @@ enum TextBench {
         let nodes = [server.child] + otherNodes
         let cpuBefore = nodes.map(\.cpuSeconds).reduce(0, +)
         let ownBefore = ProcStats.cpuSeconds(pid: getpid())
+        let perf = PerfRecorder.start(name + (agentPort == nil ? "" : "-across"), pids: nodes.map(\.pid), seconds: seconds)
         let started = monotonicNanos()
         let end = started + UInt64(seconds * 1e9)
         stopAt.store(end, ordering: .relaxed)
@@ -284,6 +285,7 @@ enum TextBench {
         let cpu = nodes.map(\.cpuSeconds).reduce(0, +) - cpuBefore
         let own = ProcStats.cpuSeconds(pid: getpid()) - ownBefore
         let (ack, delivery) = timeline.latencies()
+        await PerfRecorder.finish(perf, delivered: delivery.count, serverCPUSeconds: cpu)
         for socket in sockets { await socket.close() }
         await agent.close()
         let isFixed: Bool
