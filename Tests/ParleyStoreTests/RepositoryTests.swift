@@ -233,9 +233,10 @@ struct RepositoryTests {
                 for _ in 0..<40 {
                     group.addTask {
                         try await store.write { repo in
-                            var current = try await repo.conversation(brandId: fixture.brand.id, id: conversation.id, lock: true)!
+                            let read = try await repo.conversation(brandId: fixture.brand.id, id: conversation.id, lock: true)!
+                            var current = read
                             current.lastSeq += 1
-                            try await repo.updateConversation(current)
+                            try await repo.updateConversation(current, from: read)
                         }
                     }
                 }

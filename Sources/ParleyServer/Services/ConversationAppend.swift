@@ -14,6 +14,8 @@ import ParleyStore
 /// once the transaction has committed. Nobody else increments `lastSeq` or builds a sequenced event.
 struct ConversationAppend: Sendable {
     private(set) var conversation: ConversationDTO
+    /// The conversation as the transaction read it: `write` updates only the columns that differ.
+    private let original: ConversationDTO
     /// True when the conversation is opened by this append (its row is inserted, not updated).
     let isNew: Bool
     /// The time every entry of this append is stamped with.
@@ -53,6 +55,7 @@ struct ConversationAppend: Sendable {
 
     init(_ conversation: ConversationDTO, isNew: Bool = false, now: Date) {
         self.conversation = conversation
+        original = conversation
         self.isNew = isNew
         self.now = now
     }
@@ -216,7 +219,7 @@ struct ConversationAppend: Sendable {
         if isNew {
             try await repo.insertConversation(conversation)
         } else {
-            try await repo.updateConversation(conversation)
+            try await repo.updateConversation(conversation, from: original)
         }
         for event in events {
             try await repo.insertEvent(event, brandId: conversation.brandId)

@@ -12,7 +12,8 @@ public protocol ConversationStore: Sendable {
     func latestConversation(consumerId: ConsumerID, appId: AppID, channel: Channel, lock: Bool) async throws -> ConversationDTO?
     /// How many of a consumer's conversations in an app are not resolved.
     func openConversationCount(consumerId: ConsumerID, appId: AppID) async throws -> Int
-    func updateConversation(_ conversation: ConversationDTO) async throws
+    /// Writes the columns where `conversation` differs from `previous` (the row as this transaction read it).
+    func updateConversation(_ conversation: ConversationDTO, from previous: ConversationDTO) async throws
     /// Sets every conversation's reply window in an app to `hours` after the customer's last
     /// message (a connection's window changed); returns how many changed.
     func setReplyWindows(appId: AppID, hours: Int) async throws
@@ -96,9 +97,10 @@ extension SQLRepository: ConversationStore {
         ).all(ConversationRow.self).map(\.dto)
     }
 
-    public func updateConversation(_ conversation: ConversationDTO) async throws {
-        try await db.update(ConversationRow(conversation), where: "id = \(bind: conversation.id) AND brand_id = \(bind: conversation.brandId)")
-            .run()
+    public func updateConversation(_ conversation: ConversationDTO, from previous: ConversationDTO) async throws {
+        try await db.update(
+            ConversationRow(conversation), from: ConversationRow(previous),
+            where: "id = \(bind: conversation.id) AND brand_id = \(bind: conversation.brandId)")
     }
 
     public func setReplyWindows(appId: AppID, hours: Int) async throws {
@@ -294,7 +296,7 @@ extension SQLRepository: ConversationStore {
 
 // MARK: - Rows
 
-struct ConversationRow: TableRow {
+struct ConversationRow: MappedRow {
     static let table = "conversations"
     var id: ConversationID
     var brandId: BrandID
@@ -334,6 +336,36 @@ struct ConversationRow: TableRow {
         updatedAt = StoredTime.millis(c.updatedAt)
     }
 
+    static let columns = [
+        "id", "brand_id", "app_id", "consumer_id", "channel", "state", "assignee_id", "last_seq", "last_message_preview",
+        "last_message_kind", "last_message_at", "created_at", "updated_at", "last_consumer_message_at", "reply_window_ends_at",
+        "previous_conversation_id", "survey", "rating_score", "rating_comment", "rating_agent_id", "rated_at", "close_warned_at",
+        "first_reply_at", "first_reply_by",
+    ]
+
+    var values: [ColumnValue] {
+        [
+            .text(id.rawValue), .text(brandId.rawValue), .text(appId.rawValue), .text(consumerId.rawValue), .text(channel.rawValue),
+            .text(state.rawValue), ColumnValue(assigneeId), .integer(lastSeq), ColumnValue(lastMessagePreview), ColumnValue(lastMessageKind),
+            ColumnValue(lastMessageAt), .integer(createdAt), .integer(updatedAt), ColumnValue(lastConsumerMessageAt),
+            ColumnValue(replyWindowEndsAt), ColumnValue(previousConversationId), ColumnValue(survey), ColumnValue(ratingScore),
+            ColumnValue(ratingComment), ColumnValue(ratingAgentId), ColumnValue(ratedAt), ColumnValue(closeWarnedAt),
+            ColumnValue(firstReplyAt), ColumnValue(firstReplyBy),
+        ]
+    }
+
+    init(mapping row: any SQLRow) throws {
+        (id, brandId, appId, consumerId) = (try row.value("id"), try row.value("brand_id"), try row.value("app_id"), try row.value("consumer_id"))
+        (channel, state, assigneeId) = (try row.value("channel"), try row.value("state"), try row.optionalValue("assignee_id"))
+        (lastSeq, lastMessagePreview, lastMessageKind) = (try row.int64("last_seq"), try row.optionalText("last_message_preview"), try row.optionalValue("last_message_kind"))
+        (lastMessageAt, createdAt, updatedAt) = (try row.optionalInt64("last_message_at"), try row.int64("created_at"), try row.int64("updated_at"))
+        (lastConsumerMessageAt, replyWindowEndsAt) = (try row.optionalInt64("last_consumer_message_at"), try row.optionalInt64("reply_window_ends_at"))
+        (previousConversationId, survey) = (try row.optionalValue("previous_conversation_id"), try row.optionalValue("survey"))
+        (ratingScore, ratingComment, ratingAgentId) = (try row.optionalInt("rating_score"), try row.optionalText("rating_comment"), try row.optionalValue("rating_agent_id"))
+        (ratedAt, closeWarnedAt) = (try row.optionalInt64("rated_at"), try row.optionalInt64("close_warned_at"))
+        (firstReplyAt, firstReplyBy) = (try row.optionalInt64("first_reply_at"), try row.optionalValue("first_reply_by"))
+    }
+
     var dto: ConversationDTO {
         var conversation = ConversationDTO(
             id: id, brandId: brandId, appId: appId, consumerId: consumerId, channel: channel, state: state, assigneeId: assigneeId,
@@ -351,7 +383,7 @@ struct ConversationRow: TableRow {
     }
 }
 
-struct MessageRow: TableRow {
+struct MessageRow: MappedRow {
     static let table = "messages"
     var id: MessageID
     var brandId: BrandID
@@ -374,6 +406,26 @@ struct MessageRow: TableRow {
         (id, self.brandId, conversationId, seq, senderKind, senderId) = (m.id, brandId, m.conversationId, m.seq, m.senderKind, m.senderId)
         (clientMessageId, kind, body, deliveryState) = (m.clientMessageId, m.kind, m.text, m.deliveryState.rank)
         createdAt = StoredTime.millis(m.createdAt)
+    }
+
+    static let columns = [
+        "id", "brand_id", "conversation_id", "seq", "sender_kind", "sender_id", "client_message_id", "kind", "body", "delivery_state",
+        "delivered_at", "read_at", "created_at", "sender_name",
+    ]
+
+    var values: [ColumnValue] {
+        [
+            .text(id.rawValue), .text(brandId.rawValue), .text(conversationId.rawValue), .integer(seq), .text(senderKind.rawValue),
+            .text(senderId), .text(clientMessageId), .text(kind.rawValue), .text(body), .integer(Int64(deliveryState)),
+            ColumnValue(deliveredAt), ColumnValue(readAt), .integer(createdAt), ColumnValue(senderName),
+        ]
+    }
+
+    init(mapping row: any SQLRow) throws {
+        (id, brandId, conversationId, seq) = (try row.value("id"), try row.value("brand_id"), try row.value("conversation_id"), try row.int64("seq"))
+        (senderKind, senderId, clientMessageId) = (try row.value("sender_kind"), try row.text("sender_id"), try row.text("client_message_id"))
+        (kind, body, deliveryState) = (try row.value("kind"), try row.text("body"), Int(try row.int64("delivery_state")))
+        (deliveredAt, readAt, createdAt, senderName) = (try row.optionalInt64("delivered_at"), try row.optionalInt64("read_at"), try row.int64("created_at"), try row.optionalText("sender_name"))
     }
 
     func dto(voice: VoiceDTO?) throws -> MessageDTO {

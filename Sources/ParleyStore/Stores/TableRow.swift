@@ -46,7 +46,7 @@ extension SQLDatabase {
     /// `INSERT INTO table (columns) VALUES (binds)`, as raw SQL: the builder's identifier quoting
     /// cost more than the statement on the send path, and column names are ours, not input.
     func insert<Row: TableRow>(_ row: Row) async throws {
-        let columns = try RowCoding.encoder.encode(row)
+        let columns = try Self.columns(of: row)
         var query = SQLQueryString("INSERT INTO \(unsafeRaw: Row.table) (\(unsafeRaw: columns.map(\.0).joined(separator: ", "))) VALUES (")
         for (index, column) in columns.enumerated() {
             if index > 0 { query.appendInterpolation(unsafeRaw: ", ") }
@@ -58,7 +58,7 @@ extension SQLDatabase {
 
     /// `UPDATE table SET every column = its value WHERE where` (and `suffix`, e.g. RETURNING).
     func update<Row: TableRow>(_ row: Row, where predicate: SQLQueryString, suffix: SQLQueryString = "") throws -> SQLRawBuilder {
-        let columns = try RowCoding.encoder.encode(row)
+        let columns = try Self.columns(of: row)
         var query = SQLQueryString("UPDATE \(unsafeRaw: Row.table) SET ")
         for (index, column) in columns.enumerated() {
             query.appendInterpolation(unsafeRaw: index > 0 ? ", \(column.0) = " : "\(column.0) = ")
@@ -66,11 +66,20 @@ extension SQLDatabase {
         }
         return raw(query + " WHERE " + predicate + suffix)
     }
+
+    /// The row's columns and their binds: by hand for a `MappedRow`, else by SQLKit's encoder.
+    static func columns<Row: TableRow>(of row: Row) throws -> [(String, any SQLExpression)] {
+        if let mapped = row as? any MappedRow {
+            return zip(type(of: mapped).columns, mapped.values.map(\.bind)).map { ($0, $1) }
+        }
+        return try RowCoding.encoder.encode(row)
+    }
 }
 
 extension SQLRow {
     func decode<Row: TableRow>(_: Row.Type) throws -> Row {
         do {
+            if let mapped = Row.self as? any MappedRow.Type, let row = try mapped.init(mapping: self) as? Row { return row }
             return try decode(model: Row.self, with: RowCoding.decoder)
         } catch {
             throw StoreError.corrupt("a row of \(Row.table) that does not decode: \(error)")
@@ -85,5 +94,76 @@ extension SQLQueryFetcher {
 
     func all<Row: TableRow>(_: Row.Type) async throws -> [Row] {
         try await all().map { try $0.decode(Row.self) }
+    }
+}
+
+// MARK: Rows mapped by hand
+
+/// A column's value as it is bound: what a `MappedRow` hands to an INSERT or UPDATE.
+enum ColumnValue: Sendable, Equatable {
+    case text(String)
+    case integer(Int64)
+    case null
+
+    init(_ value: String?) { self = value.map(ColumnValue.text) ?? .null }
+    init(_ value: Int64?) { self = value.map(ColumnValue.integer) ?? .null }
+    init(_ value: Int?) { self = value.map { .integer(Int64($0)) } ?? .null }
+    init<Value: RawRepresentable>(_ value: Value?) where Value.RawValue == String { self = value.map { .text($0.rawValue) } ?? .null }
+
+    /// The bind: the same values the Codable encoder produced (strings, 64-bit integers, NULL).
+    var bind: any SQLExpression {
+        switch self {
+        case .text(let text): SQLBind(text)
+        case .integer(let integer): SQLBind(integer)
+        case .null: SQLLiteral.null
+        }
+    }
+}
+
+/// A row of one of the tables every message writes (conversations, messages), mapped to its columns
+/// by hand instead of by `SQLQueryEncoder` and `SQLRowDecoder`: on the send path their Codable
+/// containers took a fifth of the SQLite writer thread (perf, bench/profiles/before), and they ran
+/// inside the one serial transaction every message waits for. `RowMappingTests` checks that each
+/// mapping agrees with the Codable one, column for column, so a property added to the struct and
+/// forgotten here fails a test.
+protocol MappedRow: TableRow {
+    /// The columns, in the order of `values`.
+    static var columns: [String] { get }
+    var values: [ColumnValue] { get }
+    init(mapping row: any SQLRow) throws
+}
+
+extension SQLDatabase {
+    /// `UPDATE table SET (the columns whose values differ from previous) WHERE predicate`; nothing
+    /// when nothing changed. Writing only what changed leaves the indexes on unchanged columns alone
+    /// (SQLite rewrites an index entry for every column named in SET, changed or not).
+    func update<Row: MappedRow>(_ row: Row, from previous: Row, where predicate: SQLQueryString) async throws {
+        let (new, old) = (row.values, previous.values)
+        var query = SQLQueryString("UPDATE \(unsafeRaw: Row.table) SET ")
+        var first = true
+        for (index, name) in Row.columns.enumerated() where new[index] != old[index] {
+            query.appendInterpolation(unsafeRaw: first ? "\(name) = " : ", \(name) = ")
+            query.appendInterpolation(new[index].bind)
+            first = false
+        }
+        if first { return }
+        try await raw(query + " WHERE " + predicate).run()
+    }
+}
+
+/// Column reads for `MappedRow.init(mapping:)`.
+extension SQLRow {
+    func text(_ column: String) throws -> String { try decode(column: column, as: String.self) }
+    func optionalText(_ column: String) throws -> String? { try decodeNil(column: column) ? nil : text(column) }
+    func int64(_ column: String) throws -> Int64 { try decode(column: column, as: Int64.self) }
+    func optionalInt64(_ column: String) throws -> Int64? { try decodeNil(column: column) ? nil : int64(column) }
+    func optionalInt(_ column: String) throws -> Int? { try optionalInt64(column).map { Int($0) } }
+    func value<Value: RawRepresentable>(_ column: String, as _: Value.Type = Value.self) throws -> Value where Value.RawValue == String {
+        let raw = try text(column)
+        guard let value = Value(rawValue: raw) else { throw StoreError.corrupt("column \(column) holds '\(raw)', which \(Value.self) does not know") }
+        return value
+    }
+    func optionalValue<Value: RawRepresentable>(_ column: String, as _: Value.Type = Value.self) throws -> Value? where Value.RawValue == String {
+        try decodeNil(column: column) ? nil : value(column, as: Value.self)
     }
 }
