@@ -52,10 +52,23 @@ enum ConnectionsBench {
             compression: compression)
     }
 
-    /// The baseline: the same count of idle connections to a plain Hummingbird WebSocket server
-    /// (`parley-bench echo-server`), which has no authentication, hub or per-connection state.
-    static func baseline(echoBinary: URL, count: Int) async throws -> Row {
-        let child = try await ChildProcess(executable: echoBinary, arguments: ["echo-server"], readyMarker: "echo server on port ")
+    /// The baselines: the same count of idle connections to a plain Hummingbird WebSocket server
+    /// (`parley-bench echo-server`), which has no authentication, hub or per-connection state, and to
+    /// SwiftNIO's own WebSocket handlers with no task per connection (`nio-echo-server`, the floor).
+    enum Baseline: String, CaseIterable, Sendable {
+        case hummingbird = "echo-server"
+        case nio = "nio-echo-server"
+
+        var label: String {
+            switch self {
+            case .hummingbird: "a plain Hummingbird WebSocket server"
+            case .nio: "SwiftNIO's own WebSocket handlers (no task per connection)"
+            }
+        }
+    }
+
+    static func baseline(_ kind: Baseline = .hummingbird, echoBinary: URL, count: Int) async throws -> Row {
+        let child = try await ChildProcess(executable: echoBinary, arguments: [kind.rawValue], readyMarker: "echo server on port ")
         do {
             guard let port = child.word(after: "echo server on port ").flatMap({ Int($0) }) else { throw BenchError("echo server port") }
             try await Task.sleep(for: .seconds(1))

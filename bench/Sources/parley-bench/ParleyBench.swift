@@ -20,7 +20,7 @@ struct ParleyBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parley-bench",
         abstract: "Parley's benchmarks: runs `parley serve` as a separate process, loads it, and reports numbers next to their baselines.",
-        subcommands: [Run.self, EchoServer.self],
+        subcommands: [Run.self, Quick.self, EchoServer.self, NIOEchoServer.self],
         defaultSubcommand: Run.self)
 }
 
@@ -71,7 +71,8 @@ struct Run: AsyncParsableCommand {
         if sections.contains("connections") {
             log("idle connections")
             report.connections = try await ConnectionsBench.run(makeServer: server, counts: tiny ? [20] : [1000, 10_000], compressed: tiny ? 20 : 1000)
-            report.connectionBaseline = try await ConnectionsBench.baseline(echoBinary: ownPath, count: tiny ? 20 : 10_000)
+            report.connectionBaseline = try await ConnectionsBench.baseline(.hummingbird, echoBinary: ownPath, count: tiny ? 20 : 10_000)
+            report.connectionFloor = try await ConnectionsBench.baseline(.nio, echoBinary: ownPath, count: tiny ? 20 : 10_000)
         }
         if sections.contains("voice") {
             log("voice pipeline and playback")
@@ -116,7 +117,59 @@ struct Run: AsyncParsableCommand {
             }
             try markdown.write(toFile: output, atomically: true, encoding: .utf8)
             log("wrote \(output)")
+            // The hot-path figures for `bench/run.sh --quick`, beside the report, when it ran at full scale.
+            if scale == .full {
+                let values = Figures.values(text: report.text, connections: report.connections, baseline: report.connectionBaseline)
+                let json = URL(fileURLWithPath: output).deletingLastPathComponent().appendingPathComponent("results.json")
+                var figures = Figures.read(from: json) ?? Figures()
+                figures.merge(values, commit: Report.git(["rev-parse", "--short", "HEAD"]), date: ISO8601DateFormatter().string(from: Date()))
+                try figures.write(to: json)
+                log("wrote \(json.path)")
+            }
         }
+    }
+}
+
+/// The regression guard (`bench/run.sh --quick`, under 3 minutes): the text section at 5 s a phase and
+/// 1,000 idle connections beside plain Hummingbird's, printed against the figures committed in
+/// bench/results.json. It writes nothing: the record is made by full runs.
+struct Quick: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "The hot-path figures in under 3 minutes, against the committed ones (bench/results.json).")
+
+    @Option(help: "The parley binary (default: next to this one).") var parley: String?
+    @Option(name: .customLong("public-dir"), help: "The web pages directory.") var publicDir = "Public"
+    @Option(help: "The committed figures: read from git's HEAD, else from the file.") var committed = "bench/results.json"
+
+    func run() async throws {
+        let ownPath = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let binary = parley.map { URL(fileURLWithPath: $0) } ?? ownPath.deletingLastPathComponent().appendingPathComponent("parley")
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw ValidationError("no parley binary at \(binary.path); build it first or pass --parley")
+        }
+        let publicDir = URL(fileURLWithPath: self.publicDir).standardizedFileURL
+        _ = ProcStats.raiseFileLimit()
+        func log(_ line: String) { FileHandle.standardError.write(Data("parley-bench: \(line)\n".utf8)) }
+        let started = ContinuousClock.now
+        log("quick: text messaging (3 interleaved runs of 5 s a phase)")
+        let text = try await ParleyServer(binary: binary, publicDir: publicDir).use { running in
+            try await TextBench.run(
+                server: running, consumers: 100, rate: 1000, seconds: 5, saturationSeconds: 5, window: 8, repeats: 3, echoBinary: ownPath)
+        }
+        log("quick: 1,000 idle connections, and to plain Hummingbird")
+        let connections = try await ParleyServer(binary: binary, publicDir: publicDir).use {
+            try await ConnectionsBench.round(server: $0, count: 1000, compression: false)
+        }
+        let baseline = try await ConnectionsBench.baseline(.hummingbird, echoBinary: ownPath, count: 1000)
+        let now = Figures.values(text: text, connections: [connections], baseline: baseline)
+        let build = binary.path.contains("/release/") ? "release" : "not release: the figures compare only with a release build's"
+        var lines = [
+            "# Quick bench: the hot path against the committed figures", "",
+            "Commit \(Report.git(["rev-parse", "--short", "HEAD"])), build \(build), \(Report.f(ContinuousClock.now.milliseconds(since: started) / 1000, 0)) s. "
+                + "Saturation \(Report.f(text.throughputRange.0, 0))–\(Report.f(text.throughputRange.1, 0))/s over 3 runs; load generator \(Report.f(text.saturation.generatorCPUSeconds / text.saturation.seconds * 100, 0))% of one core at saturation.",
+            "",
+        ]
+        lines += Figures.comparison(now: now, committed: Figures.committed(path: committed))
+        print(lines.joined(separator: "\n"))
     }
 }
 
