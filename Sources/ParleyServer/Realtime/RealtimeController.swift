@@ -44,24 +44,29 @@ struct RealtimeController {
         }
     }
 
+    @inline(never)
     func serve(
         principal: Principal, sessionTokenHash: String?, expiresAt: Date?, ip: String? = nil, channel: (any NIOCore.Channel)? = nil,
         inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger
     ) async {
-        let outbox = hub.register(principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt, channel: channel)
-        defer { hub.unregister(outbox) }
+        let outbox = opened(principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt, channel: channel)
         let typingGate = TypingGate()
-        send(
-            .hello(
-                connectionId: outbox.connectionId, participant: principal.participant, brandId: principal.brandId,
-                heartbeatSeconds: Self.heartbeatSeconds),
-            to: outbox)
-        if case .consumer(let consumer) = principal {
-            // A device that connects while a call rings rings too.
-            for call in await calls.ringing(for: consumer) { send(.call(call), to: outbox) }
-        }
+        await greet(principal, outbox: outbox)
 
-        await withTaskGroup(of: Void.self) { group in
+        await run(
+            principal: principal, sessionTokenHash: sessionTokenHash, ip: ip, inbound: inbound, outbound: outbound, outbox: outbox,
+            typingGate: typingGate, logger: logger)
+        closed(outbox)
+        await ended(outbox)
+    }
+
+    /// The connection's two halves: a child task reads, this one writes.
+    @inline(never)
+    private func run(
+        principal: Principal, sessionTokenHash: String?, ip: String?, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter,
+        outbox: Outbox, typingGate: TypingGate, logger: Logger
+    ) async {
+        await withDiscardingTaskGroup { group in
             group.addTask {
                 await read(
                     inbound, principal: principal, sessionTokenHash: sessionTokenHash, ip: ip, outbox: outbox, typingGate: typingGate,
@@ -70,13 +75,63 @@ struct RealtimeController {
             await write(outbox, to: outbound)
             group.cancelAll()
         }
-        // A call this connection took part in ends with it.
+    }
+
+    @inline(never)
+    private func opened(_ principal: Principal, sessionTokenHash: String?, expiresAt: Date?, channel: (any NIOCore.Channel)?) -> Outbox {
+        hub.register(principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt, channel: channel)
+    }
+
+    @inline(never)
+    private func closed(_ outbox: Outbox) {
+        hub.unregister(outbox)
+    }
+
+    // An idle connection holds the async frames of what it waits in (reading, writing) for as long as
+    // it is open: the task allocator keeps every frame of a suspended call chain, and an inlined
+    // callee's locals become part of its caller's frame. The work done once per connection (greeting,
+    // ending) and per frame (`handle`) is kept out of line, so that its frames exist only while it runs.
+    // Measured with heaptrack on 1,000 idle connections (docs/architecture.md, "What an idle connection costs").
+
+    /// `hello`, and the calls ringing for a consumer (a device that connects while a call rings rings too).
+    @inline(never)
+    private func greet(_ principal: Principal, outbox: Outbox) async {
+        hello(principal, outbox: outbox)
+        if case .consumer(let consumer) = principal {
+            // In a child task: the frames of the lookup's call tree (SQL, decoding) are freed with it,
+            // where in this task they would stay allocated, and touched, as long as the connection lasts.
+            let calls = self.calls
+            let ringing = await withTaskGroup(of: [CallDTO].self) { group in
+                group.addTask { await calls.ringing(for: consumer) }
+                return await group.next() ?? []
+            }
+            self.ringing(ringing, outbox: outbox)
+        }
+    }
+
+    @inline(never)
+    private func hello(_ principal: Principal, outbox: Outbox) {
+        send(
+            .hello(
+                connectionId: outbox.connectionId, participant: principal.participant, brandId: principal.brandId,
+                heartbeatSeconds: Self.heartbeatSeconds),
+            to: outbox)
+    }
+
+    @inline(never)
+    private func ringing(_ calls: [CallDTO], outbox: Outbox) {
+        for call in calls { send(.call(call), to: outbox) }
+    }
+
+    /// A call this connection took part in ends with it.
+    @inline(never)
+    private func ended(_ outbox: Outbox) async {
         await calls.connectionClosed(outbox.connectionId)
     }
 
     /// Reads the client's frames: reassembles them within the size limit, applies the frame budget
     /// as each one is read, before any decoding (a flood costs the server as little as possible), and
-    /// passes the admitted ones to a handler task through a queue of at most a burst's worth.
+    /// hands the admitted ones to a handler through a queue of at most a burst's worth.
     ///
     /// Reading never waits for handling: when handling was done in this loop, a frame that took long
     /// to handle (a write on a busy database) held the reading back, the client's frames waited in
@@ -84,80 +139,107 @@ struct RealtimeController {
     /// slowed to the budget's rate instead of being closed, and kept a connection's worth of work
     /// queued for ever. Now a frame counts when it arrives, and one that finds the queue full is
     /// refused like one over the budget.
+    ///
+    /// The handler is a task only while there is something to handle (`FrameQueue`): it starts
+    /// when a frame finds the queue idle and ends when the queue is empty. An idle connection, which
+    /// is what a server holds most of, keeps no handler task and no stream waiting for frames.
+    @inline(never)
     private func read(
         _ inbound: WebSocketInboundStream, principal: Principal, sessionTokenHash: String?, ip: String?, outbox: Outbox,
         typingGate: TypingGate, logger: Logger
     ) async {
         var limiter = FrameLimiter(perSecond: configuration.realtimeFramesPerSecond)
-        let (admitted, queue) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(Int(limiter.burst)))
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                // Each frame's work (and the jobs and logs it causes) under `<connection>/<n>`.
-                var received = 0
-                for await text in admitted {
-                    received += 1
-                    await RequestID.with("\(outbox.connectionId)/\(received)") {
-                        await handle(text, principal: principal, ip: ip, outbox: outbox, typingGate: typingGate)
+        let queue = FrameQueue(limit: Int(limiter.burst))
+        await withDiscardingTaskGroup { group in
+            await readFrames(inbound, limiter: &limiter, sessionTokenHash: sessionTokenHash, outbox: outbox, logger: logger) { text in
+                switch queue.offer(text) {
+                case .full:
+                    return false
+                case .queued:
+                    return true
+                case .startHandler:
+                    group.addTask {
+                        // Each frame's work (and the jobs and logs it causes) under `<connection>/<n>`.
+                        while let (text, number) = queue.next() {
+                            await RequestID.with("\(outbox.connectionId)/\(number)") {
+                                await handle(text, principal: principal, ip: ip, outbox: outbox, typingGate: typingGate)
+                            }
+                        }
                     }
+                    return true
                 }
             }
-            await readFrames(inbound, limiter: &limiter, queue: queue, sessionTokenHash: sessionTokenHash, outbox: outbox, logger: logger)
-            queue.finish()
-            if outbox.pendingClose != nil { group.cancelAll() }  // closed: what is still queued is not handled
-            await group.waitForAll()
+            // Closed: what is still queued is not handled (the frame being handled finishes).
+            if outbox.pendingClose != nil { queue.discard() }
         }
         outbox.finish()  // the client went away: stop writing
     }
 
-    /// The reading half of `read`.
+    /// The reading half of `read`: `admit` queues a frame within the budget for handling, false when
+    /// the queue is full.
+    @inline(never)
     private func readFrames(
-        _ inbound: WebSocketInboundStream, limiter: inout FrameLimiter, queue: AsyncStream<String>.Continuation, sessionTokenHash: String?,
-        outbox: Outbox, logger: Logger
+        _ inbound: WebSocketInboundStream, limiter: inout FrameLimiter, sessionTokenHash: String?, outbox: Outbox, logger: Logger,
+        admit: (String) -> Bool
     ) async {
         var assembler = MessageAssembler(maxSize: configuration.maxRealtimeFrameBytes)
         do {
+            // Only the iteration waits here; each frame is taken out of line (`take`), so that its
+            // temporaries are not part of this long-lived frame.
             for try await frame in inbound {
-                let message: WebSocketMessage
-                do {
-                    guard let complete = try assembler.add(frame) else { continue }
-                    message = complete
-                } catch MessageAssembler.Failure.tooLarge {
-                    outbox.close(code: 1009, text: "message too large")
-                    return
-                } catch {
-                    outbox.close(code: 1002, text: "protocol error")
-                    return
-                }
-                // The limit comes before any decoding: a flood costs the server as little as possible.
-                var decision = limiter.take()
-                if decision == .allow, case .text(let text) = message, case .dropped = queue.yield(text) {
-                    decision = limiter.overflowed()  // handling is a burst behind: refused like a frame over budget
-                }
-                switch decision {
-                case .allow:
-                    break
-                case .refuse:
-                    metrics.realtimeFramesRefused.increment()
-                    if case .text(let text) = message, let id = Self.frameId(in: text) {
-                        send(.error(id: id, .init(code: .rateLimited, message: "Too many frames; slow down.", retryAfter: 1)), to: outbox)
-                    }
-                    continue
-                case .close:
-                    metrics.realtimeFloodCloses.increment()
-                    if let sessionTokenHash { limits.floods.penalize(sessionTokenHash) }
-                    outbox.close(code: RealtimeCloseCode.tooManyFrames, text: "too many frames: slow down")
-                    return
-                }
-                if case .binary = message {
-                    send(.error(id: nil, .init(code: .unsupportedFrame, message: "Send JSON frames as text.")), to: outbox)
-                }
+                guard take(frame, assembler: &assembler, limiter: &limiter, sessionTokenHash: sessionTokenHash, outbox: outbox, admit: admit)
+                else { return }
             }
         } catch {
             logger.debug("real-time connection ended", metadata: ["error": "\(error)"])
         }
     }
 
+    /// One frame read: reassembled, budgeted, admitted or refused. False once the connection is closing.
+    @inline(never)
+    private func take(
+        _ frame: WebSocketDataFrame, assembler: inout MessageAssembler, limiter: inout FrameLimiter, sessionTokenHash: String?,
+        outbox: Outbox, admit: (String) -> Bool
+    ) -> Bool {
+        let message: WebSocketMessage
+        do {
+            guard let complete = try assembler.add(frame) else { return true }
+            message = complete
+        } catch MessageAssembler.Failure.tooLarge {
+            outbox.close(code: 1009, text: "message too large")
+            return false
+        } catch {
+            outbox.close(code: 1002, text: "protocol error")
+            return false
+        }
+        // The limit comes before any decoding: a flood costs the server as little as possible.
+        var decision = limiter.take()
+        if decision == .allow, case .text(let text) = message, !admit(text) {
+            decision = limiter.overflowed()  // handling is a burst behind: refused like a frame over budget
+        }
+        switch decision {
+        case .allow:
+            break
+        case .refuse:
+            metrics.realtimeFramesRefused.increment()
+            if case .text(let text) = message, let id = Self.frameId(in: text) {
+                send(.error(id: id, .init(code: .rateLimited, message: "Too many frames; slow down.", retryAfter: 1)), to: outbox)
+            }
+            return true
+        case .close:
+            metrics.realtimeFloodCloses.increment()
+            if let sessionTokenHash { limits.floods.penalize(sessionTokenHash) }
+            outbox.close(code: RealtimeCloseCode.tooManyFrames, text: "too many frames: slow down")
+            return false
+        }
+        if case .binary = message {
+            send(.error(id: nil, .init(code: .unsupportedFrame, message: "Send JSON frames as text.")), to: outbox)
+        }
+        return true
+    }
+
     /// Drains the outbox to the socket until the client leaves or the connection is closed.
+    @inline(never)
     private func write(_ outbox: Outbox, to outbound: WebSocketOutboundWriter) async {
     for await frame in outbox.stream {
         if outbox.pendingClose != nil { break }
@@ -184,6 +266,7 @@ struct RealtimeController {
         code == 1009 ? .messageTooLarge : .unknown(code)
     }
 
+    @inline(never)
     private func handle(_ text: String, principal: Principal, ip: String?, outbox: Outbox, typingGate: TypingGate) async {
         guard let frame = decode(text, outbox: outbox) else { return }
         let started = ContinuousClock.now
