@@ -24,17 +24,6 @@ struct FrameQueueTests {
         #expect(queue.next()! == ("e", 5))
     }
 
-    @Test("a closing connection's waiting frames are dropped; the handler then ends")
-    func discard() {
-        let queue = FrameQueue(limit: 5)
-        #expect(queue.offer("a") == .startHandler)
-        #expect(queue.offer("b") == .queued)
-        #expect(queue.next()! == ("a", 1))
-        queue.discard()
-        #expect(queue.count == 0)
-        #expect(queue.next() == nil)
-    }
-
     @Test("offered from one thread while handlers drain on others: every frame is handled once, in order, and none waits without a handler")
     func concurrentOffersAndDrains() async {
         // setup: a reader offers 20,000 frames as fast as it can; each startHandler starts a handler task

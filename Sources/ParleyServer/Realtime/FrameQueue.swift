@@ -62,14 +62,6 @@ final class FrameQueue: Sendable {
         }
     }
 
-    /// Drops what is waiting (the connection is closing); the frame being handled finishes.
-    func discard() {
-        state.withLock { state in
-            state.waiting.removeAll(keepingCapacity: false)
-            state.head = 0
-        }
-    }
-
     /// How many frames are waiting (tests).
     var count: Int { state.withLock { $0.waiting.count - $0.head } }
 }

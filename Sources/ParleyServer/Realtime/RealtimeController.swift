@@ -169,8 +169,10 @@ struct RealtimeController {
                     return true
                 }
             }
-            // Closed: what is still queued is not handled (the frame being handled finishes).
-            if outbox.pendingClose != nil { queue.discard() }
+            // The group waits for the handler: frames admitted within the budget are handled (at most
+            // a burst's worth), even when the connection is closing, as they would have been had the
+            // handler started before the close (a flood read from TCP's buffers at once is admitted and
+            // closed before the handler first runs).
         }
         outbox.finish()  // the client went away: stop writing
     }
