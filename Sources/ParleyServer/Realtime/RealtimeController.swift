@@ -287,42 +287,72 @@ struct RealtimeController {
         do {
             switch frame {
             case .send(let id, let request):
-                let (response, messageJSON) = try await conversations.sendEncoded(
-                    principal, request, from: ip, fromConnection: outbox.connectionId)
-                // The conversation rides along when it is new or changed beyond this message.
-                let changed = !response.created || response.message.seq == 1 || response.conversation.lastSeq != response.message.seq
-                if let messageJSON, let text = try? ParleyCoders.sendAck(id: id, messageJSON: messageJSON, conversation: changed ? response.conversation : nil) {
-                    outbox.send(text)
-                } else {
-                    send(.ack(id: id, message: response.message, conversation: changed ? response.conversation : nil, event: nil), to: outbox)
-                }
+                try await handleSend(id: id, request, principal: principal, ip: ip, outbox: outbox)
             case .receipt(let id, let conversationId, let receipt):
-                let event = try await conversations.receipt(principal, conversationId: conversationId, receipt, fromConnection: outbox.connectionId)
-                send(.ack(id: id, message: nil, conversation: nil, event: event), to: outbox)
+                try await handleReceipt(id: id, conversationId: conversationId, receipt, principal: principal, outbox: outbox)
             case .typing(let conversationId, let isTyping):
-                // At most one change per second per conversation goes out; a change held back is sent
-                // when its second is over, so an indicator never sticks.
-                let conversations = self.conversations
-                let connectionId = outbox.connectionId
-                try await typingGate.offer(conversationId: conversationId, isTyping: isTyping) { isTyping in
-                    try await conversations.typing(principal, conversationId: conversationId, isTyping: isTyping, fromConnection: connectionId)
-                }
+                try await handleTyping(conversationId: conversationId, isTyping: isTyping, principal: principal, outbox: outbox, typingGate: typingGate)
             case .view(let conversationId):
-                guard case .agent = principal else { break }
-                if let conversationId {
-                    _ = try await conversations.conversation(principal, id: conversationId)
-                }
-                hub.view(connectionId: outbox.connectionId, conversationId: conversationId)
+                try await handleView(conversationId: conversationId, principal: principal, outbox: outbox)
             case .resume(let id, let cursors):
                 try await resume(id: id, cursors: cursors, principal: principal, outbox: outbox)
             case .callAccept, .callReject, .callHangUp, .callSignal, .callMedia, .callReport:
                 try await handleCall(frame, principal: principal, outbox: outbox)
             }
-        } catch let error as ParleyError {
-            send(.error(id: frame.replyId, .init(code: error.code, message: error.message, field: error.field, retryAfter: error.retryAfter)), to: outbox)
         } catch {
+            refuse(frame, error, outbox: outbox)
+        }
+    }
+
+    /// The error frame answering `frame`.
+    @inline(never)
+    private func refuse(_ frame: ClientFrame, _ error: any Error, outbox: Outbox) {
+        if let error = error as? ParleyError {
+            send(.error(id: frame.replyId, .init(code: error.code, message: error.message, field: error.field, retryAfter: error.retryAfter)), to: outbox)
+        } else {
             send(.error(id: frame.replyId, .init(code: .internalError, message: "Something went wrong on our side. Try again.")), to: outbox)
         }
+    }
+
+    // One function per kind of frame, out of line: inlined into `handle`, every kind's locals made one
+    // async frame of 41 KB, allocated each time a handler task starts.
+
+    @inline(never)
+    private func handleSend(id: String, _ request: SendMessageRequest, principal: Principal, ip: String?, outbox: Outbox) async throws {
+        let (response, messageJSON) = try await conversations.sendEncoded(principal, request, from: ip, fromConnection: outbox.connectionId)
+        // The conversation rides along when it is new or changed beyond this message.
+        let changed = !response.created || response.message.seq == 1 || response.conversation.lastSeq != response.message.seq
+        if let messageJSON, let text = try? ParleyCoders.sendAck(id: id, messageJSON: messageJSON, conversation: changed ? response.conversation : nil) {
+            outbox.send(text)
+        } else {
+            send(.ack(id: id, message: response.message, conversation: changed ? response.conversation : nil, event: nil), to: outbox)
+        }
+    }
+
+    @inline(never)
+    private func handleReceipt(id: String, conversationId: ConversationID, _ receipt: ReceiptRequest, principal: Principal, outbox: Outbox) async throws {
+        let event = try await conversations.receipt(principal, conversationId: conversationId, receipt, fromConnection: outbox.connectionId)
+        send(.ack(id: id, message: nil, conversation: nil, event: event), to: outbox)
+    }
+
+    /// At most one change per second per conversation goes out; a change held back is sent when its
+    /// second is over, so an indicator never sticks.
+    @inline(never)
+    private func handleTyping(conversationId: ConversationID, isTyping: Bool, principal: Principal, outbox: Outbox, typingGate: TypingGate) async throws {
+        let conversations = self.conversations
+        let connectionId = outbox.connectionId
+        try await typingGate.offer(conversationId: conversationId, isTyping: isTyping) { isTyping in
+            try await conversations.typing(principal, conversationId: conversationId, isTyping: isTyping, fromConnection: connectionId)
+        }
+    }
+
+    @inline(never)
+    private func handleView(conversationId: ConversationID?, principal: Principal, outbox: Outbox) async throws {
+        guard case .agent = principal else { return }
+        if let conversationId {
+            _ = try await conversations.conversation(principal, id: conversationId)
+        }
+        hub.view(connectionId: outbox.connectionId, conversationId: conversationId)
     }
 
     /// The frame, or nil after telling the client why it is not one.
