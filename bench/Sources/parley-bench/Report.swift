@@ -199,7 +199,8 @@ struct Report {
             "Each row is the median of \(text.repeats) runs (fixed rate and echo by delivery p99, saturation by throughput), interleaved on one server. "
                 + "Ranges over the runs: fixed-rate delivery p99 \(Self.f(text.fixedP99Range.0, 2))–\(Self.f(text.fixedP99Range.1, 2)) ms, "
                 + "echo p99 \(Self.f(text.echoP99Range.0, 2))–\(Self.f(text.echoP99Range.1, 2)) ms, "
-                + "saturation \(Self.f(text.throughputRange.0, 0))–\(Self.f(text.throughputRange.1, 0)) messages/s.",
+                + "saturation \(Self.f(text.throughputRange.0, 0))–\(Self.f(text.throughputRange.1, 0)) messages/s, "
+                + "server CPU per message at the fixed rate \(Self.f(text.fixedCPURange.0, 0))–\(Self.f(text.fixedCPURange.1, 0)) µs (median \(Self.f(text.fixedCPUMedian, 0))).",
             "",
             "Delivery p99 at the fixed rate is \(Self.f(text.fixed.deliveryLatency.p99 / text.echo.deliveryLatency.p99, 1))× the echo's p99; "
                 + "p50 is \(Self.f(text.fixed.deliveryLatency.p50 / text.echo.deliveryLatency.p50, 1))×. "

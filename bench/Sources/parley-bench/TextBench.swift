@@ -110,6 +110,10 @@ enum TextBench {
         var fixedP99Range: (Double, Double)
         var echoP99Range: (Double, Double)
         var throughputRange: (Double, Double)
+        /// Server CPU per message at the fixed rate over the runs: it moves more between runs than latency
+        /// does (the fixed row is the run with the median delivery p99), so the figure compared is the median.
+        var fixedCPURange: (Double, Double) = (.nan, .nan)
+        var fixedCPUMedian: Double = .nan
     }
 
     /// A consumer with its conversation and its connection.
@@ -169,7 +173,9 @@ enum TextBench {
             echo: median(echoRuns, by: { $0.deliveryLatency.p99 }),
             fixedP99Range: (fixedRuns.map(\.deliveryLatency.p99).min() ?? .nan, fixedRuns.map(\.deliveryLatency.p99).max() ?? .nan),
             echoP99Range: (echoRuns.map(\.deliveryLatency.p99).min() ?? .nan, echoRuns.map(\.deliveryLatency.p99).max() ?? .nan),
-            throughputRange: (saturationRuns.map(\.messagesPerSecond).min() ?? .nan, saturationRuns.map(\.messagesPerSecond).max() ?? .nan))
+            throughputRange: (saturationRuns.map(\.messagesPerSecond).min() ?? .nan, saturationRuns.map(\.messagesPerSecond).max() ?? .nan),
+            fixedCPURange: (fixedRuns.map(\.cpuMicrosPerMessage).min() ?? .nan, fixedRuns.map(\.cpuMicrosPerMessage).max() ?? .nan),
+            fixedCPUMedian: median(fixedRuns, by: { $0.cpuMicrosPerMessage }).cpuMicrosPerMessage)
     }
 
     /// Every consumer opens its conversation over HTTP first, so the timed sends all continue one.
