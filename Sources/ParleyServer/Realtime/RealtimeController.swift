@@ -56,8 +56,9 @@ struct RealtimeController {
         await run(
             principal: principal, sessionTokenHash: sessionTokenHash, ip: ip, inbound: inbound, outbound: outbound, outbox: outbox,
             typingGate: typingGate, logger: logger)
-        closed(outbox)
+        // A call this connection took part in ends while the connection is still registered.
         await ended(outbox)
+        closed(outbox)
     }
 
     /// The connection's two halves: a child task reads, this one writes.
