@@ -24,6 +24,19 @@ struct ParleyBench: AsyncParsableCommand {
         defaultSubcommand: Run.self)
 }
 
+extension AsyncParsableCommand {
+    /// This benchmark binary (it also serves the echo baselines) and the `parley` to measure: `--parley`,
+    /// else the one next to this binary, so that a release bench runs a release server.
+    static func binaries(parley: String?) throws -> (own: URL, parley: URL) {
+        let own = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let binary = parley.map { URL(fileURLWithPath: $0) } ?? own.deletingLastPathComponent().appendingPathComponent("parley")
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw ValidationError("no parley binary at \(binary.path); build it first or pass --parley")
+        }
+        return (own, binary)
+    }
+}
+
 /// How big each benchmark runs. `full` is what bench/RESULTS.md reports; `tiny` proves in the test
 /// suite that every benchmark still works, in seconds, and its numbers mean nothing.
 enum Scale: String, ExpressibleByArgument, CaseIterable {
@@ -43,11 +56,7 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Record the text phases' first runs with `perf record -g` into this directory (bench/profile.sh).") var profile: String?
 
     func run() async throws {
-        let ownPath = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        let binary = parley.map { URL(fileURLWithPath: $0) } ?? ownPath.deletingLastPathComponent().appendingPathComponent("parley")
-        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            throw ValidationError("no parley binary at \(binary.path); build it first or pass --parley")
-        }
+        let (ownPath, binary) = try Self.binaries(parley: parley)
         let publicDir = URL(fileURLWithPath: self.publicDir).standardizedFileURL
         let fileLimit = ProcStats.raiseFileLimit()
         let sections = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
@@ -141,11 +150,7 @@ struct Quick: AsyncParsableCommand {
     @Option(help: "The committed figures: read from git's HEAD, else from the file.") var committed = "bench/results.json"
 
     func run() async throws {
-        let ownPath = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        let binary = parley.map { URL(fileURLWithPath: $0) } ?? ownPath.deletingLastPathComponent().appendingPathComponent("parley")
-        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            throw ValidationError("no parley binary at \(binary.path); build it first or pass --parley")
-        }
+        let (ownPath, binary) = try Self.binaries(parley: parley)
         let publicDir = URL(fileURLWithPath: self.publicDir).standardizedFileURL
         _ = ProcStats.raiseFileLimit()
         func log(_ line: String) { FileHandle.standardError.write(Data("parley-bench: \(line)\n".utf8)) }
