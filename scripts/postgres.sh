@@ -25,7 +25,9 @@ start)
     mkdir -p "$dir"
     [[ $(id -u) -eq 0 ]] && chown postgres "$dir"
     port=$(free_port tcp)
-    options="-k $dir -p $port -h 127.0.0.1 -c fsync=off -c max_connections=800"
+    # pg_stat_statements is loaded (not created) so that the bench can count statements per message
+    # (bench/Sources/parley-bench/ClusterBench.swift creates the extension in its own database).
+    options="-k $dir -p $port -h 127.0.0.1 -c fsync=off -c max_connections=800 -c shared_preload_libraries=pg_stat_statements"
     if [[ "${3:-}" == "--tls" ]]; then
         password=$(openssl rand -hex 12)
         printf '%s\n' "$password" >"$dir/password"

@@ -36,18 +36,24 @@ enum ClusterBench {
         var ffmpeg: String
     }
 
-    /// Runs a repository script (postgres.sh, seaweedfs.sh) and returns its first line of output. The
-    /// output goes through a file, not a pipe (a daemon the script starts may inherit a pipe and keep
-    /// it open), and the end is seen by the exit status the shell writes to a second file: this
-    /// process's executor never blocks a thread on waiting.
+    /// Runs a repository script (postgres.sh, seaweedfs.sh) and returns its first line of output.
     static func script(_ root: URL, _ arguments: [String]) async throws -> String {
+        let quoted = arguments.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        let text = try await shell("cd '\(root.path)' && scripts/\(quoted.joined(separator: " "))")
+        return text.split(separator: "\n").first.map(String.init) ?? ""
+    }
+
+    /// Runs a bash command and returns its output. The output goes through a file, not a pipe (a
+    /// daemon the command starts may inherit a pipe and keep it open), and the end is seen by the
+    /// exit status the shell writes to a second file: this process's executor never blocks a thread
+    /// on waiting.
+    static func shell(_ command: String) async throws -> String {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bench-script-\(UUID().uuidString)")
         let (outputFile, statusFile) = (base.appendingPathExtension("out"), base.appendingPathExtension("status"))
         defer { for file in [outputFile, statusFile] { try? FileManager.default.removeItem(at: file) } }
-        let quoted = arguments.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", "cd '\(root.path)' && scripts/\(quoted.joined(separator: " ")) >'\(outputFile.path)' 2>&1 </dev/null; echo $? >'\(statusFile.path)'"]
+        process.arguments = ["-c", "\(command) >'\(outputFile.path)' 2>&1 </dev/null; echo $? >'\(statusFile.path)'"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
@@ -57,12 +63,12 @@ enum ClusterBench {
         while status == nil {
             status = (try? String(contentsOf: statusFile, encoding: .utf8)).flatMap { $0.hasSuffix("\n") ? $0.trimmingCharacters(in: .whitespacesAndNewlines) : nil }
             if status != nil { break }
-            guard ContinuousClock.now < deadline else { throw BenchError("\(arguments.joined(separator: " ")) did not finish") }
+            guard ContinuousClock.now < deadline else { throw BenchError("\(command.prefix(200)) did not finish") }
             try await Task.sleep(for: .milliseconds(50))
         }
         let text = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
-        guard status == "0" else { throw BenchError("\(arguments.joined(separator: " ")) failed: \(text.suffix(500))") }
-        return text.split(separator: "\n").first.map(String.init) ?? ""
+        guard status == "0" else { throw BenchError("\(command.prefix(200)) failed: \(text.suffix(500))") }
+        return text
     }
 
     static func run(binary: URL, publicDir: URL, root: URL, options: Options) async throws -> Report {
@@ -88,7 +94,8 @@ enum ClusterBench {
             "PARLEY_S3_SECRET_KEY": "bench-secret",
         ]
         do {
-            var report = try await measure(binary: binary, publicDir: publicDir, environment: environment, options: options)
+            let probe = try await PostgresProbe.open(url: admin, dataDirectory: pg + "/data")
+            var report = try await measure(binary: binary, publicDir: publicDir, environment: environment, options: options, probe: probe)
             if options.noteSeconds > 0 {
                 // The same note on a one-node server with its media on local disk (SQLite), same run.
                 let local = try await ParleyServer(binary: binary, publicDir: publicDir)
@@ -108,7 +115,7 @@ enum ClusterBench {
     }
 
     private static func measure(
-        binary: URL, publicDir: URL, environment: [String: String], options: Options
+        binary: URL, publicDir: URL, environment: [String: String], options: Options, probe: PostgresProbe
     ) async throws -> Report {
         let (rate, seconds, repeats) = (options.rate, options.seconds, options.repeats)
         let a = try await ParleyServer(binary: binary, publicDir: publicDir, extraEnvironment: environment)
@@ -129,20 +136,20 @@ enum ClusterBench {
                     same.append(
                         try await TextBench.phase(
                             "same node", server: a, agentToken: agentToken, sessions: sessions, seconds: seconds, capacity: capacity,
-                            mode: .fixedRate(rate), otherNodes: [b.child]))
+                            mode: .fixedRate(rate), otherNodes: [b.child], database: probe))
                     cross.append(
                         try await TextBench.phase(
                             "across nodes", server: a, agentToken: agentToken, sessions: sessions, seconds: seconds, capacity: capacity,
-                            mode: .fixedRate(rate), agentPort: b.port, otherNodes: [b.child]))
+                            mode: .fixedRate(rate), agentPort: b.port, otherNodes: [b.child], database: probe))
                     // Throughput: every consumer on node A (B idle beside it), then half on each.
                     one.append(
                         try await TextBench.phase(
                             "one node", server: a, agentToken: agentToken, sessions: sessions, seconds: options.saturationSeconds,
-                            capacity: saturationCapacity, mode: .window(options.window), otherNodes: [b.child]))
+                            capacity: saturationCapacity, mode: .window(options.window), otherNodes: [b.child], database: probe))
                     two.append(
                         try await TextBench.phase(
                             "two nodes", server: a, agentToken: agentToken, sessions: sessions, seconds: options.saturationSeconds,
-                            capacity: saturationCapacity, mode: .window(options.window), otherNodes: [b.child], consumerPorts: [a.port, b.port]))
+                            capacity: saturationCapacity, mode: .window(options.window), otherNodes: [b.child], consumerPorts: [a.port, b.port], database: probe))
                 }
                 func median(_ runs: [TextBench.Phase]) -> TextBench.Phase { runs.sorted { $0.deliveryLatency.p99 < $1.deliveryLatency.p99 }[runs.count / 2] }
                 func busiest(_ runs: [TextBench.Phase]) -> TextBench.Phase { runs.sorted { $0.messagesPerSecond < $1.messagesPerSecond }[runs.count / 2] }

@@ -59,7 +59,8 @@ struct NIOEchoServer: AsyncParsableCommand {
                 context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
             case .connectionClose:
                 let close = WebSocketFrame(fin: true, opcode: .connectionClose, data: frame.unmaskedData)
-                context.writeAndFlush(wrapOutboundOut(close)).whenComplete { _ in context.close(promise: nil) }
+                let channel = context.channel
+                context.writeAndFlush(wrapOutboundOut(close)).whenComplete { _ in channel.close(promise: nil) }
             default:
                 break
             }

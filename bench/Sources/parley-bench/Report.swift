@@ -123,16 +123,19 @@ struct Report {
     private func clusterSection(_ cluster: ClusterBench.Report) -> [String] {
         func row(_ phase: TextBench.Phase, _ range: (Double, Double)) -> String {
             "| \(phase.name) | \(phase.delivered) | \(Self.f(phase.deliveryLatency.p50, 2)) / \(Self.f(phase.deliveryLatency.p99, 2)) / "
-                + "\(Self.f(phase.deliveryLatency.max, 2)) | \(Self.f(range.0, 2))–\(Self.f(range.1, 2)) | \(Self.f(phase.cpuMicrosPerMessage, 1)) |"
+                + "\(Self.f(phase.deliveryLatency.max, 2)) | \(Self.f(range.0, 2))–\(Self.f(range.1, 2)) | \(Self.f(phase.cpuMicrosPerMessage, 1)) | "
+                + "\(Self.f(phase.databaseMicrosPerMessage, 1)) | \(Self.f(phase.statementsPerMessage, 2)) |"
         }
         return [
             "## Across nodes", "",
             "Two `parley serve --cluster` nodes on one PostgreSQL (scripts/postgres.sh) and one SeaweedFS bucket; the consumers are",
             "connected to node A and send at \(cluster.rate) messages/s for \(Self.f(cluster.seconds, 0)) s; the agent is connected to node A",
             "(*same node*) or node B (*across nodes*: every frame goes through PostgreSQL LISTEN/NOTIFY). The runs interleave; each",
-            "row is the median of \(cluster.repeats) by delivery p99. CPU is both nodes' per message delivered.", "",
-            "| Agent on | Delivered | Delivery p50 / p99 / max (ms) | p99 over the runs (ms) | Server CPU per message (µs) |",
-            "|---|---:|---:|---:|---:|",
+            "row is the median of \(cluster.repeats) by delivery p99. CPU is both nodes' per message delivered; PostgreSQL's is its",
+            "processes' (the postmaster and its backends), and its statements are counted by pg_stat_statements (BEGIN and",
+            "COMMIT included) per message acknowledged.", "",
+            "| Agent on | Delivered | Delivery p50 / p99 / max (ms) | p99 over the runs (ms) | Server CPU per message (µs) | PostgreSQL CPU per message (µs) | PostgreSQL statements per message |",
+            "|---|---:|---:|---:|---:|---:|---:|",
             row(cluster.sameNode, cluster.sameRange),
             row(cluster.crossNode, cluster.crossRange),
             "",
@@ -143,6 +146,7 @@ struct Report {
         func row(_ phase: TextBench.Phase, _ range: (Double, Double)) -> String {
             "| \(phase.name) | \(phase.acked) | \(Self.f(phase.messagesPerSecond, 0)) | \(Self.f(range.0, 0))–\(Self.f(range.1, 0)) | "
                 + "\(Self.f(phase.ackLatency.p50, 2)) / \(Self.f(phase.ackLatency.p99, 2)) | \(Self.f(phase.cpuMicrosPerMessage, 1)) | "
+                + "\(Self.f(phase.databaseMicrosPerMessage, 1)) | \(Self.f(phase.statementsPerMessage, 2)) | "
                 + "\(Self.f(phase.generatorCPUSeconds / phase.seconds * 100, 0))% |"
         }
         let ratio = cluster.twoNodes.messagesPerSecond / cluster.oneNode.messagesPerSecond
@@ -151,12 +155,22 @@ struct Report {
             "node A (B runs beside it, idle but hearing every event), *two nodes* half on each; the agent is on A. Median of",
             "\(cluster.repeats) by messages/s; CPU is both nodes' per message delivered. Two nodes over one node: \(Self.f(ratio, 2))×.",
             "",
-            "| Consumers on | Acknowledged | Messages/s | Messages/s over the runs | Ack p50 / p99 (ms) | Server CPU per message (µs) | Generator CPU |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "| Consumers on | Acknowledged | Messages/s | Messages/s over the runs | Ack p50 / p99 (ms) | Server CPU per message (µs) | PostgreSQL CPU per message (µs) | PostgreSQL statements per message | Generator CPU |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
             row(cluster.oneNode, cluster.oneRange),
             row(cluster.twoNodes, cluster.twoRange),
             "",
-        ]
+        ] + clusterStatements(cluster.oneNode)
+    }
+
+    /// The statements behind a phase's count, per message acknowledged.
+    private func clusterStatements(_ phase: TextBench.Phase) -> [String] {
+        guard let database = phase.database, !database.top.isEmpty else { return [] }
+        let messages = Double(max(phase.acked, 1))
+        return [
+            "What PostgreSQL ran in the *\(phase.name)* row above, most frequent first (pg_stat_statements' normalised text):", "",
+            "| Statement | Per message |", "|---|---:|",
+        ] + database.top.map { "| `\($0.query.replacingOccurrences(of: "|", with: "\\|"))` | \(Self.f(Double($0.calls) / messages, 2)) |" } + [""]
     }
 
     private func clusterVoice(_ cluster: ClusterBench.Report) -> [String] {

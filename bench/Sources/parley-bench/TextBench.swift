@@ -98,6 +98,10 @@ enum TextBench {
         var generatorCPUSeconds: Double = .nan
         var messagesPerSecond: Double { Double(acked) / seconds }
         var cpuMicrosPerMessage: Double { serverCPUSeconds * 1e6 / Double(max(delivered, 1)) }
+        /// PostgreSQL's statements and CPU over the same span (the cluster section).
+        var database: PostgresProbe.Use?
+        var statementsPerMessage: Double { database.map { Double($0.statements) / Double(max(acked, 1)) } ?? .nan }
+        var databaseMicrosPerMessage: Double { database.map { $0.cpuSeconds * 1e6 / Double(max(delivered, 1)) } ?? .nan }
     }
 
     struct Report: Sendable {
@@ -222,7 +226,7 @@ enum TextBench {
     /// counts too; `consumerPorts`: the consumers connect to these nodes in turn (else all to `server`).
     static func phase(
         _ name: String, server: ParleyServer, agentToken: String, sessions: [(String, String)], seconds: Double, capacity: Int,
-        mode: Mode, agentPort: Int? = nil, otherNodes: [ChildProcess] = [], consumerPorts: [Int]? = nil
+        mode: Mode, agentPort: Int? = nil, otherNodes: [ChildProcess] = [], consumerPorts: [Int]? = nil, database: PostgresProbe? = nil
     ) async throws -> Phase {
         let timeline = Timeline(capacity: capacity)
         let debug = Timeline.debug
@@ -258,6 +262,7 @@ enum TextBench {
         let nodes = [server.child] + otherNodes
         let cpuBefore = nodes.map(\.cpuSeconds).reduce(0, +)
         let ownBefore = ProcStats.cpuSeconds(pid: getpid())
+        let databaseBefore = try await database?.start()
         let perf = PerfRecorder.start(name + (agentPort == nil ? "" : "-across"), pids: nodes.map(\.pid), seconds: seconds)
         let started = monotonicNanos()
         let end = started + UInt64(seconds * 1e9)
@@ -290,6 +295,8 @@ enum TextBench {
         }
         let cpu = nodes.map(\.cpuSeconds).reduce(0, +) - cpuBefore
         let own = ProcStats.cpuSeconds(pid: getpid()) - ownBefore
+        var databaseUse: PostgresProbe.Use?
+        if let database { databaseUse = try await database.finish(cpuBefore: databaseBefore ?? .nan) }
         let (ack, delivery) = timeline.latencies()
         await PerfRecorder.finish(perf, delivered: delivery.count, serverCPUSeconds: cpu)
         for socket in sockets { await socket.close() }
@@ -299,7 +306,7 @@ enum TextBench {
         return Phase(
             name: name, seconds: isFixed ? seconds : elapsed, sent: sentTotal, acked: isFixed ? ack.count : ackedInWindow,
             delivered: delivery.count, ackLatency: Distribution(ack), deliveryLatency: Distribution(delivery), serverCPUSeconds: cpu,
-            generatorCPUSeconds: own)
+            generatorCPUSeconds: own, database: databaseUse)
     }
 
     /// The baseline: a plain WebSocket echo server (Hummingbird, same machine, separate process) at
