@@ -63,17 +63,19 @@ public struct ParleyServices: Sendable {
     /// What time it is for every service (a manual clock in tests of timers and expiry).
     public let clock: any WallClock
 
-    /// Opens the database, applies migrations and wires the services together.
+    /// Opens the database, applies migrations and wires the services together. `wrapDatabase`: what
+    /// the services use instead of the database opened (tests record the statements run).
     public static func make(
         configuration: ParleyConfiguration, metrics: ParleyMetrics = ParleyMetrics(), bus given: (any EventBus)? = nil,
-        clock: any WallClock = SystemClock(), logger: Logger
+        clock: any WallClock = SystemClock(), wrapDatabase: @Sendable (any DatabaseClient) -> any DatabaseClient = { $0 }, logger: Logger
     ) async throws -> ParleyServices {
         try configuration.validate()
         var configuration = configuration
         configuration.publicDirectory = try PublicPages.locate(named: configuration.publicDirectory)
         try DataDirectory.prepare(configuration.dataDirectory)
         let location = try DatabaseLocation(url: configuration.resolvedDatabaseURL)
-        let database = try await openDatabase(location, fullSync: configuration.sqliteFullSync, poolSize: configuration.databasePoolSize, logger: logger)
+        let database = wrapDatabase(
+            try await openDatabase(location, fullSync: configuration.sqliteFullSync, poolSize: configuration.databasePoolSize, logger: logger))
         do {
             try await Migrations.apply(to: database, logger: logger)
         } catch {

@@ -38,6 +38,7 @@ struct TestServer: Sendable {
     static func run(
         database kept: TestDatabase? = nil,
         clock: any WallClock = SystemClock(),
+        recording: RecordingDatabase? = nil,
         configure: (inout ParleyConfiguration) -> Void = { _ in },
         _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
@@ -64,7 +65,8 @@ struct TestServer: Sendable {
         logger.logLevel = .warning
         let services: ParleyServices
         do {
-            services = try await ParleyServices.make(configuration: configuration, clock: clock, logger: logger)
+            services = try await ParleyServices.make(
+                configuration: configuration, clock: clock, wrapDatabase: { recording?.wrap($0) ?? $0 }, logger: logger)
         } catch {
             await owned.drop()
             throw TestFailure("the server did not start: \(String(reflecting: error))")
