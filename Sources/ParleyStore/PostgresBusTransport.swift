@@ -47,6 +47,17 @@ public final class PostgresBusTransport: BusTransport {
     public func send(_ payloads: [String]) async throws {
         guard !payloads.isEmpty else { return }
         let large = payloads.contains { $0.utf8.count > Self.inlineLimit }
+        let notify: @Sendable (any SQLDatabase, [String]) async throws -> Void = { db, notes in
+            try await db.raw(
+                "SELECT pg_notify(\(bind: Self.channel), note) FROM unnest(\(bind: notes)::text[]) WITH ORDINALITY AS t(note, n) ORDER BY n"
+            ).run()
+        }
+        guard large else {
+            // One statement is one transaction of its own: its notifications go out together, in
+            // order, when it ends. One round trip, where BEGIN ... COMMIT around it took three.
+            try await database.read { db in try await notify(db, payloads) }
+            return
+        }
         try await database.write { db in
             var notes: [String] = []
             for payload in payloads {
@@ -60,9 +71,7 @@ public final class PostgresBusTransport: BusTransport {
                     notes.append(payload)
                 }
             }
-            try await db.raw(
-                "SELECT pg_notify(\(bind: Self.channel), note) FROM unnest(\(bind: notes)::text[]) WITH ORDINALITY AS t(note, n) ORDER BY n"
-            ).run()
+            try await notify(db, notes)
         }
         if large, sentByReference.add(1, ordering: .relaxed).newValue % 100 == 0 {
             let cutoff = StoredTime.millis(Date().addingTimeInterval(-60))

@@ -45,9 +45,12 @@ struct CardMaskingTests {
             let sent = try await acme.send("My card is \(Self.card), expiry 12/29", as: token)
             #expect(sent.message.text == "My card is •••• •••• •••• 4242, expiry ••/••")
             #expect(sent.conversation.lastMessagePreview == "My card is •••• •••• •••• 4242, expiry ••/••")
+            // Into the conversation by name (the masking setting is read with the conversation there).
+            let named = try await acme.send("and \(Self.card) again", as: token, conversationId: sent.conversation.id)
+            #expect(named.message.text == "and •••• •••• •••• 4242 again")
             let seen = try await server.get("/v1/conversations/\(sent.conversation.id)/messages", token: acme.adminToken)
                 .decode(ListResponse<MessageDTO>.self).items
-            #expect(seen.map(\.text) == [sent.message.text])
+            #expect(seen.map(\.text) == [sent.message.text, named.message.text])
             // Agents' own messages are theirs to write (and not a consumer's card).
             let reply = try await acme.reply("Thanks, we never need \(Self.card)", in: sent.conversation.id, as: acme.adminToken)
             #expect(reply.message.text.contains(Self.card))
@@ -69,9 +72,11 @@ struct CardMaskingTests {
                 throw TestFailure("no message")
             }
             #expect(atAgent.text == "pay with ••••-••••-••••-4444 please")
+            let named = try await acme.send("or 5555-5555-5555-4444", as: token, conversationId: sent.conversation.id)
+            #expect(named.message.text == "or 5555-5555-5555-4444")
             let history = try await server.get("/v1/consumer/conversations/\(sent.conversation.id)/messages", token: token)
                 .decode(ListResponse<MessageDTO>.self).items
-            #expect(history.map(\.text) == ["pay with ••••-••••-••••-4444 please"])
+            #expect(history.map(\.text) == ["pay with ••••-••••-••••-4444 please", "or ••••-••••-••••-4444"])
             #expect(try await Self.databaseContains(server, "5555-5555-5555-4444") == false)
             await agent.close()
         }

@@ -218,13 +218,17 @@ struct ConversationAppend: Sendable {
         }
         if isNew {
             try await repo.insertConversation(conversation)
+        } else if events.isEmpty, let message {
+            // A message alone (most appends): the row and the message in one statement where the
+            // engine can (the order is kept: no event comes between them).
+            try await repo.updateConversation(conversation, from: original, inserting: message)
         } else {
             try await repo.updateConversation(conversation, from: original)
         }
         for event in events {
             try await repo.insertEvent(event, brandId: conversation.brandId)
         }
-        if let message {
+        if let message, isNew || !events.isEmpty {
             try await repo.insertMessage(message, brandId: conversation.brandId)
         }
         var voiceJob = false

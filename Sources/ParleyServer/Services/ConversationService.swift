@@ -73,9 +73,9 @@ public struct ConversationService: Sendable {
             throw ParleyError.notFound("Conversation")
         }
         let sender = principal.participant
-        let committed = try await withUniqueRetry {
-            try await conversationLog.write(excluding: connectionId) { repo, appends in
-                try await self.append(request, content: content, by: principal, sender: sender, in: repo, appends: appends)
+        let committed = try await writeOnce(request, by: sender) { lookFirst in
+            try await self.conversationLog.write(excluding: connectionId) { repo, appends in
+                try await self.append(request, content: content, by: principal, sender: sender, lookFirst: lookFirst, in: repo, appends: appends)
             }
         }
         let outcome = committed.value
@@ -144,19 +144,47 @@ public struct ConversationService: Sendable {
         var unmaskedForSender: String? = nil
     }
 
-    /// Appends a new message to the conversation it goes to, or returns the original of a retry.
+    /// Runs `write`, which appends `request`'s message, so that a retry of a message sent before
+    /// answers with the original (`retried`), at one statement less for every message that is not a
+    /// retry: the first attempt (`lookFirst == false`) does not look for an earlier message with the
+    /// client message id. The unique index on (sender, client message id) is that check: a retry's
+    /// insert fails, its transaction rolls back, and the next attempt looks first. An attempt that
+    /// fails for another reason (a closed reply window, a conversation closed since, a full queue...)
+    /// looks before it answers with the error, so a retry gets its original as when it looked first.
+    private func writeOnce<Value>(
+        _ request: SendMessageRequest, by sender: ParticipantRef, _ write: (_ lookFirst: Bool) async throws -> Value
+    ) async throws -> Value {
+        do {
+            return try await write(false)
+        } catch {
+            var retry = isUniqueViolation(error)
+            if !retry, error is ParleyError { retry = try await sentBefore(request, by: sender) }
+            guard retry else { throw error }
+            return try await withUniqueRetry { try await write(true) }
+        }
+    }
+
+    /// Whether `sender` sent a message with `request`'s client message id before.
+    private func sentBefore(_ request: SendMessageRequest, by sender: ParticipantRef) async throws -> Bool {
+        try await store.read { repo in try await repo.message(senderId: sender.id, clientMessageId: request.clientMessageId) != nil }
+    }
+
+    /// Appends a new message to the conversation it goes to, or returns the original of a retry
+    /// (looked for first when `lookFirst`; `writeOnce` says when it is not).
     private func append(
-        _ request: SendMessageRequest, content: Content, by principal: Principal, sender: ParticipantRef, in repo: any Repository,
-        appends: ConversationLog.Appends
+        _ request: SendMessageRequest, content: Content, by principal: Principal, sender: ParticipantRef, lookFirst: Bool,
+        in repo: any Repository, appends: ConversationLog.Appends
     ) async throws -> AppendOutcome {
-        if let original = try await Self.retried(request, content: content, by: principal, sender: sender, in: repo) { return original }
+        if lookFirst, let original = try await Self.retried(request, content: content, by: principal, sender: sender, in: repo) {
+            return original
+        }
         let now = clock.now()
         if case .consumer(let consumer) = principal, case .text(let text) = content, request.conversationId == nil, request.newConversation != true,
             let rated = try await rateByText(text, request, by: consumer, sender: sender, in: repo, appends: appends, now: now)
         {
             return rated
         }
-        let (conversation, isNew) = try await Self.conversationToWrite(request, by: principal, in: repo, now: now)
+        let (conversation, isNew, masking) = try await Self.conversationToWrite(request, by: principal, in: repo, now: now)
         let rules = ChannelRules.of(conversation.channel)
         if sender.kind == .agent {
             if case .template = content {
@@ -167,7 +195,7 @@ public struct ConversationService: Sendable {
                 try rules.authorizeFreeForm(windowEndsAt: conversation.replyWindowEndsAt, now: now)
             }
         }
-        let body = try await Self.messageBody(content, sender: sender, in: conversation, repo: repo)
+        let body = try await Self.messageBody(content, sender: sender, in: conversation, masking: masking, repo: repo)
         var log = ConversationAppend(conversation, isNew: isNew, now: now)
         try log.apply(sender.kind == .consumer ? .consumerWrites : .agentWrites, by: sender)
         var message = MessageDTO(
@@ -237,14 +265,16 @@ public struct ConversationService: Sendable {
 
     /// The stored text and list preview of a new message. Card numbers in consumers' texts are masked
     /// before anything is stored (the sender's own copy keeps them when the brand masks for agents only).
+    /// `masking`: the brand's card masking when it was read with the conversation.
     private static func messageBody(
-        _ content: Content, sender: ParticipantRef, in conversation: ConversationDTO, repo: any Repository
+        _ content: Content, sender: ParticipantRef, in conversation: ConversationDTO, masking known: CardMasking?, repo: any Repository
     ) async throws -> (text: String, preview: String, unmaskedForSender: String?) {
         switch content {
         case .text(let raw):
             let valid = try MessageRules.validateText(raw, channel: conversation.channel, sender: sender.kind)
             guard sender.kind == .consumer else { return (valid, MessageRules.preview(of: valid), nil) }
-            let masking = try await repo.brandSettings(brandId: conversation.brandId).cardMasking
+            let masking: CardMasking
+            if let known { masking = known } else { masking = try await repo.brandSettings(brandId: conversation.brandId).cardMasking }
             let masked = masking == .off ? nil : CardNumbers.mask(valid)
             guard let masked, masked.count > 0 else { return (valid, MessageRules.preview(of: valid), nil) }
             return (masked.text, MessageRules.preview(of: masked.text), masking == .agents ? valid : nil)
@@ -284,10 +314,11 @@ public struct ConversationService: Sendable {
         return AppendOutcome(message: existing, conversation: conversation, created: false)
     }
 
-    /// The conversation a message goes to, and whether it is new. An agent names one.
+    /// The conversation a message goes to, whether it is new, and (where it was read with it) the
+    /// brand's card masking. An agent names one.
     private static func conversationToWrite(
         _ request: SendMessageRequest, by principal: Principal, in repo: any Repository, now: Date
-    ) async throws -> (ConversationDTO, isNew: Bool) {
+    ) async throws -> (ConversationDTO, isNew: Bool, masking: CardMasking?) {
         switch principal {
         case .consumer(let consumer):
             return try await conversationToWrite(request, by: consumer, in: repo, now: now)
@@ -296,7 +327,7 @@ public struct ConversationService: Sendable {
                 throw ParleyError.invalidField("newConversation", "Only a consumer opens a conversation.")
             }
             guard let id = request.conversationId else { throw ParleyError.missingField("conversationId") }
-            return (try await authorizedConversation(principal, id: id, in: repo, lock: true), false)
+            return (try await authorizedConversation(principal, id: id, in: repo, lock: true), false, nil)
         }
     }
 
@@ -307,14 +338,16 @@ public struct ConversationService: Sendable {
     /// a web visitor cannot write as if from Apple Messages to get its longer messages.
     private static func conversationToWrite(
         _ request: SendMessageRequest, by consumer: ConsumerPrincipal, in repo: any Repository, now: Date
-    ) async throws -> (ConversationDTO, isNew: Bool) {
+    ) async throws -> (ConversationDTO, isNew: Bool, masking: CardMasking?) {
         var previous: ConversationDTO?
         if let id = request.conversationId {
             if request.newConversation == true {
                 throw ParleyError.invalidField("newConversation", "'newConversation' cannot be combined with 'conversationId'.")
             }
-            let named = try await authorizedConversation(.consumer(consumer), id: id, in: repo, lock: true)
-            guard named.state == .resolved else { return (named, false) }
+            guard ConversationID.isWellFormed(id), let (named, masking) = try await repo.conversationAndCardMasking(brandId: consumer.brandId, id: id, lock: true),
+                named.consumerId == consumer.consumerId
+            else { throw ParleyError.notFound("Conversation") }
+            guard named.state == .resolved else { return (named, false, masking) }
             // Closed: the customer's message starts a new conversation that continues it.
             previous = named
         }
@@ -334,7 +367,7 @@ public struct ConversationService: Sendable {
             consumerId: consumer.consumerId, appId: app.id, channel: app.channel, lock: true)
         {
             // Their open conversation, or (all are closed) a new one after the latest.
-            guard latest.state == .resolved else { return (latest, false) }
+            guard latest.state == .resolved else { return (latest, false, nil) }
             previous = latest
         }
         var conversation = ConversationDTO(
@@ -342,7 +375,7 @@ public struct ConversationService: Sendable {
             channel: app.channel, state: .open, assigneeId: nil, lastSeq: 0, lastMessagePreview: nil, lastMessageAt: nil,
             createdAt: now, updatedAt: now)
         conversation.previousConversationId = previous?.id
-        return (conversation, true)
+        return (conversation, true, nil)
     }
 
     // MARK: Receipts, typing

@@ -9,11 +9,17 @@ public protocol ConversationStore: Sendable {
     func insertConversation(_ conversation: ConversationDTO) async throws
     /// `lock` takes the row lock for the rest of the transaction (PostgreSQL; SQLite writers are serial).
     func conversation(brandId: BrandID, id: ConversationID, lock: Bool) async throws -> ConversationDTO?
+    /// The conversation (locked for the transaction when `lock`) with its brand's card masking, in
+    /// one statement: what a customer's text needs, where `brandSettings` would be a second.
+    func conversationAndCardMasking(brandId: BrandID, id: ConversationID, lock: Bool) async throws -> (ConversationDTO, CardMasking)?
     func latestConversation(consumerId: ConsumerID, appId: AppID, channel: Channel, lock: Bool) async throws -> ConversationDTO?
     /// How many of a consumer's conversations in an app are not resolved.
     func openConversationCount(consumerId: ConsumerID, appId: AppID) async throws -> Int
     /// Writes the columns where `conversation` differs from `previous` (the row as this transaction read it).
     func updateConversation(_ conversation: ConversationDTO, from previous: ConversationDTO) async throws
+    /// `updateConversation` and `insertMessage` in one: one statement on PostgreSQL (a data-modifying
+    /// WITH), where they were two round trips; two statements on SQLite, where a statement is a call.
+    func updateConversation(_ conversation: ConversationDTO, from previous: ConversationDTO, inserting message: MessageDTO) async throws
     /// Sets every conversation's reply window in an app to `hours` after the customer's last
     /// message (a connection's window changed); returns how many changed.
     func setReplyWindows(appId: AppID, hours: Int) async throws
@@ -55,6 +61,20 @@ extension SQLRepository: ConversationStore {
     public func conversation(brandId: BrandID, id: ConversationID, lock: Bool) async throws -> ConversationDTO? {
         try await db.raw("SELECT * FROM conversations WHERE id = \(bind: id) AND brand_id = \(bind: brandId)\(lockClause(lock))")
             .first(ConversationRow.self)?.dto
+    }
+
+    public func conversationAndCardMasking(brandId: BrandID, id: ConversationID, lock: Bool) async throws -> (ConversationDTO, CardMasking)? {
+        let row = try await db.raw(
+            """
+            SELECT conversations.*,
+            (SELECT card_masking FROM brand_settings WHERE brand_settings.brand_id = conversations.brand_id) AS brand_card_masking
+            FROM conversations WHERE id = \(bind: id) AND brand_id = \(bind: brandId)\(lockClause(lock))
+            """
+        ).first()
+        guard let row else { return nil }
+        // A brand that never saved its settings has the defaults (as `brandSettings` answers).
+        let masking = try row.optionalValue("brand_card_masking", as: CardMasking.self) ?? BrandSettingsDTO().cardMasking
+        return (try row.decode(ConversationRow.self).dto, masking)
     }
 
     public func latestConversation(consumerId: ConsumerID, appId: AppID, channel: Channel, lock: Bool) async throws -> ConversationDTO? {
@@ -101,6 +121,21 @@ extension SQLRepository: ConversationStore {
         try await db.update(
             ConversationRow(conversation), from: ConversationRow(previous),
             where: "id = \(bind: conversation.id) AND brand_id = \(bind: conversation.brandId)")
+    }
+
+    public func updateConversation(_ conversation: ConversationDTO, from previous: ConversationDTO, inserting message: MessageDTO) async throws {
+        let predicate: SQLQueryString = "id = \(bind: conversation.id) AND brand_id = \(bind: conversation.brandId)"
+        let update = RowStatements.update(ConversationRow(conversation), from: ConversationRow(previous), where: predicate)
+        let insert = try RowStatements.insert(MessageRow(message, brandId: conversation.brandId))
+        guard let update else { return try await db.raw(insert).run() }
+        switch flavor {
+        case .postgres:
+            // A data-modifying statement in WITH runs to completion whether or not the INSERT reads it.
+            try await db.raw("WITH updated AS (" + update + ") " + insert).run()
+        case .sqlite:
+            try await db.raw(update).run()
+            try await db.raw(insert).run()
+        }
     }
 
     public func setReplyWindows(appId: AppID, hours: Int) async throws {

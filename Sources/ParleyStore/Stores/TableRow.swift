@@ -46,14 +46,7 @@ extension SQLDatabase {
     /// `INSERT INTO table (columns) VALUES (binds)`, as raw SQL: the builder's identifier quoting
     /// cost more than the statement on the send path, and column names are ours, not input.
     func insert<Row: TableRow>(_ row: Row) async throws {
-        let columns = try Self.columns(of: row)
-        var query = SQLQueryString("INSERT INTO \(unsafeRaw: Row.table) (\(unsafeRaw: columns.map(\.0).joined(separator: ", "))) VALUES (")
-        for (index, column) in columns.enumerated() {
-            if index > 0 { query.appendInterpolation(unsafeRaw: ", ") }
-            query.appendInterpolation(column.1)
-        }
-        query.appendInterpolation(unsafeRaw: ")")
-        try await raw(query).run()
+        try await raw(RowStatements.insert(row)).run()
     }
 
     /// `UPDATE table SET every column = its value WHERE where` (and `suffix`, e.g. RETURNING).
@@ -65,6 +58,41 @@ extension SQLDatabase {
             query.appendInterpolation(column.1)
         }
         return raw(query + " WHERE " + predicate + suffix)
+    }
+
+    /// The row's columns and their binds: by hand for a `MappedRow`, else by SQLKit's encoder.
+    static func columns<Row: TableRow>(of row: Row) throws -> [(String, any SQLExpression)] {
+        try RowStatements.columns(of: row)
+    }
+}
+
+/// The statements `insert` and `update(_:from:where:)` run, as text with binds, for a repository
+/// that puts two of them in one (`updateConversation(_:from:inserting:)`).
+enum RowStatements {
+    /// `INSERT INTO table (columns) VALUES (binds)`.
+    static func insert<Row: TableRow>(_ row: Row) throws -> SQLQueryString {
+        let columns = try Self.columns(of: row)
+        var query = SQLQueryString("INSERT INTO \(unsafeRaw: Row.table) (\(unsafeRaw: columns.map(\.0).joined(separator: ", "))) VALUES (")
+        for (index, column) in columns.enumerated() {
+            if index > 0 { query.appendInterpolation(unsafeRaw: ", ") }
+            query.appendInterpolation(column.1)
+        }
+        query.appendInterpolation(unsafeRaw: ")")
+        return query
+    }
+
+    /// `UPDATE table SET (the columns whose values differ from previous) WHERE predicate`; nil
+    /// when nothing changed.
+    static func update<Row: MappedRow>(_ row: Row, from previous: Row, where predicate: SQLQueryString) -> SQLQueryString? {
+        let (new, old) = (row.values, previous.values)
+        var query = SQLQueryString("UPDATE \(unsafeRaw: Row.table) SET ")
+        var first = true
+        for (index, name) in Row.columns.enumerated() where new[index] != old[index] {
+            query.appendInterpolation(unsafeRaw: first ? "\(name) = " : ", \(name) = ")
+            query.appendInterpolation(new[index].bind)
+            first = false
+        }
+        return first ? nil : query + " WHERE " + predicate
     }
 
     /// The row's columns and their binds: by hand for a `MappedRow`, else by SQLKit's encoder.
@@ -138,16 +166,8 @@ extension SQLDatabase {
     /// when nothing changed. Writing only what changed leaves the indexes on unchanged columns alone
     /// (SQLite rewrites an index entry for every column named in SET, changed or not).
     func update<Row: MappedRow>(_ row: Row, from previous: Row, where predicate: SQLQueryString) async throws {
-        let (new, old) = (row.values, previous.values)
-        var query = SQLQueryString("UPDATE \(unsafeRaw: Row.table) SET ")
-        var first = true
-        for (index, name) in Row.columns.enumerated() where new[index] != old[index] {
-            query.appendInterpolation(unsafeRaw: first ? "\(name) = " : ", \(name) = ")
-            query.appendInterpolation(new[index].bind)
-            first = false
-        }
-        if first { return }
-        try await raw(query + " WHERE " + predicate).run()
+        guard let query = RowStatements.update(row, from: previous, where: predicate) else { return }
+        try await raw(query).run()
     }
 }
 
