@@ -55,7 +55,7 @@ public final class PostgresBusTransport: BusTransport {
         guard large else {
             // One statement is one transaction of its own: its notifications go out together, in
             // order, when it ends. One round trip, where BEGIN ... COMMIT around it took three.
-            try await database.read { db in try await notify(db, payloads) }
+            try await database.alone { db in try await notify(db, payloads) }
             return
         }
         try await database.write { db in

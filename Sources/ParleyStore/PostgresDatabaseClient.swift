@@ -114,6 +114,13 @@ public final class PostgresDatabaseClient: DatabaseClient {
         }
     }
 
+    /// Without BEGIN, a statement is its own transaction (PostgreSQL's autocommit).
+    public func alone<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        try await client.withConnection { connection in
+            try await body(connection.sql(queryLogLevel: nil, logger: self.logger))
+        }
+    }
+
     public func close() async {
         runTask.cancel()
         _ = await runTask.value

@@ -30,6 +30,12 @@ public final class Store: Sendable {
         return try await database.read { db in try await body(SQLRepository(db: db, flavor: flavor)) }
     }
 
+    /// Runs `body`, which writes with one statement, as a transaction of its own (`DatabaseClient.alone`).
+    public func alone<T: Sendable>(_ body: @escaping @Sendable (any Repository) async throws -> T) async throws -> T {
+        let flavor = database.flavor
+        return try await database.alone { db in try await body(SQLRepository(db: db, flavor: flavor)) }
+    }
+
     public func close() async {
         await database.close()
     }

@@ -11,22 +11,41 @@ import Testing
 /// with its original).
 @Suite("Message path")
 struct MessagePathTests {
-    /// The statements of the write that inserted a message.
-    static func messageWrite(_ recorder: RecordingDatabase) throws -> [String] {
-        let writes = recorder.recorded.filter { unit in unit.isWrite && unit.statements.contains(where: isMessageInsert) }
+    /// The unit (a transaction, or a statement alone) that inserted a message.
+    static func messageWrite(_ recorder: RecordingDatabase) throws -> RecordingDatabase.Unit {
+        let writes = recorder.recorded.filter { unit in unit.kind != .read && unit.statements.contains(where: isMessageInsert) }
         guard writes.count == 1, let write = writes.first else {
-            throw TestFailure("expected one transaction inserting a message, found \(writes.count): \(recorder.recorded)")
+            throw TestFailure("expected one write inserting a message, found \(writes.count): \(recorder.recorded)")
         }
-        return write.statements
+        return write
     }
 
     static func isMessageInsert(_ sql: String) -> Bool { sql.lowercased().replacingOccurrences(of: "\"", with: "").contains("insert into messages ") }
 
-    /// Statements in a message's transaction (BEGIN and COMMIT are the client's): the conversation
-    /// locked, then its update and the message, which are one statement on PostgreSQL.
-    static func expected(_ server: TestServer) -> Int { server.onPostgres ? 2 : 3 }
+    /// What a plain message into a named conversation costs. SQLite: one transaction of three
+    /// statements (the conversation, its update, the message), in the group commit. PostgreSQL: two
+    /// round trips and no transaction: the conversation read (with the brand's masking), then its
+    /// update and the message in one statement that applies only if no entry came in between.
+    static func expectPlainMessage(_ recording: RecordingDatabase, on server: TestServer) throws {
+        let write = try messageWrite(recording)
+        let lowered = write.statements.map { $0.lowercased() }
+        // No look for an earlier message with this client message id: the unique index is that check.
+        #expect(!lowered.contains { $0.contains("from messages") && !$0.hasPrefix("with ") }, "\(write)")
+        // The brand's card-masking setting comes with the conversation, not in a statement of its own.
+        #expect(!recording.recorded.contains { $0.statements.contains { $0.lowercased().hasPrefix("select * from brand_settings") } }, "\(recording.recorded)")
+        if server.onPostgres {
+            #expect(write.kind == .alone, "\(write)")
+            #expect(write.statements.count == 1, "\(write)")
+            #expect(lowered.first?.contains("last_seq = $") == true, "applies only if no entry came in between: \(write)")
+            let reads = recording.recorded.filter { $0.kind == .read && $0.statements.contains { $0.hasPrefix("SELECT conversations.*") } }
+            #expect(reads.count == 1, "\(recording.recorded)")
+        } else {
+            #expect(write.kind == .write, "\(write)")
+            #expect(write.statements.count == 3, "\(write)")
+        }
+    }
 
-    @Test("a customer's text in their open conversation: the conversation locked (with the brand's masking), its update, the message")
+    @Test("a customer's text in their open conversation: the conversation (with the brand's masking), its update, the message")
     func consumerText() async throws {
         let recording = RecordingDatabase()
         try await TestServer.run(recording: recording) { server in
@@ -36,13 +55,8 @@ struct MessagePathTests {
             recording.reset()
             let second = try await acme.send("My order has not arrived", as: token, conversationId: first.conversation.id)
             #expect(second.created)
-            let statements = try Self.messageWrite(recording)
-            // No look for an earlier message with this client message id: the unique index is that check.
-            #expect(!statements.contains { $0.lowercased().contains("from \"messages\"") || $0.lowercased().contains("from messages") },
-                "\(statements)")
-            // The brand's card-masking setting comes with the conversation, not in a statement of its own.
-            #expect(!statements.contains { $0.lowercased().hasPrefix("select * from brand_settings") }, "\(statements)")
-            #expect(statements.count == Self.expected(server), "\(statements)")
+            #expect(second.message.seq == first.message.seq + 1)
+            try Self.expectPlainMessage(recording, on: server)
         }
     }
 
@@ -54,9 +68,65 @@ struct MessagePathTests {
             let (token, _) = try await acme.consumer()
             let first = try await acme.send("Hello", as: token)
             recording.reset()
-            #expect(try await acme.reply("How can I help?", in: first.conversation.id, as: acme.adminToken).created)
-            let statements = try Self.messageWrite(recording)
-            #expect(statements.count == Self.expected(server), "\(statements)")
+            let reply = try await acme.reply("How can I help?", in: first.conversation.id, as: acme.adminToken)
+            #expect(reply.created)
+            #expect(reply.conversation.firstReplyAt != nil)
+            try Self.expectPlainMessage(recording, on: server)
+        }
+    }
+
+    @Test("a message written alone applies only to the conversation as it was read: a stale read writes nothing")
+    func staleRead() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            let first = try await acme.send("Hello", as: token)
+            let read = first.conversation
+            // Another entry lands after `read` was taken.
+            try await acme.reply("Hi!", in: read.id, as: acme.adminToken)
+            var staleWrite = read
+            staleWrite.lastSeq += 1
+            let stale = staleWrite
+            let message = MessageDTO(
+                id: MessageID.make(), conversationId: read.id, seq: stale.lastSeq, senderKind: .consumer, senderId: first.message.senderId,
+                clientMessageId: "stale-1", kind: .text, text: "Late", deliveryState: .sent, createdAt: read.createdAt)
+            let store = server.services.store
+            #expect(try await store.alone { repo in try await repo.appendMessage(message, to: stale, from: read) } == false)
+            #expect(try await store.read { repo in try await repo.message(senderId: first.message.senderId, clientMessageId: "stale-1") } == nil)
+            let now = try #require(try await store.read { repo in try await repo.conversation(brandId: acme.brand.id, id: read.id, lock: false) })
+            #expect(now.lastSeq == read.lastSeq + 1)
+            // From the conversation as it is now, it applies.
+            var freshWrite = now
+            freshWrite.lastSeq += 1
+            var currentMessage = message
+            currentMessage.seq = freshWrite.lastSeq
+            let (fresh, current) = (freshWrite, currentMessage)
+            #expect(try await store.alone { repo in try await repo.appendMessage(current, to: fresh, from: now) })
+            #expect(try await store.read { repo in try await repo.message(senderId: first.message.senderId, clientMessageId: "stale-1") } != nil)
+        }
+    }
+
+    @Test("sends racing into one conversation from both sides get consecutive sequence numbers, each message once")
+    func racingSends() async throws {
+        try await TestServer.run { server in
+            let acme = try await BrandScenario.make(server)
+            let (token, _) = try await acme.consumer()
+            let first = try await acme.send("Hello", as: token)
+            let conversation = first.conversation.id
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<12 {
+                    group.addTask { try await acme.send("c\(index)", as: token, conversationId: conversation, clientMessageId: "c\(index)") }
+                    group.addTask { try await acme.reply("a\(index)", in: conversation, as: acme.adminToken, clientMessageId: "a\(index)") }
+                }
+                try await group.waitForAll()
+            }
+            let history = try await server.get("/v1/consumer/conversations/\(conversation)/messages?limit=100", token: token)
+                .decode(ListResponse<MessageDTO>.self).items
+            #expect(history.count == 25)
+            #expect(history.map(\.seq) == Array(1...25).map(Int64.init))
+            #expect(Set(history.map(\.clientMessageId)).count == 25)
+            let shown = try await server.get("/v1/conversations/\(conversation)", token: acme.adminToken).decode(ConversationDTO.self)
+            #expect(shown.lastSeq == 25)
         }
     }
 
@@ -66,7 +136,7 @@ struct MessagePathTests {
         let transport = try PostgresBusTransport(url: "postgres://parley@127.0.0.1:1/parley", database: recording, logger: .init(label: "test"))
         try await transport.send(["one", "two", "three"])
         #expect(recording.recorded.count == 1)
-        #expect(recording.recorded.first?.isWrite == false)
+        #expect(recording.recorded.first?.kind == .alone)
         #expect(recording.recorded.first?.statements.count == 1)
         #expect(recording.recorded.first?.statements.first?.contains("pg_notify") == true)
 

@@ -326,6 +326,23 @@ struct ConversationAppend: Sendable {
         return extended
     }
 
+    /// True when the append is a message and nothing else: an existing conversation's row and the
+    /// message are all it writes (no event, voice note, file, delivery, job, queue change, reply
+    /// window or lifecycle step). `ConversationLog.writeAlone` can write it in one statement.
+    var isMessageAlone: Bool {
+        message != nil && !isNew && events.isEmpty && voice == nil && attachment == nil && delivery == nil && !windowOpened
+            && queueChange == nil && !closing && !reopening && announcements.isEmpty
+    }
+
+    /// Writes a message alone (`isMessageAlone`) in one statement outside a transaction, only if
+    /// the conversation's last sequence number is still the one this append started from. False
+    /// when another writer logged an entry since (nothing is written then).
+    func writeAlone(in store: Store) async throws -> Bool {
+        guard isMessageAlone, let message else { return false }
+        let (conversation, original) = (conversation, original)
+        return try await store.alone { repo in try await repo.appendMessage(message, to: conversation, from: original) }
+    }
+
     /// True when something was logged (an append that logged nothing need not be written).
     var isEmpty: Bool { events.isEmpty && message == nil }
 

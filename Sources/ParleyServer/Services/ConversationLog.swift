@@ -62,6 +62,16 @@ struct ConversationLog: Sendable {
         return Committed(value: value, logs: logs, messageJSON: messageJSON)
     }
 
+    /// Writes `log`, a message alone (`ConversationAppend.isMessageAlone`), in one statement with no
+    /// transaction around it, then publishes it as `write` does. Nil, with nothing written, when
+    /// another writer logged an entry in the conversation after `log` was made from it: the caller
+    /// makes its append again in a transaction (`write`).
+    func writeAlone(_ log: ConversationAppend, excluding connection: ConnectionID? = nil) async throws -> Committed<Void>? {
+        guard try await log.writeAlone(in: store) else { return nil }
+        let json = await publish(log, excluding: connection)
+        return Committed(value: (), logs: [log], messageJSON: json)
+    }
+
     // MARK: Audiences
 
     /// One thing to publish for an append.

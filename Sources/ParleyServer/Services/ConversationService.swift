@@ -74,7 +74,10 @@ public struct ConversationService: Sendable {
         }
         let sender = principal.participant
         let committed = try await writeOnce(request, by: sender) { lookFirst in
-            try await self.conversationLog.write(excluding: connectionId) { repo, appends in
+            if !lookFirst, let alone = try await self.appendAlone(request, content: content, by: principal, sender: sender, excluding: connectionId) {
+                return alone
+            }
+            return try await self.conversationLog.write(excluding: connectionId) { repo, appends in
                 try await self.append(request, content: content, by: principal, sender: sender, lookFirst: lookFirst, in: repo, appends: appends)
             }
         }
@@ -184,7 +187,52 @@ public struct ConversationService: Sendable {
         {
             return rated
         }
-        let (conversation, isNew, masking) = try await Self.conversationToWrite(request, by: principal, in: repo, now: now)
+        let (conversation, isNew, known) = try await Self.conversationToWrite(request, by: principal, in: repo, now: now)
+        var masking = known ?? .off
+        if known == nil, sender.kind == .consumer, case .text = content {
+            masking = try await repo.brandSettings(brandId: conversation.brandId).cardMasking
+        }
+        let composed = try compose(
+            request, content: content, by: principal, sender: sender, in: conversation, isNew: isNew, masking: masking, now: now)
+        var log = composed.log
+        try await appends.write(&log, in: repo)
+        return AppendOutcome(message: composed.message, conversation: log.conversation, created: true, unmaskedForSender: composed.unmaskedForSender)
+    }
+
+    /// On PostgreSQL, a text into a conversation the sender names, when it makes a message alone
+    /// (`ConversationAppend.isMessageAlone`): the conversation read with the brand's masking, then the
+    /// message written only if no other entry came in between (`ConversationLog.writeAlone`), one
+    /// statement each and no transaction: two round trips where the transaction takes four. Nil when
+    /// it does not apply or another writer came in between: the caller writes in a transaction.
+    /// Anything it refuses, it refuses as the transaction would (the same `compose`).
+    private func appendAlone(
+        _ request: SendMessageRequest, content: Content, by principal: Principal, sender: ParticipantRef, excluding connection: ConnectionID?
+    ) async throws -> ConversationLog.Committed<AppendOutcome>? {
+        guard store.flavor == .postgres, case .text = content, let id = request.conversationId, request.newConversation == nil,
+            ConversationID.isWellFormed(id)
+        else { return nil }
+        let brandId = principal.brandId
+        guard let found = try await store.read({ repo in try await repo.conversationAndCardMasking(brandId: brandId, id: id, lock: false) })
+        else { return nil }
+        let (conversation, masking) = found
+        if case .consumer(let consumer) = principal, conversation.consumerId != consumer.consumerId { return nil }
+        // A closed conversation, or a channel with reply windows and delivery jobs: the transaction's.
+        guard conversation.state != .resolved, !conversation.channel.isMessagingApp else { return nil }
+        let (log, message, unmasked) = try compose(
+            request, content: content, by: principal, sender: sender, in: conversation, isNew: false, masking: masking, now: clock.now())
+        guard log.isMessageAlone, let committed = try await conversationLog.writeAlone(log, excluding: connection) else { return nil }
+        return ConversationLog.Committed(
+            value: AppendOutcome(message: message, conversation: log.conversation, created: true, unmaskedForSender: unmasked),
+            logs: committed.logs, messageJSON: committed.messageJSON)
+    }
+
+    /// The message `request` makes in `conversation`, logged in a new append: the channel's rules for
+    /// agents, the text as stored (a consumer's masked as `masking` says), the state machine, and for
+    /// an agent on a messaging channel the delivery job. Both ways of writing a message use it.
+    private func compose(
+        _ request: SendMessageRequest, content: Content, by principal: Principal, sender: ParticipantRef, in conversation: ConversationDTO,
+        isNew: Bool, masking: CardMasking, now: Date
+    ) throws -> (log: ConversationAppend, message: MessageDTO, unmaskedForSender: String?) {
         let rules = ChannelRules.of(conversation.channel)
         if sender.kind == .agent {
             if case .template = content {
@@ -195,7 +243,7 @@ public struct ConversationService: Sendable {
                 try rules.authorizeFreeForm(windowEndsAt: conversation.replyWindowEndsAt, now: now)
             }
         }
-        let body = try await Self.messageBody(content, sender: sender, in: conversation, masking: masking, repo: repo)
+        let body = try Self.messageBody(content, sender: sender, in: conversation, masking: masking)
         var log = ConversationAppend(conversation, isNew: isNew, now: now)
         try log.apply(sender.kind == .consumer ? .consumerWrites : .agentWrites, by: sender)
         var message = MessageDTO(
@@ -229,8 +277,7 @@ public struct ConversationService: Sendable {
                 brandId: conversation.brandId, lane: "send:\(conversation.id)", dedupeKey: "send:\(message.id)")
             message = log.queueDelivery(job, template: try template.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) })
         }
-        try await appends.write(&log, in: repo)
-        return AppendOutcome(message: message, conversation: log.conversation, created: true, unmaskedForSender: body.unmaskedForSender)
+        return (log, message, body.unmaskedForSender)
     }
 
     /// On a messaging channel, a customer's answer to the rating question of their closed
@@ -265,16 +312,14 @@ public struct ConversationService: Sendable {
 
     /// The stored text and list preview of a new message. Card numbers in consumers' texts are masked
     /// before anything is stored (the sender's own copy keeps them when the brand masks for agents only).
-    /// `masking`: the brand's card masking when it was read with the conversation.
+    /// `masking`: the brand's card masking (for consumers' texts).
     private static func messageBody(
-        _ content: Content, sender: ParticipantRef, in conversation: ConversationDTO, masking known: CardMasking?, repo: any Repository
-    ) async throws -> (text: String, preview: String, unmaskedForSender: String?) {
+        _ content: Content, sender: ParticipantRef, in conversation: ConversationDTO, masking: CardMasking
+    ) throws -> (text: String, preview: String, unmaskedForSender: String?) {
         switch content {
         case .text(let raw):
             let valid = try MessageRules.validateText(raw, channel: conversation.channel, sender: sender.kind)
             guard sender.kind == .consumer else { return (valid, MessageRules.preview(of: valid), nil) }
-            let masking: CardMasking
-            if let known { masking = known } else { masking = try await repo.brandSettings(brandId: conversation.brandId).cardMasking }
             let masked = masking == .off ? nil : CardNumbers.mask(valid)
             guard let masked, masked.count > 0 else { return (valid, MessageRules.preview(of: valid), nil) }
             return (masked.text, MessageRules.preview(of: masked.text), masking == .agents ? valid : nil)

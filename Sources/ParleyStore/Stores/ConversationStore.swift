@@ -20,6 +20,10 @@ public protocol ConversationStore: Sendable {
     /// `updateConversation` and `insertMessage` in one: one statement on PostgreSQL (a data-modifying
     /// WITH), where they were two round trips; two statements on SQLite, where a statement is a call.
     func updateConversation(_ conversation: ConversationDTO, from previous: ConversationDTO, inserting message: MessageDTO) async throws
+    /// The same, only if the conversation's `last_seq` is still `previous`'s: false (and nothing
+    /// written) when another writer logged an entry since `previous` was read. One statement on
+    /// PostgreSQL, so that it can run without a transaction around it (`Store.alone`).
+    func appendMessage(_ message: MessageDTO, to conversation: ConversationDTO, from previous: ConversationDTO) async throws -> Bool
     /// Sets every conversation's reply window in an app to `hours` after the customer's last
     /// message (a connection's window changed); returns how many changed.
     func setReplyWindows(appId: AppID, hours: Int) async throws
@@ -135,6 +139,31 @@ extension SQLRepository: ConversationStore {
         case .sqlite:
             try await db.raw(update).run()
             try await db.raw(insert).run()
+        }
+    }
+
+    public func appendMessage(_ message: MessageDTO, to conversation: ConversationDTO, from previous: ConversationDTO) async throws -> Bool {
+        let predicate: SQLQueryString =
+            "id = \(bind: conversation.id) AND brand_id = \(bind: conversation.brandId) AND last_seq = \(bind: previous.lastSeq) RETURNING id"
+        guard let update = RowStatements.update(ConversationRow(conversation), from: ConversationRow(previous), where: predicate) else {
+            return false  // a message always moves last_seq
+        }
+        let row = MessageRow(message, brandId: conversation.brandId)
+        switch flavor {
+        case .postgres:
+            // The INSERT takes its row from the UPDATE's: no row updated, nothing inserted.
+            let columns = try RowStatements.columns(of: row)
+            var insert = SQLQueryString("INSERT INTO messages (\(unsafeRaw: columns.map(\.0).joined(separator: ", "))) SELECT ")
+            for (index, column) in columns.enumerated() {
+                if index > 0 { insert.appendInterpolation(unsafeRaw: ", ") }
+                insert.appendInterpolation(column.1)
+            }
+            insert.appendInterpolation(unsafeRaw: " FROM updated RETURNING id")
+            return try await db.raw("WITH updated AS (" + update + ") " + insert).first() != nil
+        case .sqlite:
+            guard try await db.raw(update).first() != nil else { return false }
+            try await db.insert(row)
+            return true
         }
     }
 

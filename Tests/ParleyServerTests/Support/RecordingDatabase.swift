@@ -12,11 +12,14 @@ import Synchronization
 /// rows (for code that only sends). What a test asserts on: how many round trips a piece of work
 /// costs and which, without timing anything.
 final class RecordingDatabase: DatabaseClient {
-    /// One `write` (a transaction: BEGIN and COMMIT are the client's, not listed) or one `read`.
+    /// One `write` (a transaction: BEGIN and COMMIT are the client's, not listed), one `read`, or
+    /// one `alone` (a statement that is its own transaction).
     struct Unit: Sendable, CustomStringConvertible {
-        var isWrite: Bool
+        enum Kind: String, Sendable { case write, read, alone }
+        var kind: Kind
         var statements: [String]
-        var description: String { (isWrite ? "write: " : "read: ") + statements.joined(separator: "; ") }
+        var isWrite: Bool { kind == .write }
+        var description: String { "\(kind.rawValue): " + statements.joined(separator: "; ") }
     }
 
     private let wrapped = Mutex<(any DatabaseClient)?>(nil)
@@ -46,27 +49,32 @@ final class RecordingDatabase: DatabaseClient {
     func reset() { units.withLock { $0.byOrder = [:] } }
 
     func write<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        try await run(isWrite: true, body)
+        try await run(.write, body)
     }
 
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        try await run(isWrite: false, body)
+        try await run(.read, body)
+    }
+
+    func alone<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        try await run(.alone, body)
     }
 
     func close() async { await inner?.close() }
 
-    private func run<T: Sendable>(isWrite: Bool, _ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+    private func run<T: Sendable>(_ kind: Unit.Kind, _ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let index = units.withLock { units in
             units.next += 1
-            units.byOrder[units.next] = Unit(isWrite: isWrite, statements: [])
+            units.byOrder[units.next] = Unit(kind: kind, statements: [])
             return units.next
         }
         let record: @Sendable (String) -> Void = { sql in self.units.withLock { $0.byOrder[index]?.statements.append(sql) } }
         guard let inner else { return try await body(Recording(inner: nil, record: record)) }
-        if isWrite {
-            return try await inner.write { db in try await body(Recording(inner: db, record: record)) }
+        switch kind {
+        case .write: return try await inner.write { db in try await body(Recording(inner: db, record: record)) }
+        case .read: return try await inner.read { db in try await body(Recording(inner: db, record: record)) }
+        case .alone: return try await inner.alone { db in try await body(Recording(inner: db, record: record)) }
         }
-        return try await inner.read { db in try await body(Recording(inner: db, record: record)) }
     }
 
     /// The recording `SQLDatabase` handed to a unit's body.
