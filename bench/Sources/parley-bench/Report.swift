@@ -170,7 +170,7 @@ struct Report {
         return [
             "What PostgreSQL ran in the *\(phase.name)* row above, most frequent first (pg_stat_statements' normalised text):", "",
             "| Statement | Per message |", "|---|---:|",
-        ] + database.top.map { "| `\($0.query.replacingOccurrences(of: "|", with: "\\|"))` | \(Self.f(Double($0.calls) / messages, 2)) |" } + [""]
+        ] + database.top.filter { Double($0.calls) / messages >= 0.005 }.map { "| `\($0.query.replacingOccurrences(of: "|", with: "\\|"))` | \(Self.f(Double($0.calls) / messages, 2)) |" } + [""]
     }
 
     private func clusterVoice(_ cluster: ClusterBench.Report) -> [String] {
