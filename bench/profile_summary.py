@@ -34,9 +34,19 @@ BUCKETS = [
     ("WebSocket and socket I/O", r"WebSocket|NIOWebSocket|HummingbirdWebSocket|writev|sendmsg|recvmsg|sys_write|sys_read|__x64_sys_(write|read|sendto|recvfrom)|tcp_|ip_|inet_|sock_|deflate|inflate"),
     ("HTTP", r"HTTP1|NIOHTTP|Hummingbird\.|Router"),
     ("conversation service (other)", r"ConversationService|ConversationLog|ConversationAppend|ConversationRules|MessageRules"),
-    ("scheduler and wakeups", r"swift_task|swift::|Dispatch|dispatch_|futex|epoll|schedule|NIOPosix|SelectableEventLoop|ThreadExecutor|pthread_cond"),
+    ("PostgreSQL client (PostgresNIO, its pool)", r"PostgresNIO|PostgresKit|PSQL|PostgresConnection|PostgresClient|ConnectionPool|_ConnectionPoolModule"),
+    # Matched against the part of the stack inside the job that was running (see JOB below): with
+    # Swift's jobs on NIO's event loops, every job's stack starts in the event loop and swift_job_run.
+    ("scheduler and wakeups", r"swift_task_(switch|enqueue|dealloc|create|future_wait|suspend)|swift_continuation|swift::(runJob|TaskGroup|AsyncTask|.*[Ee]xecutor|.*StackAllocator)|Dispatch|dispatch_|futex|epoll|schedule|finish_task_switch|ttwu|try_to_wake|irqentry|ThreadExecutor|pthread_cond|_popTasksLocked|NIOThread|ScheduledTask|withUnsafeContinuation|withCheckedContinuation|CheckedContinuation|UnsafeContinuation|Task<|_sleep|TaskCancellationHandler"),
     ("allocation and reference counting", r"malloc|free|swift_retain|swift_release|swift_allocObject|swift_bridgeObject|_int_malloc|_int_free|cfree"),
+    # Only for stacks outside any Swift job: NIO's own work on its event loops.
+    ("NIO channel pipelines (event loop, outside Swift jobs)", r"SelectableEventLoop|NIOPosix|NIOCore"),
 ]
+PIPELINES = "NIO channel pipelines (event loop, outside Swift jobs)"
+
+# The frame that runs one Swift job: the scheduler bucket looks only at the frames after the last one.
+JOB = "swift_job_run"
+SCHEDULER = "scheduler and wakeups"
 
 
 def main():
@@ -59,7 +69,12 @@ def main():
             count = int(count)
             total += count
             for name, pattern in compiled:
-                if pattern.search(stack):
+                subject = stack
+                if name == SCHEDULER and ";" + JOB + ";" in stack:
+                    subject = stack.rsplit(";" + JOB + ";", 1)[1]
+                if name == PIPELINES and ";" + JOB + ";" in stack:
+                    continue
+                if pattern.search(subject):
                     totals[name] += count
                     break
             else:
