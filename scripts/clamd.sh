@@ -4,6 +4,9 @@
 #   scripts/clamd.sh start DIR [PORT]   prints the scanner URL (tcp://127.0.0.1:PORT)
 #   scripts/clamd.sh stop DIR           stops it (by its pid) and removes DIR
 #   scripts/clamd.sh pause DIR          stops it but keeps DIR, so that `start DIR PORT` brings it back
+#   scripts/clamd.sh update DIR URL...  runs freshclam once: downloads the custom databases at URL...
+#                                       (a private mirror) into DIR's database and makes the running
+#                                       clamd reload them (packaging/clamav/freshclam-private-mirror.conf)
 # Production uses the official signatures (freshclam): see docs/security.md.
 set -euo pipefail
 action=$1
@@ -52,6 +55,29 @@ PY
     ;;
 pause)
     stop_pid_file "$dir/process.pid"
+    ;;
+update)
+    shift 2
+    [[ $# -gt 0 ]] || { echo "clamd.sh: update needs the URL of a database" >&2; exit 2; }
+    freshclam=$(command -v freshclam || echo /usr/bin/freshclam)
+    [[ -x "$freshclam" ]] || { echo "clamd.sh: freshclam is not installed (apt-get install clamav-freshclam)" >&2; exit 1; }
+    mirror=$(python3 -c 'import sys, urllib.parse; u = urllib.parse.urlsplit(sys.argv[1]); print(f"{u.scheme}://{u.netloc}")' "$1")
+    custom=""
+    for url in "$@"; do custom+="DatabaseCustomURL $url"$'\n'; done
+    # No signed official databases to serve here: opt out of them (a real mirror serves them).
+    custom+=$'ExcludeDatabase main\nExcludeDatabase daily\nExcludeDatabase bytecode'
+    template="$(dirname "$0")/../packaging/clamav/freshclam-private-mirror.conf"
+    python3 - "$template" "$dir/freshclam.conf" "$dir/db" "$dir/freshclam.log" "$(id -un)" "$mirror" "$custom" "$dir/clamd.conf" <<'PY'
+import sys
+template, out, db, log, owner, mirror, custom, clamd = sys.argv[1:]
+text = open(template).read()
+for key, value in {"DATABASE_DIRECTORY": db, "LOG_FILE": log, "OWNER": owner, "MIRROR": mirror, "CUSTOM_DATABASES": custom, "CLAMD_CONF": clamd}.items():
+    text = text.replace(f"@{key}@", value)
+open(out, "w").write(text)
+PY
+    "$freshclam" --config-file="$dir/freshclam.conf" --foreground --stdout >>"$dir/freshclam.out" 2>&1 \
+        || { echo "clamd.sh: freshclam failed; see $dir/freshclam.out" >&2; tail -20 "$dir/freshclam.out" >&2; exit 1; }
+    echo "updated"
     ;;
 stop)
     stop_pid_file "$dir/process.pid"

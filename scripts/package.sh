@@ -61,7 +61,9 @@ lay_out() {
     printf '{"version":"%s","commit":%s,"built":"%s"}\n' "$version" \
         "$([ -n "$commit" ] && printf '"%s"' "$commit" || echo null)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
         > "$root/share/parley/build-info.json"
-    cp README.md docs/operations.md docs/upgrading.md docs/errors.md "$root/share/doc/parley/"
+    cp README.md docs/operations.md docs/upgrading.md docs/errors.md docs/security.md docs/calls.md "$root/share/doc/parley/"
+    install -d "$root/share/doc/parley/examples"
+    install -m 0644 packaging/nginx/parley.conf packaging/clamav/freshclam-private-mirror.conf "$root/share/doc/parley/examples/"
     install -m 0644 packaging/parley.service "$units/parley.service"
     install -m 0640 packaging/parley.env "$etc/parley/parley.env"
 }

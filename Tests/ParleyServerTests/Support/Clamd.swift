@@ -23,6 +23,9 @@ final class Clamd: Sendable {
     func pause() throws { _ = try Self.script(["pause", directory.path]) }
     func resume() throws { _ = try Self.script(["start", directory.path, String(port)]) }
     func stop() { _ = try? Self.script(["stop", directory.path]) }
+    /// Runs freshclam once against a mirror serving `databases` (custom databases' URLs); clamd is
+    /// told to reload them (`scripts/clamd.sh update`).
+    func update(_ databases: [String]) throws { _ = try Self.script(["update", directory.path] + databases) }
 
     /// Runs the script and returns its last line of output.
     @discardableResult
