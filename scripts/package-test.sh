@@ -174,13 +174,25 @@ tar -C "$work/opt" -xzf "$tarball"
 unpacked=$(echo "$work"/opt/parley-*)
 "$unpacked/bin/parley" version | grep -q "Parley $current " || fail "the tarball's parley version says $("$unpacked/bin/parley" version)"
 tar_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$work/tar-data"
-(cd / && exec env -i PATH=/usr/bin:/bin "$unpacked/bin/parley" serve --host 127.0.0.1 --port "$tar_port" --data-dir "$work/tar-data") >> "$work/server.log" 2>&1 &
+mkdir -p "$work/tar-data" "$work/log"
+# Started by hand, its standard error appended to a file, as packaging/logrotate/parley expects.
+(cd / && exec env -i PATH=/usr/bin:/bin "$unpacked/bin/parley" serve --host 127.0.0.1 --port "$tar_port" --data-dir "$work/tar-data") >> "$work/log/parley.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 300); do curl -fsS "http://127.0.0.1:$tar_port/health" > /dev/null 2>&1 && break; sleep 0.1; done
-curl -fsS -o /dev/null "http://127.0.0.1:$tar_port/widget.html" || fail "the tarball's server does not serve its pages"
-stop_server
+curl -fsS -o /dev/null "http://127.0.0.1:$tar_port/widget.html" || { cat "$work/log/parley.log" >> "$work/server.log"; fail "the tarball's server does not serve its pages"; }
 echo "package-test: the tarball serves from another directory"
+
+# Its log rotated by logrotate with the configuration the tarball ships, while it runs: the old lines
+# go to parley.log.1, and what the server writes afterwards (its shutdown line) starts the emptied
+# file, with no hole of zeros where the old lines were.
+rotate_conf="$work/logrotate.conf"
+sed "s|/var/log/parley/parley.log|$work/log/parley.log|" "$unpacked/share/doc/parley/examples/logrotate" > "$rotate_conf"
+logrotate -f -s "$work/logrotate.state" "$rotate_conf" || fail "logrotate failed with the shipped configuration"
+grep -q "listening" "$work/log/parley.log.1" || fail "the rotated log does not hold the start-up lines"
+stop_server
+grep -q "shutting down" "$work/log/parley.log" || fail "the server's lines after the rotation are not in the log: $(head -c 300 "$work/log/parley.log")"
+[ "$(tr -cd '\000' < "$work/log/parley.log" | wc -c)" -eq 0 ] || fail "the log after rotation has a hole of zeros (written without O_APPEND)"
+echo "package-test: the log rotates with the shipped logrotate configuration, and the server writes on in the new file"
 
 # 6. Removal and purge leave the data.
 apt-get -o DPkg::Lock::Timeout=600 purge -y -qq parley > "$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2; fail "apt could not remove parley"; }

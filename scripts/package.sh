@@ -64,6 +64,7 @@ lay_out() {
     cp README.md docs/operations.md docs/upgrading.md docs/errors.md docs/security.md docs/calls.md "$root/share/doc/parley/"
     install -d "$root/share/doc/parley/examples"
     install -m 0644 packaging/nginx/parley.conf packaging/clamav/freshclam-private-mirror.conf "$root/share/doc/parley/examples/"
+    install -m 0644 packaging/logrotate/parley "$root/share/doc/parley/examples/logrotate"
     install -m 0644 packaging/parley.service "$units/parley.service"
     install -m 0640 packaging/parley.env "$etc/parley/parley.env"
 }

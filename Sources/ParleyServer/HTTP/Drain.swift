@@ -59,6 +59,11 @@ public final class Drain: Sendable {
     func startDeadline(_ deadline: Duration, logger: Logger) {
         timer.withLock { running in
             guard running == nil else { return }
+            // The operator's record of why the server stopped taking requests (and the test that its
+            // log survives rotation: scripts/package-test.sh rotates, then stops it).
+            logger.info(
+                "shutting down: no new connections; requests in progress may finish",
+                metadata: ["deadline": "\(deadline.components.seconds) s", "in_progress": "\(requests.withLock { $0.open.count })"])
             running = Task {
                 guard (try? await Task.sleep(for: deadline)) != nil else { return }
                 let waiting = self.expire()
