@@ -109,13 +109,16 @@ public final class PostgresDatabaseClient: DatabaseClient {
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        try await client.withConnection { connection in
-            try await body(connection.sql(queryLogLevel: nil, logger: self.logger))
-        }
+        try await onConnection(body)
     }
 
     /// Without BEGIN, a statement is its own transaction (PostgreSQL's autocommit).
     public func alone<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        try await onConnection(body)
+    }
+
+    /// `body` on a pooled connection, with no transaction opened around it.
+    private func onConnection<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await client.withConnection { connection in
             try await body(connection.sql(queryLogLevel: nil, logger: self.logger))
         }

@@ -216,19 +216,21 @@ struct ConversationAppend: Sendable {
             conversation.replyWindowEndsAt = ChannelRules.of(conversation.channel).replyWindowEnd(
                 lastConsumerMessageAt: conversation.lastConsumerMessageAt, hours: try await Self.replyWindowHours(conversation, in: repo))
         }
+        var messageWritten = false
         if isNew {
             try await repo.insertConversation(conversation)
         } else if events.isEmpty, let message {
             // A message alone (most appends): the row and the message in one statement where the
             // engine can (the order is kept: no event comes between them).
             try await repo.updateConversation(conversation, from: original, inserting: message)
+            messageWritten = true
         } else {
             try await repo.updateConversation(conversation, from: original)
         }
         for event in events {
             try await repo.insertEvent(event, brandId: conversation.brandId)
         }
-        if let message, isNew || !events.isEmpty {
+        if let message, !messageWritten {
             try await repo.insertMessage(message, brandId: conversation.brandId)
         }
         var voiceJob = false

@@ -220,7 +220,8 @@ public struct ConversationService: Sendable {
         guard conversation.state != .resolved, !conversation.channel.isMessagingApp else { return nil }
         let (log, message, unmasked) = try compose(
             request, content: content, by: principal, sender: sender, in: conversation, isNew: false, masking: masking, now: clock.now())
-        guard log.isMessageAlone, let committed = try await conversationLog.writeAlone(log, excluding: connection) else { return nil }
+        // Not a message alone (`writeAlone` checks), or another writer came in between: the transaction's.
+        guard let committed = try await conversationLog.writeAlone(log, excluding: connection) else { return nil }
         return ConversationLog.Committed(
             value: AppendOutcome(message: message, conversation: log.conversation, created: true, unmaskedForSender: unmasked),
             logs: committed.logs, messageJSON: committed.messageJSON)

@@ -152,14 +152,8 @@ extension SQLRepository: ConversationStore {
         switch flavor {
         case .postgres:
             // The INSERT takes its row from the UPDATE's: no row updated, nothing inserted.
-            let columns = try RowStatements.columns(of: row)
-            var insert = SQLQueryString("INSERT INTO messages (\(unsafeRaw: columns.map(\.0).joined(separator: ", "))) SELECT ")
-            for (index, column) in columns.enumerated() {
-                if index > 0 { insert.appendInterpolation(unsafeRaw: ", ") }
-                insert.appendInterpolation(column.1)
-            }
-            insert.appendInterpolation(unsafeRaw: " FROM updated RETURNING id")
-            return try await db.raw("WITH updated AS (" + update + ") " + insert).first() != nil
+            let insert = try RowStatements.insert(row, selectingFrom: "updated")
+            return try await db.raw("WITH updated AS (" + update + ") " + insert + " RETURNING id").first() != nil
         case .sqlite:
             guard try await db.raw(update).first() != nil else { return false }
             try await db.insert(row)

@@ -69,15 +69,17 @@ extension SQLDatabase {
 /// The statements `insert` and `update(_:from:where:)` run, as text with binds, for a repository
 /// that puts two of them in one (`updateConversation(_:from:inserting:)`).
 enum RowStatements {
-    /// `INSERT INTO table (columns) VALUES (binds)`.
-    static func insert<Row: TableRow>(_ row: Row) throws -> SQLQueryString {
+    /// `INSERT INTO table (columns) VALUES (binds)`; with `source`, `INSERT INTO table (columns)
+    /// SELECT binds FROM source` (one row per row of `source`, none when it has none).
+    static func insert<Row: TableRow>(_ row: Row, selectingFrom source: String? = nil) throws -> SQLQueryString {
         let columns = try Self.columns(of: row)
-        var query = SQLQueryString("INSERT INTO \(unsafeRaw: Row.table) (\(unsafeRaw: columns.map(\.0).joined(separator: ", "))) VALUES (")
+        var query = SQLQueryString(
+            "INSERT INTO \(unsafeRaw: Row.table) (\(unsafeRaw: columns.map(\.0).joined(separator: ", "))) \(unsafeRaw: source == nil ? "VALUES (" : "SELECT ")")
         for (index, column) in columns.enumerated() {
             if index > 0 { query.appendInterpolation(unsafeRaw: ", ") }
             query.appendInterpolation(column.1)
         }
-        query.appendInterpolation(unsafeRaw: ")")
+        query.appendInterpolation(unsafeRaw: source.map { " FROM \($0)" } ?? ")")
         return query
     }
 
