@@ -48,7 +48,7 @@ public final class PostgresBusTransport: BusTransport {
         guard !payloads.isEmpty else { return }
         let large = payloads.contains { $0.utf8.count > Self.inlineLimit }
         let notify: @Sendable (any SQLDatabase, [String]) async throws -> Void = { db, notes in
-            try await db.raw(
+            try await db.prepared(
                 "SELECT pg_notify(\(bind: Self.channel), note) FROM unnest(\(bind: notes)::text[]) WITH ORDINALITY AS t(note, n) ORDER BY n"
             ).run()
         }

@@ -13,6 +13,8 @@ public final class PostgresDatabaseClient: DatabaseClient {
     private let client: PostgresClient
     private let runTask: Task<Void, Never>
     private let logger: Logger
+    /// The names of the statements kept prepared on every connection (`PreparedSQL`).
+    private let statementNames = PreparedStatementNames()
 
     private init(client: PostgresClient, runTask: Task<Void, Never>, logger: Logger) {
         self.client = client
@@ -104,7 +106,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await client.withConnection { connection in
-            try await connection.sql(queryLogLevel: nil, logger: self.logger).inTransaction(begin: "BEGIN", body)
+            try await self.session(connection).inTransaction(begin: "BEGIN", body)
         }
     }
 
@@ -120,8 +122,12 @@ public final class PostgresDatabaseClient: DatabaseClient {
     /// `body` on a pooled connection, with no transaction opened around it.
     private func onConnection<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await client.withConnection { connection in
-            try await body(connection.sql(queryLogLevel: nil, logger: self.logger))
+            try await body(self.session(connection))
         }
+    }
+
+    private func session(_ connection: PostgresConnection) -> PostgresSession {
+        PostgresSession(connection: connection, logger: logger, statementNames: statementNames)
     }
 
     public func close() async {

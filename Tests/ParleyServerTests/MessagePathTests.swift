@@ -37,7 +37,7 @@ struct MessagePathTests {
             #expect(write.kind == .alone, "\(write)")
             #expect(write.statements.count == 1, "\(write)")
             #expect(lowered.first?.contains("last_seq = $") == true, "applies only if no entry came in between: \(write)")
-            let reads = recording.recorded.filter { $0.kind == .read && $0.statements.contains { $0.hasPrefix("SELECT conversations.*") } }
+            let reads = recording.recorded.filter { $0.kind == .read && $0.statements.contains { $0.contains("AS brand_card_masking") } }
             #expect(reads.count == 1, "\(recording.recorded)")
         } else {
             #expect(write.kind == .write, "\(write)")

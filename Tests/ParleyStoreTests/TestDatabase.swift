@@ -18,8 +18,9 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     var testDescription: String { rawValue }
 
-    /// A fresh, migrated, empty database for one test, removed afterwards.
-    func withStore(_ body: (Store) async throws -> Void) async throws {
+    /// A fresh, migrated, empty database for one test, removed afterwards. `poolSize`: PostgreSQL's
+    /// connections at most (1: every statement on the same connection).
+    func withStore(poolSize: Int = 16, _ body: (Store) async throws -> Void) async throws {
         let logger = Logger(label: "parley-test")
         switch self {
         case .sqlite:
@@ -35,7 +36,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
             var components = URLComponents(string: adminURL)!
             components.path = "/\(name)"
             do {
-                let database = try await openDatabase(.postgres(url: components.string!), logger: logger)
+                let database = try await openDatabase(.postgres(url: components.string!), poolSize: poolSize, logger: logger)
                 try await run(database, logger: logger, body)
             } catch {
                 try? await admin.read { db in try await db.raw("DROP DATABASE IF EXISTS \(unsafeRaw: name)").run() }

@@ -68,9 +68,11 @@ extension SQLRepository: ConversationStore {
     }
 
     public func conversationAndCardMasking(brandId: BrandID, id: ConversationID, lock: Bool) async throws -> (ConversationDTO, CardMasking)? {
-        let row = try await db.raw(
+        // Prepared, with its columns named: a column added by a later migration while this node
+        // runs changes nothing the prepared statement returns.
+        let row = try await db.prepared(
             """
-            SELECT conversations.*,
+            SELECT \(unsafeRaw: ConversationRow.selectList),
             (SELECT card_masking FROM brand_settings WHERE brand_settings.brand_id = conversations.brand_id) AS brand_card_masking
             FROM conversations WHERE id = \(bind: id) AND brand_id = \(bind: brandId)\(lockClause(lock))
             """
@@ -153,7 +155,7 @@ extension SQLRepository: ConversationStore {
         case .postgres:
             // The INSERT takes its row from the UPDATE's: no row updated, nothing inserted.
             let insert = try RowStatements.insert(row, selectingFrom: "updated")
-            return try await db.raw("WITH updated AS (" + update + ") " + insert + " RETURNING id").first() != nil
+            return try await db.prepared("WITH updated AS (" + update + ") " + insert + " RETURNING id").first() != nil
         case .sqlite:
             guard try await db.raw(update).first() != nil else { return false }
             try await db.insert(row)
@@ -393,6 +395,9 @@ struct ConversationRow: MappedRow {
         createdAt = StoredTime.millis(c.createdAt)
         updatedAt = StoredTime.millis(c.updatedAt)
     }
+
+    /// The columns, for a SELECT: `conversations.id, conversations.brand_id, ...`.
+    static let selectList = columns.map { "conversations.\($0)" }.joined(separator: ", ")
 
     static let columns = [
         "id", "brand_id", "app_id", "consumer_id", "channel", "state", "assignee_id", "last_seq", "last_message_preview",
