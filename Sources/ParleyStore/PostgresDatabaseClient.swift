@@ -31,18 +31,15 @@ public final class PostgresDatabaseClient: DatabaseClient {
     /// the pool would retry for a minute and end in `connectionCreationCircuitBreakerTripped`.
     public static func open(url: String, poolSize: Int = 16, logger: Logger) async throws -> PostgresDatabaseClient {
         let settings = try PostgresSettings(url: url)
+        // The check comes before the pool: the pool opens all its connections as soon as it runs
+        // (`PostgresSettings.clientConfiguration`), and each failure would be a log line of its own.
+        try await check(settings, url: url, logger: logger)
         let client = PostgresClient(
             configuration: try settings.clientConfiguration(poolSize: poolSize, connectTimeout: connectTimeout), backgroundLogger: logger)
         // The pool runs until `close()` cancels this task; the client owns it. It starts before the
-        // check, so that it is running when the first lease comes (PostgresNIO warns otherwise).
+        // first lease (PostgresNIO warns otherwise).
         let runTask = Task { await client.run() }
         let database = PostgresDatabaseClient(client: client, runTask: runTask, logger: logger)
-        do {
-            try await check(settings, url: url, logger: logger)
-        } catch {
-            await database.close()
-            throw error
-        }
         do {
             _ = try await database.read { db in try await db.raw("SELECT 1 AS ok").first() }
         } catch {
