@@ -152,7 +152,7 @@ extension ParleyConfiguration {
         Setting(flag: "s3-timeout", environment: "PARLEY_S3_TIMEOUT", help: "seconds one object-store request may take (default 30)") { c, v, name throws(ConfigurationError) in
             c.s3TimeoutSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
         },
-        Setting(flag: "database-pool", environment: "PARLEY_DATABASE_POOL", help: "PostgreSQL connections this node opens at most (default 16)") { c, v, name throws(ConfigurationError) in
+        Setting(flag: "database-pool", environment: "PARLEY_DATABASE_POOL", help: "PostgreSQL connections this node opens when it starts and keeps open (default 16)") { c, v, name throws(ConfigurationError) in
             c.databasePoolSize = try parseInt(v, name, range: 1...1_000, what: "a count")
         },
         Setting(flag: "apple-token-max-age", environment: "PARLEY_APPLE_TOKEN_MAX_AGE", help: "seconds a JWT from Apple's gateway stays acceptable after its iat (default 300)") { c, v, name throws(ConfigurationError) in
