@@ -36,9 +36,15 @@ public final class PostgresDatabaseClient: DatabaseClient {
         try await check(settings, url: url, logger: logger)
         let client = PostgresClient(
             configuration: try settings.clientConfiguration(poolSize: poolSize, connectTimeout: connectTimeout), backgroundLogger: logger)
-        // The pool runs until `close()` cancels this task; the client owns it. It starts before the
-        // first lease (PostgresNIO warns otherwise).
-        let runTask = Task { await client.run() }
+        // The pool runs until `close()` cancels this task; the client owns it. The first lease waits
+        // for the task to begin: it signals just before it calls `run()`, which marks the client
+        // running at once (PostgresNIO warns of a lease before that).
+        let (started, signal) = AsyncStream<Void>.makeStream()
+        let runTask = Task {
+            signal.finish()
+            await client.run()
+        }
+        for await _ in started {}
         let database = PostgresDatabaseClient(client: client, runTask: runTask, logger: logger)
         do {
             _ = try await database.read { db in try await db.raw("SELECT 1 AS ok").first() }

@@ -1,5 +1,7 @@
 import Foundation
+import Logging
 import PostgresNIO
+import Synchronization
 import SQLKit
 import Testing
 
@@ -43,5 +45,41 @@ import Testing
             }
             #expect(try await backends() == opened)
         }
+    }
+
+    /// Opening the pool leases a connection only once the pool runs: PostgresNIO warned "Trying to
+    /// lease connection from `PostgresClient`, but `PostgresClient.run()` hasn't been called yet"
+    /// 639 times in one CI run when the first lease raced the task that starts it.
+    @Test func openingLeasesOnlyOnceThePoolRuns() async throws {
+        guard let url = ProcessInfo.processInfo.environment["TEST_POSTGRES_URL"] else { return }
+        let lines = Recorded()
+        let logger = Logger(label: "pool-test") { _ in RecordingLogHandler(lines: lines) }
+        for _ in 0..<20 {
+            let database = try await PostgresDatabaseClient.open(url: url, poolSize: 2, logger: logger)
+            await database.close()
+        }
+        let warnings = lines.all.filter { $0.level >= .warning }
+        #expect(warnings.isEmpty, "\(warnings.map(\.message))")
+    }
+}
+
+final class Recorded: Sendable {
+    private let lines = Mutex<[(level: Logger.Level, message: String)]>([])
+    func append(_ level: Logger.Level, _ message: String) { lines.withLock { $0.append((level, message)) } }
+    var all: [(level: Logger.Level, message: String)] { lines.withLock { $0 } }
+}
+
+struct RecordingLogHandler: LogHandler {
+    let lines: Recorded
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        lines.append(event.level, "\(event.message)")
     }
 }
