@@ -167,8 +167,9 @@ struct Migrate: AsyncParsableCommand {
         let configuration = try options.resolve()
         let logger = options.logger(configuration)
         raiseDescriptorLimit(logger: logger)
+        // Migrations run one after another: a pool of one (a pool opens all its connections at start).
         let database = try await openDatabase(
-            DatabaseLocation(url: configuration.resolvedDatabaseURL), fullSync: configuration.sqliteFullSync, logger: logger)
+            DatabaseLocation(url: configuration.resolvedDatabaseURL), fullSync: configuration.sqliteFullSync, poolSize: 1, logger: logger)
         let applied = try await Migrations.apply(to: database, logger: logger)
         let all = try await Migrations.appliedVersions(in: database)
         await database.close()

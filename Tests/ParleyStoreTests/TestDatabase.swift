@@ -20,7 +20,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     /// A fresh, migrated, empty database for one test, removed afterwards. `poolSize`: PostgreSQL's
     /// connections at most (1: every statement on the same connection).
-    func withStore(poolSize: Int = 16, _ body: (Store) async throws -> Void) async throws {
+    func withStore(poolSize: Int = 4, _ body: (Store) async throws -> Void) async throws {
         let logger = Logger(label: "parley-test")
         switch self {
         case .sqlite:
@@ -31,7 +31,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
         case .postgres:
             guard let adminURL = ProcessInfo.processInfo.environment["TEST_POSTGRES_URL"] else { return }
             let name = "parley_test_\(Identifier.random(12))"
-            let admin = try await openDatabase(.postgres(url: adminURL), logger: logger)
+            let admin = try await openDatabase(.postgres(url: adminURL), poolSize: 1, logger: logger)
             try await admin.read { db in try await db.raw("CREATE DATABASE \(unsafeRaw: name)").run() }
             var components = URLComponents(string: adminURL)!
             components.path = "/\(name)"

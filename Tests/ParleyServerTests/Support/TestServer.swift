@@ -49,6 +49,10 @@ struct TestServer: Sendable {
         let owned = kept == nil ? database : TestDatabase(url: nil, name: nil)
         var configuration = ParleyConfiguration()
         configuration.databaseURL = database.url
+        // A pool opens all its connections at start (`PostgresSettings.clientConfiguration`): the
+        // suite runs a dozen servers at once on one PostgreSQL, and 16 each made the start of the run
+        // a storm of backend start-ups.
+        configuration.databasePoolSize = 4
         configuration.port = 0
         configuration.dataDirectory = directory.path
         configuration.bcryptCost = 4
@@ -190,7 +194,7 @@ struct TestDatabase: Sendable {
     }
 
     private static func run(_ url: String, _ statement: String) async throws {
-        let database = try await openDatabase(.postgres(url: url), logger: Logger(label: "parley-test-database"))
+        let database = try await openDatabase(.postgres(url: url), poolSize: 1, logger: Logger(label: "parley-test-database"))
         do {
             try await database.read { db in try await db.raw(SQLQueryString(stringLiteral: statement)).run() }
         } catch {
