@@ -33,10 +33,14 @@ struct StartupTests {
         return (outcome.status, String(decoding: outcome.stdout, as: UTF8.self) + outcome.stderrTail, Date().timeIntervalSince(started))
     }
 
-    /// The line that says why, and nothing that looks like a raw errno or a stack.
+    /// The line that says why, and nothing that looks like a raw errno or a stack; the process ends
+    /// on its own. These failures take a tenth of a second on an idle machine; the bound is 20 s, not
+    /// the 10 s an operator is promised, because it also counts starting a debug binary while the
+    /// rest of the suite starts beside it (two fresh-clone CI runs took 10.3 and 14.2 s so). The 10 s
+    /// deadline the server keeps itself is the silent PostgreSQL's case below, which waits for it.
     static func expectOneLine(_ result: (status: Int32, output: String, seconds: Double), contains text: String, sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(result.status != 0, "it started: \(result.output)", sourceLocation: sourceLocation)
-        #expect(result.seconds < 10, "it took \(result.seconds) s", sourceLocation: sourceLocation)
+        #expect(result.seconds < 20, "it took \(result.seconds) s", sourceLocation: sourceLocation)
         let lines = result.output.split(separator: "\n").filter { $0.hasPrefix("parley: ") }
         #expect(lines.count == 1 && lines[0].contains(text), "\(result.output)", sourceLocation: sourceLocation)
         #expect(!result.output.contains("errno") && !result.output.contains(")) ("), "\(result.output)", sourceLocation: sourceLocation)
