@@ -111,7 +111,7 @@ extension SQLDatabase {
 
 /// Opens the database named by a location. `fullSync`: SQLite fsyncs every commit
 /// (`synchronous=FULL`, survives power loss) instead of at checkpoints (`NORMAL`).
-/// `poolSize`: PostgreSQL's connections at most (SQLite has one writer and one reader).
+/// `poolSize`: PostgreSQL's connections, opened at start and kept (SQLite has one writer and one reader).
 public func openDatabase(_ location: DatabaseLocation, fullSync: Bool = false, poolSize: Int = 16, logger: Logger) async throws -> any DatabaseClient {
     switch location {
     case .sqliteFile(let path):

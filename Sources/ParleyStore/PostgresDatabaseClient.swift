@@ -25,7 +25,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
     /// How long the start-up check may take to connect, negotiate TLS and sign in.
     public static let connectTimeout: Duration = .seconds(10)
 
-    /// Opens a pool of at most `poolSize` connections, after one connection made by hand has shown
+    /// Opens a pool of `poolSize` connections (all at once, kept open), after one made by hand has shown
     /// that the server answers, TLS is as `sslmode` asks (`PostgresSettings`) and the user may sign
     /// in: a failure ends within `connectTimeout` with PostgreSQL's own message and SQLSTATE, where
     /// the pool would retry for a minute and end in `connectionCreationCircuitBreakerTripped`.

@@ -19,7 +19,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
     var testDescription: String { rawValue }
 
     /// A fresh, migrated, empty database for one test, removed afterwards. `poolSize`: PostgreSQL's
-    /// connections at most (1: every statement on the same connection).
+    /// connections, opened at start (1: every statement on the same connection).
     func withStore(poolSize: Int = 4, _ body: (Store) async throws -> Void) async throws {
         let logger = Logger(label: "parley-test")
         switch self {
