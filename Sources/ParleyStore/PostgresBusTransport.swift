@@ -1,6 +1,7 @@
 import Foundation
 import ParleyDomain
 import Logging
+import NIOPosix
 import PostgresNIO
 import SQLKit
 import Synchronization
@@ -87,8 +88,9 @@ public final class PostgresBusTransport: BusTransport {
         var delay = Duration.milliseconds(100)
         while !Task.isCancelled {
             do {
+                // The next loop in turn, not always the caller's (`LoopPools`).
                 let connection = try await PostgresConnection.connect(
-                    configuration: try settings.connectionConfiguration(connectTimeout: .seconds(5)), id: 1, logger: logger)
+                    on: MultiThreadedEventLoopGroup.singleton.next(), configuration: try settings.connectionConfiguration(connectTimeout: .seconds(5)), id: 1, logger: logger)
                 defer { Task { try? await connection.close() } }
                 try await connection.listen(on: Self.channel) { notifications in
                     listening.store(true, ordering: .relaxed)
