@@ -493,3 +493,28 @@ def test_no_serious_accessibility_violations(server, browser, signed_in, shoot, 
         for page in (consumer, signin, agent):
             page.context.close()
     assert console_errors.errors == [], console_errors.errors
+
+
+def test_a_rows_line_is_the_same_live_and_after_a_reload(server, browser, signed_in, shoot, console_errors):
+    """A message that arrives live words its row as the server does (`lastMessagePreview`): blank
+    lines dropped, 120 characters, "…" when cut. The page had its own rule, which kept blank lines
+    as double spaces and cut long messages without a mark, so a row changed when the page reloaded."""
+    marker = f"Wording {uuid.uuid4().hex[:6]}"
+    agent = agent_page(browser, server, signed_in, console_errors, DESKTOP)
+    consumer = open_widget(browser, server, console_errors)
+    # The first message opens the conversation (the page reads it from the server); the second
+    # arrives in a conversation the page knows, and the page words its row.
+    start_conversation(consumer, f"{marker}: hello")
+    row = agent.locator(".conversations li button", has_text=marker)
+    expect(row.locator(".preview")).to_have_text(f"{marker}: hello", timeout=10000)
+    long_line = " ".join(["the parcel went back to the depot again"] * 4)
+    consumer.fill("#message", f"{marker}: again\n\n{long_line}")
+    consumer.keyboard.press("Enter")
+    expected = f"{marker}: again {long_line}"[:119] + "…"
+    expect(row.locator(".preview")).to_have_text(expected, timeout=10000)
+    shoot(agent, "wording-01-live")
+    agent.reload()
+    expect(agent.locator(".topbar .status")).to_have_text("Online", timeout=10000)
+    expect(row.locator(".preview")).to_have_text(expected)
+    shoot(agent, "wording-02-after-reload")
+    assert console_errors.errors == [], console_errors.errors

@@ -2,11 +2,15 @@
 them: imported into a real Chromium from the server's own files and driven with a fake API, the way
 TodoMVC tests its model apart from its views. The controller and the views are covered end to end
 by the other workspace tests."""
+import json
+from pathlib import Path
+
+PREVIEWS = Path(__file__).parent / "message-previews.json"
 
 
 MODEL_CHECKS = """
-async () => {
-  const { WorkspaceStore, byLastMessage } = await import("/js/workspace/store.js");
+async (previewCases) => {
+  const { WorkspaceStore, previewOf, textPreview, byLastMessage } = await import("/js/workspace/store.js");
   const { timeLeft, browserName } = await import("/js/workspace/format.js");
   const { highlighted } = await import("/js/workspace/list-view.js");
   const calls = [];
@@ -55,6 +59,23 @@ async () => {
   store.update(moved);
   results.moved = { preview: moved.lastMessagePreview, kind: moved.lastMessageKind, lastSeq: moved.lastSeq, first: store.visibleConversations()[0].id };
   results.unknown = store.withMessage({ ...voice, conversationId: "zzz" });
+  results.previews = [
+    textPreview("line one\\n\\nline two\\r\\nthree"),
+    textPreview("x".repeat(120)).length,
+    textPreview("x".repeat(130)),
+    textPreview("👍🏽".repeat(121)),
+    previewOf({ kind: "voice", voice: { state: "blocked", durationMs: 1000 } }),
+    previewOf({ kind: "attachment", attachment: { type: "png", fileName: "a.png" } }),
+    previewOf({ kind: "attachment", attachment: { type: "pdf", fileName: "terms.pdf" } }),
+    previewOf({ kind: "voice", voice: { durationMs: 120000 } }),
+  ];
+  // The server's words for each case (e2e/message-previews.json, written by MessagePreviewFixtureTests).
+  results.sharedPreviews = previewCases.map((item) => {
+    const message = item.kind === "text" ? { kind: "text", text: item.text }
+      : item.kind === "voice" ? { kind: "voice", voice: { durationMs: item.durationMs, state: item.blocked ? "blocked" : "ready" } }
+      : { kind: "attachment", attachment: { type: item.attachmentType, fileName: item.fileName } };
+    return { expected: item.preview, page: previewOf(message) };
+  }).filter((result) => result.expected !== result.page);
   results.unread = (store.countUnread("b"), store.countUnread("b"), store.countUnread("d"), store.unreadTotal());
   results.alerts = [
     store.alertsFor({ senderKind: "consumer", seq: 1 }, null),
@@ -92,7 +113,9 @@ def test_workspace_model(server, browser, console_errors):
     # A page that is not HTML has no icon link, and the browser asks for /favicon.ico (Parley's is an SVG).
     page.route("**/favicon.ico", lambda route: route.fulfill(status=204))
     page.goto(server.url + "/health")  # an origin to import the modules from, without booting a page
-    results = page.evaluate(MODEL_CHECKS)
+    cases = json.loads(PREVIEWS.read_text())
+    assert len(cases) >= 20
+    results = page.evaluate(MODEL_CHECKS, cases)
     page.close()
     assert results["open"] == ["b", "a", "d"], results
     assert results["mine"] == ["b"]
@@ -103,6 +126,13 @@ def test_workspace_model(server, browser, console_errors):
     assert results["newerTaken"] is True and results["currentFollows"] == "resolved" and results["openAfterResolve"] is False
     assert results["moved"] == {"preview": "Audio message 0:43", "kind": "voice", "lastSeq": 2, "first": "d"}
     assert results["unknown"] is None
+    # MessageRules.preview(of:): blank lines dropped, 120 characters at most, "…" when cut (counted
+    # as the server counts them: an emoji with its skin tone is one character).
+    assert results["previews"] == [
+        "line one line two three", 120, "x" * 119 + "…", "👍🏽" * 119 + "…", "Audio message blocked", "Image", "File: terms.pdf",
+        "Audio message 2:00",
+    ], json.dumps(results["previews"], ensure_ascii=False)
+    assert results["sharedPreviews"] == [], json.dumps(results["sharedPreviews"], ensure_ascii=False)
     assert results["unread"] == 3
     assert results["alerts"] == [True, True, False, False]
     assert results["gone"] == "Customer"

@@ -25,6 +25,10 @@ public enum VoiceRules {
         "Audio message \(clock(milliseconds: durationMs))"
     }
 
+    /// A voice message the malware scan blocked: its transcript line and its preview.
+    public static let blockedTranscriptLine = "[audio message blocked by the malware scan]"
+    public static let blockedPreview = "Audio message blocked"
+
     public static func validate(_ settings: UpdateBrandSettingsRequest) throws(ParleyError) {
         if let seconds = settings.voiceMaxSeconds, !maxSecondsRange.contains(seconds) {
             throw .invalidField(

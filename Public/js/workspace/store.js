@@ -17,13 +17,27 @@ export function byLastMessage(a, b) {
   return (b.lastMessageAt ?? b.createdAt).localeCompare(a.lastMessageAt ?? a.createdAt) || b.id.localeCompare(a.id);
 }
 
-/** A message's line in the conversation list. */
+/**
+ * A message's line in the conversation list. The server words it too (`lastMessagePreview`, from
+ * MessageRules, VoiceRules and AttachmentRules) and this must say the same, or a row would change
+ * when the page reloads; a message frame does not carry the server's line (docs/architecture.md,
+ * "The workspace").
+ */
 export function previewOf(message) {
   if (message.kind === "attachment") return isImage(message.attachment) ? "Image" : `File: ${message.attachment?.fileName ?? ""}`;
-  if (message.kind !== "voice") return message.text.split("\n").join(" ").slice(0, 120);
+  if (message.kind !== "voice") return textPreview(message.text);
   if (message.voice?.state === "blocked") return "Audio message blocked";
   const seconds = Math.round((message.voice?.durationMs ?? 0) / 1000);
   return `Audio message ${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")}`;
+}
+
+const characters = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+/** MessageRules.preview(of:): the lines joined by one space (blank ones dropped), 120 characters at most, "…" when cut. */
+export function textPreview(text, limit = 120) {
+  const oneLine = text.split(/[\n\r\v\f\u0085\u2028\u2029]+/).filter(Boolean).join(" ");
+  const graphemes = [...characters.segment(oneLine)].map((part) => part.segment);
+  return graphemes.length <= limit ? oneLine : graphemes.slice(0, limit - 1).join("") + "…";
 }
 
 export class WorkspaceStore {

@@ -325,7 +325,7 @@ public struct ConversationService: Sendable {
             guard let masked, masked.count > 0 else { return (valid, MessageRules.preview(of: valid), nil) }
             return (masked.text, MessageRules.preview(of: masked.text), masking == .agents ? valid : nil)
         case .voice(let voice) where voice.state == .blocked:
-            return ("[audio message blocked by the malware scan]", "Audio message blocked", nil)
+            return (VoiceRules.blockedTranscriptLine, VoiceRules.blockedPreview, nil)
         case .voice(let voice):
             return (VoiceRules.transcriptLine(durationMs: voice.durationMs), VoiceRules.preview(durationMs: voice.durationMs), nil)
         case .attachment(let file):
