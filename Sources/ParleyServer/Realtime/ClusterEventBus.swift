@@ -17,9 +17,22 @@ import Synchronization
 /// notices of committed rows, never the rows themselves.
 public final class ClusterEventBus: EventBus, Service {
     /// What travels: a frame for the connections of an audience, or a domain event.
+    ///
+    /// On the wire a node writes `node` and `seq` first (`Envelope.text`), so that a node can tell
+    /// its own envelopes, which PostgreSQL hands back to it too, by their first bytes and skip them
+    /// unread (decoding them was 4.5% of a node's CPU at 1,000 messages/s). It is the same JSON
+    /// object, so a node of the previous version reads it, and a node reads theirs (keys in any order).
     struct Envelope: Codable, Sendable {
         var node: String
         var seq: UInt64
+        var frame: RealtimeEvent?
+        var domain: DomainEvent?
+        var presence: PresenceNotice?
+        var call: CallEnvelope?
+    }
+
+    /// An envelope's content: what follows `node` and `seq` on the wire.
+    struct Content: Encodable {
         var frame: RealtimeEvent?
         var domain: DomainEvent?
         var presence: PresenceNotice?
@@ -53,19 +66,37 @@ public final class ClusterEventBus: EventBus, Service {
     private let callHandler = Mutex<(@Sendable (ForwardedCall) async -> CallAnswer?)?>(nil)
     /// Most envelopes sent in one batch.
     static let batch = 256
+    /// How this node's envelopes begin on the wire: `{"node":"<node>",`.
+    private let ownPrefix: [UInt8]
+    private let ownPrefixText: String
 
     public init(transport: any BusTransport, node: String = "node_" + Identifier.random(12), logger: Logger) {
         self.transport = transport
         self.node = node
         self.logger = logger
+        ownPrefixText = Self.prefix(node: node)
+        ownPrefix = Array(ownPrefixText.utf8)
         (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// `{"node":"<node>",` with the name as JSON writes it.
+    static func prefix(node: String) -> String {
+        let name = (try? ParleyCoders.encoder.encode(node)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
+        return #"{"node":"# + name + ","
+    }
+
+    /// An envelope as it travels: `prefix` (`{"node":…,`), `"seq":…`, then the members of
+    /// `content`, the content as a JSON object (`{…}`, or `{}`).
+    static func text(prefix: String, seq: UInt64, content: String) -> String {
+        let rest = content.dropFirst()
+        return prefix + #""seq":\#(seq)"# + (rest == "}" ? "}" : "," + rest)
     }
 
     // MARK: EventBus
 
     public func publish(_ event: RealtimeEvent) async {
         await local.publish(event)
-        send(Envelope(node: node, seq: 0, frame: event))
+        send(Content(frame: event))
     }
 
     public func subscribe(_ handler: @escaping @Sendable (RealtimeEvent) -> Void) {
@@ -77,7 +108,7 @@ public final class ClusterEventBus: EventBus, Service {
         // A logged message matters to push only, which decides on the node that logged it (with the
         // cluster's presence): one envelope fewer per message for every other node to read.
         if case .messageLogged = event { return }
-        send(Envelope(node: node, seq: 0, domain: event))
+        send(Content(domain: event))
     }
 
     public func subscribe(domain handler: @escaping @Sendable (DomainEvent) -> Void) {
@@ -86,7 +117,7 @@ public final class ClusterEventBus: EventBus, Service {
 
     /// Tells the other nodes who is connected here (`ClusterPresence`).
     func publish(presence notice: PresenceNotice) {
-        send(Envelope(node: node, seq: 0, presence: notice))
+        send(Content(presence: notice))
     }
 
     /// Registers a handler for other nodes' presence notices (with the sending node).
@@ -104,7 +135,7 @@ public final class ClusterEventBus: EventBus, Service {
         }
         return try await withCheckedThrowingContinuation { continuation in
             waitingAnswers.withLock { $0.waiting[id] = continuation }
-            send(Envelope(node: self.node, seq: 0, call: CallEnvelope(to: node, id: id, forwarded: call)))
+            send(Content(call: CallEnvelope(to: node, id: id, forwarded: call)))
             Task {
                 // A network deadline, in real time: the node asked may be gone.
                 try? await Task.sleep(for: timeout)
@@ -125,7 +156,7 @@ public final class ClusterEventBus: EventBus, Service {
         } else if let forwarded = envelope.forwarded, let handler = callHandler.withLock({ $0 }) {
             Task {
                 guard let answer = await handler(forwarded) else { return }
-                self.send(Envelope(node: self.node, seq: 0, call: CallEnvelope(to: sender, id: envelope.id, answer: answer)))
+                self.send(Content(call: CallEnvelope(to: sender, id: envelope.id, answer: answer)))
             }
         }
     }
@@ -138,14 +169,13 @@ public final class ClusterEventBus: EventBus, Service {
     /// Whether envelopes from other nodes are arriving (`/ready`).
     public var isConnected: Bool { transport.isConnected }
 
-    private func send(_ envelope: Envelope) {
-        var envelope = envelope
+    private func send(_ content: Content) {
+        let members = (try? ParleyCoders.encoder.encode(content)).map { String(decoding: $0, as: UTF8.self) }
         // Numbered and queued under one lock: the queue's order is the numbers' order.
         let encoded: Bool = outgoing.withLock { outgoing in
-            envelope.seq = outgoing.seq + 1
-            guard let data = try? ParleyCoders.encoder.encode(envelope) else { return false }
+            guard let members else { return false }
             outgoing.seq += 1
-            outgoing.queue.append(String(decoding: data, as: UTF8.self))
+            outgoing.queue.append(Self.text(prefix: ownPrefixText, seq: outgoing.seq, content: members))
             return true
         }
         if encoded { wake.yield() } else { logger.error("could not encode a bus envelope") }
@@ -201,7 +231,9 @@ public final class ClusterEventBus: EventBus, Service {
         }
     }
 
-    private func receive(_ payload: String) {
+    func receive(_ payload: String) {
+        // This node's own, delivered here when it was published: skipped by its first bytes.
+        if payload.utf8.starts(with: ownPrefix) { return }
         guard let envelope = try? ParleyCoders.decoder.decode(Envelope.self, from: Data(payload.utf8)) else {
             logger.warning("an event bus envelope could not be read")
             return
