@@ -8,7 +8,7 @@ import { Realtime } from "./realtime.js";
 import { Composer, configureAttachments, connectionStatusText } from "./composer.js";
 import { Alerts } from "./alerts.js";
 import { Timeline } from "./timeline.js";
-import { icon } from "./icons.js";
+import { icon, initials } from "./icons.js";
 import { CallSession } from "./call-session.js";
 import { PresenceControl } from "./presence.js";
 import { ReplyPicker } from "./saved-replies.js";
@@ -89,6 +89,9 @@ async function boot() {
   $(".brand").textContent = brand.name;
   document.title = store.title;
   $(".me").textContent = store.me.name;
+  // On a phone the button shows the initials (workspace.css), and says whose account it is.
+  $(".account-open").dataset.initials = initials(store.me.name);
+  $(".account-open").setAttribute("aria-label", `Account and team: ${store.me.name}`);
   presence = new PresenceControl({ root: $(".presence"), api, idleMinutes: settings.autoAwayMinutes });
   presence.addEventListener("change", (event) => teamMember(event.detail));
   timeline = new Timeline($(".timeline"), {
