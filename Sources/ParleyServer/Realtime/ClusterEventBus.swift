@@ -169,6 +169,9 @@ public final class ClusterEventBus: EventBus, Service {
     /// Whether envelopes from other nodes are arriving (`/ready`).
     public var isConnected: Bool { transport.isConnected }
 
+    /// The envelopes waiting for the sender task, as they will travel (for tests).
+    var queuedEnvelopes: [String] { outgoing.withLock { $0.queue } }
+
     private func send(_ content: Content) {
         let members = (try? ParleyCoders.encoder.encode(content)).map { String(decoding: $0, as: UTF8.self) }
         // Numbered and queued under one lock: the queue's order is the numbers' order.
