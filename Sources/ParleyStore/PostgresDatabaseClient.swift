@@ -168,8 +168,8 @@ public final class PostgresDatabaseClient: DatabaseClient {
 /// `any()`, which NIO answers with the caller's own loop: all of them landed on one loop, and nearly
 /// all of a node's work followed them onto one thread (perf of the cluster bench: 87% of node A's CPU
 /// on one of its two loops). Spreading one pool's connections over the loops (`next()`) balanced
-/// the threads but cost a thread hop for most statements: 20% more CPU per message at 1,000/s and a
-/// worse delivery p99. With a pool per loop, a socket's frames, its statements and its answers stay
+/// the threads but cost a thread hop for most statements, and more CPU per message (one run of the
+/// cluster bench; docs/architecture.md, "What a message costs"). With a pool per loop, a socket's frames, its statements and its answers stay
 /// on the socket's loop, and the sockets are shared out between the loops as they are accepted.
 /// PostgresNIO's pool has no way to prefer a loop, hence this.
 final class LoopPools: Sendable {
