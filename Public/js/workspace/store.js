@@ -2,7 +2,7 @@
 // conversations, their customers, unread counts, the team) and the requests that fill it. No DOM
 // here: the views read it, the controller (workspace.js) changes it.
 import { ApiError } from "../api.js";
-import { isImage } from "../icons.js";
+import { clock, isImage } from "../icons.js";
 
 /** The list's filters, as the API's query. */
 export const filters = {
@@ -27,8 +27,7 @@ export function previewOf(message) {
   if (message.kind === "attachment") return isImage(message.attachment) ? "Image" : `File: ${message.attachment?.fileName ?? ""}`;
   if (message.kind !== "voice") return textPreview(message.text);
   if (message.voice?.state === "blocked") return "Audio message blocked";
-  const seconds = Math.round((message.voice?.durationMs ?? 0) / 1000);
-  return `Audio message ${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")}`;
+  return `Audio message ${clock(message.voice?.durationMs ?? 0)}`;
 }
 
 const characters = new Intl.Segmenter(undefined, { granularity: "grapheme" });
