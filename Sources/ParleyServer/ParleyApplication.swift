@@ -3,7 +3,6 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import NIOCore
-import HummingbirdWSCompression
 import HummingbirdWebSocket
 import Logging
 import ParleyAPI
@@ -352,49 +351,56 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     return router
 }
 
-/// The router that decides WebSocket upgrades; it has the real-time endpoint only.
+/// The real-time endpoint: the router that decides its upgrades (it has that one route only).
+func realtimeController(_ services: ParleyServices) -> RealtimeController {
+    RealtimeController(
+        conversations: services.conversations, calls: services.calls, hub: services.hub, configuration: services.configuration,
+        limits: services.limits, metrics: services.metrics)
+}
+
 public func buildWebSocketRouter(_ services: ParleyServices) -> Router<ParleyRequestContext> {
     let router = Router(context: ParleyRequestContext.self)
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: AuthMiddleware(identity: services.identity, allowedOrigins: services.configuration.allowedOrigins))
-    RealtimeController(
-        conversations: services.conversations, calls: services.calls, hub: services.hub, configuration: services.configuration,
-        limits: services.limits, metrics: services.metrics)
-        .addRoutes(to: router)
+    realtimeController(services).addRoutes(to: router)
     return router
 }
 
-/// The whole server: HTTP, WebSocket (with permessage-deflate) and the real-time hub.
+/// The whole server: HTTP, the real-time WebSocket (with permessage-deflate) and the real-time hub.
 public func buildApplication(
     _ services: ParleyServices, logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let configuration = services.configuration
     let webSocketResponder = buildWebSocketRouter(services).buildResponder()
+    let realtime = realtimeController(services)
     let connectionGuard = ConnectionGuardSettings(
         headerTimeout: .seconds(Int64(configuration.headerTimeoutSeconds)), maxHeadBytes: configuration.maxHeaderBytes,
         // Behind a proxy every connection comes from the proxy: the proxy limits clients.
         maxPerAddress: configuration.trustProxy ? 0 : configuration.maxConnectionsPerAddress,
         origins: OriginPolicy(allowedOrigins: configuration.allowedOrigins), floods: services.limits.floods)
-    let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
-        http1: .init(idleTimeout: TimeAmount.seconds(Int64(configuration.idleTimeoutSeconds))),
-        ws: .init(
-            maxFrameSize: configuration.maxRealtimeFrameBytes,
-            // Small windows (1 KB) and memory level 2: each compressed connection keeps about
-            // 10 KB of zlib state instead of ~90 KB at zlib's defaults, and Parley's frames
-            // (a few hundred bytes, repeating keys) compress nearly as well. Frames from
-            // 64 bytes are compressed: with the shared window even small ones shrink.
-            extensions: [
-                SizeLimitedDeflateBuilder.factory(
-                    .perMessageDeflate(
-                        clientMaxWindow: 10, serverMaxWindow: 10, memoryLevel: 2,
-                        maxDecompressedFrameSize: configuration.maxRealtimeFrameBytes, minFrameSizeToCompress: 64))
-            ],
-            autoPing: .enabled(timePeriod: .seconds(RealtimeController.heartbeatSeconds))))
+    let socketSettings = RealtimeSocket.Settings(
+        maxMessageBytes: configuration.maxRealtimeFrameBytes, framesPerSecond: configuration.realtimeFramesPerSecond)
+    // Small windows (1 KB) and memory level 2: each compressed connection keeps about 10 KB of zlib
+    // state instead of ~90 KB at zlib's defaults, and Parley's frames (a few hundred bytes, repeating
+    // keys) compress nearly as well. Frames from 64 bytes are compressed: with the shared window even
+    // small ones shrink.
+    let deflate = PerMessageDeflate.Settings(clientMaxWindow: 10, serverMaxWindow: 10, memoryLevel: 2, minimumSize: 64)
     let counter = services.connections
     let metrics = services.metrics
     let server = HTTPServerBuilder { responder in
         GuardedChildChannel(
-            inner: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: channelConfiguration),
+            inner: RealtimeChannel(
+                responder: responder, upgradeResponder: webSocketResponder,
+                http1: .init(idleTimeout: TimeAmount.seconds(Int64(configuration.idleTimeoutSeconds))),
+                maxFrameSize: configuration.maxRealtimeFrameBytes, deflate: deflate,
+                makeSocket: { upgrade, agreement, logger in
+                    RealtimeSocket(
+                        settings: socketSettings, deflate: agreement.map { PerMessageDeflate(agreement: $0, settings: deflate) },
+                        metrics: metrics
+                    ) { writer, eventLoop in
+                        realtime.open(upgrade, writer: writer, eventLoop: eventLoop, logger: logger)
+                    }
+                }),
             settings: connectionGuard, counter: counter, metrics: metrics)
     }
     let app = Application(

@@ -1,14 +1,14 @@
 import Foundation
 import NIOCore
 import Hummingbird
-import HummingbirdWebSocket
 import ParleyAPI
 import ParleyDomain
 
 /// The per-request context: Hummingbird's core storage plus who is asking.
-public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
+public struct ParleyRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
-    public let webSocket: WebSocketHandlerReference<ParleyRequestContext>
+    /// Where the real-time upgrade route leaves its decision (`RealtimeChannel`).
+    let realtimeUpgrade: RealtimeUpgradeSlot
     /// Set by `AuthMiddleware` when a valid session token came with the request.
     public var principal: Principal?
     /// Set by `AuthMiddleware`: the SHA-256 of the presented token, for logout.
@@ -27,7 +27,7 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
 
     public init(source: Source) {
         self.coreContext = .init(source: source)
-        self.webSocket = .init()
+        self.realtimeUpgrade = RealtimeUpgradeSlot()
         self.peerIP = source.channel.remoteAddress?.ipAddress
         self.channel = source.channel
     }

@@ -7,6 +7,10 @@ import Synchronization
 /// none is left, when the queue turns idle again under the same lock, so a frame offered at that
 /// moment starts the next handler and none is ever left waiting without one. Frames are numbered
 /// as they are admitted (`<connection>/<n>`, the request id of their work).
+///
+/// When the connection ends (`close`), frames already admitted are still handled, and then the
+/// connection's finishing work runs once: whoever finds the queue closed and idle first, the closer or
+/// the last handler, wins `claimFinish`.
 final class FrameQueue: Sendable {
     enum Offer: Equatable, Sendable {
         /// Queued behind frames being handled.
@@ -22,6 +26,8 @@ final class FrameQueue: Sendable {
         var head = 0
         var handling = false
         var admitted = 0
+        var closed = false
+        var finishClaimed = false
     }
 
     private let limit: Int
@@ -33,7 +39,7 @@ final class FrameQueue: Sendable {
 
     func offer(_ text: String) -> Offer {
         state.withLock { state in
-            guard state.waiting.count - state.head < limit else { return .full }
+            guard !state.closed, state.waiting.count - state.head < limit else { return .full }
             state.admitted += 1
             state.waiting.append((text, state.admitted))
             if state.handling { return .queued }
@@ -59,6 +65,20 @@ final class FrameQueue: Sendable {
                 state.head = 0
             }
             return frame
+        }
+    }
+
+    /// No frame is offered any more (the connection ended).
+    func close() {
+        state.withLock { $0.closed = true }
+    }
+
+    /// True once, to the first caller that finds the queue closed with no handler running.
+    func claimFinish() -> Bool {
+        state.withLock { state in
+            guard state.closed, !state.handling, !state.finishClaimed else { return false }
+            state.finishClaimed = true
+            return true
         }
     }
 

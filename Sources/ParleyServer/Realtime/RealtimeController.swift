@@ -1,18 +1,19 @@
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
 import Logging
 import NIOCore
-import NIOWebSocket
 import ParleyAPI
 import ParleyDomain
 import Tracing
 
 /// The one WebSocket endpoint for agents and consumers.
 ///
-/// Each connection runs two child tasks: one reads and handles client frames in order, one drains
-/// the connection's bounded `Outbox` to the socket. Everything sent to the client, answers and
-/// events alike, goes through the outbox, so the order a client sees is the order frames were queued.
+/// The upgrade is decided by a route of the WebSocket router (`addRoutes`: the session, the flood
+/// cooldown), the socket is SwiftNIO's with a `RealtimeSocket` on top (`RealtimeChannel`), and each
+/// connection is a `RealtimeConnection`: client frames are budgeted as they are read and handled in
+/// order by a task that runs only while there are frames to handle; everything sent to the client,
+/// answers and events alike, goes through the connection's bounded `Outbox`, so the order a client
+/// sees is the order frames were queued.
 struct RealtimeController {
     static let path = "/v1/realtime"
     static let heartbeatSeconds = 30
@@ -24,89 +25,43 @@ struct RealtimeController {
     let limits: RateLimits
     let metrics: ParleyMetrics
 
+    /// The upgrade decision: who connects, with which session. Refused upgrades get Hummingbird's 400
+    /// (a session closed for flooding gets 429 from the connection guard on a connection's first request).
     func addRoutes(to router: Router<ParleyRequestContext>) {
-        router.ws(RouterPath(stringLiteral: Self.path)) { _, context in
-            _ = try context.requirePrincipal()
-            // A session closed for flooding a moment ago. The connection guard refuses such upgrades
-            // with 429 on a connection's first request; this covers a later one (Hummingbird: 400).
+        router.get(RouterPath(stringLiteral: Self.path)) { _, context -> Response in
+            let principal = try context.requirePrincipal()
             if let hash = context.sessionTokenHash, let wait = limits.floods.remaining(hash) {
                 throw FloodCooldown.refusal(wait)
             }
-            return .upgrade([:])
-        } onUpgrade: { inbound, outbound, context in
-            let session = context.requestContext
-            guard let principal = session.principal else { return }
             // Behind a proxy every socket comes from the proxy's address: only the per-consumer limit applies.
-            let ip = configuration.trustProxy ? nil : session.peerIP
-            await serve(
-                principal: principal, sessionTokenHash: session.sessionTokenHash, expiresAt: session.sessionExpiresAt,
-                ip: ip, channel: session.channel, inbound: inbound, outbound: outbound, logger: context.logger)
+            context.realtimeUpgrade.decide(
+                RealtimeUpgrade(
+                    principal: principal, sessionTokenHash: context.sessionTokenHash, expiresAt: context.sessionExpiresAt,
+                    ip: configuration.trustProxy ? nil : context.peerIP))
+            return Response(status: .ok)
         }
     }
 
-    @inline(never)
-    func serve(
-        principal: Principal, sessionTokenHash: String?, expiresAt: Date?, ip: String? = nil, channel: (any NIOCore.Channel)? = nil,
-        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger
-    ) async {
-        let outbox = opened(principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt, channel: channel)
-        let typingGate = TypingGate()
-        await greet(principal, outbox: outbox)
-
-        await run(
-            principal: principal, sessionTokenHash: sessionTokenHash, ip: ip, inbound: inbound, outbound: outbound, outbox: outbox,
-            typingGate: typingGate, logger: logger)
-        // A call this connection took part in ends while the connection is still registered.
-        await ended(outbox)
-        closed(outbox)
+    /// A socket was upgraded: its connection is registered with the hub and the client greeted.
+    func open(_ upgrade: RealtimeUpgrade, writer: any RealtimeWriter, eventLoop: any EventLoop, logger: Logger) -> RealtimeConnection {
+        let outbox = hub.register(
+            upgrade.principal, sessionTokenHash: upgrade.sessionTokenHash, expiresAt: upgrade.expiresAt, eventLoop: eventLoop, writer: writer)
+        let connection = RealtimeConnection(
+            controller: self, upgrade: upgrade, outbox: outbox,
+            queueLimit: Int(FrameLimiter(perSecond: configuration.realtimeFramesPerSecond).burst), logger: logger)
+        Task { await greet(upgrade.principal, outbox: outbox) }
+        return connection
     }
 
-    /// The connection's two halves: a child task reads, this one writes.
-    @inline(never)
-    private func run(
-        principal: Principal, sessionTokenHash: String?, ip: String?, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter,
-        outbox: Outbox, typingGate: TypingGate, logger: Logger
-    ) async {
-        await withDiscardingTaskGroup { group in
-            group.addTask {
-                await read(
-                    inbound, principal: principal, sessionTokenHash: sessionTokenHash, ip: ip, outbox: outbox, typingGate: typingGate,
-                    logger: logger)
-            }
-            await write(outbox, to: outbound)
-            group.cancelAll()
-        }
-    }
-
-    @inline(never)
-    private func opened(_ principal: Principal, sessionTokenHash: String?, expiresAt: Date?, channel: (any NIOCore.Channel)?) -> Outbox {
-        hub.register(principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt, channel: channel)
-    }
-
-    @inline(never)
-    private func closed(_ outbox: Outbox) {
-        hub.unregister(outbox)
-    }
-
-    // An idle connection holds the async frames of what it waits in (reading, writing) for as long as
-    // it is open: the task allocator keeps every frame of a suspended call chain, and an inlined
-    // callee's locals become part of its caller's frame. The work done once per connection (greeting,
-    // ending) and per frame (`handle`) is kept out of line, so that its frames exist only while it runs.
-    // Measured with heaptrack on 1,000 idle connections (docs/architecture.md, "What an idle connection costs").
+    // The work done once per connection (greeting, ending) and per frame (`handle`) is kept out of
+    // line: a handler task's async frame holds the locals of everything inlined into it while it runs.
 
     /// `hello`, and the calls ringing for a consumer (a device that connects while a call rings rings too).
     @inline(never)
-    private func greet(_ principal: Principal, outbox: Outbox) async {
+    func greet(_ principal: Principal, outbox: Outbox) async {
         hello(principal, outbox: outbox)
         if case .consumer(let consumer) = principal {
-            // In a child task: the frames of the lookup's call tree (SQL, decoding) are freed with it,
-            // where in this task they would stay allocated, and touched, as long as the connection lasts.
-            let calls = self.calls
-            let ringing = await withTaskGroup(of: [CallDTO].self) { group in
-                group.addTask { await calls.ringing(for: consumer) }
-                return await group.next() ?? []
-            }
-            self.ringing(ringing, outbox: outbox)
+            ringing(await calls.ringing(for: consumer), outbox: outbox)
         }
     }
 
@@ -124,100 +79,25 @@ struct RealtimeController {
         for call in calls { send(.call(call), to: outbox) }
     }
 
-    /// A call this connection took part in ends with it.
+    /// The connection ended and its admitted frames were handled: a call it took part in ends while
+    /// the connection is still registered, then it leaves the hub.
     @inline(never)
-    private func ended(_ outbox: Outbox) async {
+    func finished(_ outbox: Outbox) async {
         await calls.connectionClosed(outbox.connectionId)
+        hub.unregister(outbox)
     }
 
-    /// Reads the client's frames: reassembles them within the size limit, applies the frame budget
-    /// as each one is read, before any decoding (a flood costs the server as little as possible), and
-    /// hands the admitted ones to a handler through a queue of at most a burst's worth.
+    /// One message read from the client, on the socket's event loop: budgeted before any decoding (a
+    /// flood costs the server as little as possible) and admitted for handling, or refused. False once
+    /// the connection is closing.
     ///
-    /// Reading never waits for handling: when handling was done in this loop, a frame that took long
-    /// to handle (a write on a busy database) held the reading back, the client's frames waited in
-    /// TCP's buffers, and the budget counted them only as fast as they were handled: a flooder was
-    /// slowed to the budget's rate instead of being closed, and kept a connection's worth of work
-    /// queued for ever. Now a frame counts when it arrives, and one that finds the queue full is
-    /// refused like one over the budget.
-    ///
-    /// The handler is a task only while there is something to handle (`FrameQueue`): it starts
-    /// when a frame finds the queue idle and ends when the queue is empty. An idle connection, which
-    /// is what a server holds most of, keeps no handler task and no stream waiting for frames.
-    @inline(never)
-    private func read(
-        _ inbound: WebSocketInboundStream, principal: Principal, sessionTokenHash: String?, ip: String?, outbox: Outbox,
-        typingGate: TypingGate, logger: Logger
-    ) async {
-        var limiter = FrameLimiter(perSecond: configuration.realtimeFramesPerSecond)
-        let queue = FrameQueue(limit: Int(limiter.burst))
-        await withDiscardingTaskGroup { group in
-            await readFrames(inbound, limiter: &limiter, sessionTokenHash: sessionTokenHash, outbox: outbox, logger: logger) { text in
-                switch queue.offer(text) {
-                case .full:
-                    return false
-                case .queued:
-                    return true
-                case .startHandler:
-                    group.addTask {
-                        // Each frame's work (and the jobs and logs it causes) under `<connection>/<n>`.
-                        while let (text, number) = queue.next() {
-                            await RequestID.with("\(outbox.connectionId)/\(number)") {
-                                await handle(text, principal: principal, ip: ip, outbox: outbox, typingGate: typingGate)
-                            }
-                        }
-                    }
-                    return true
-                }
-            }
-            // The group waits for the handler: frames admitted within the budget are handled (at most
-            // a burst's worth), even when the connection is closing, as they would have been had the
-            // handler started before the close (a flood read from TCP's buffers at once is admitted and
-            // closed before the handler first runs).
-        }
-        outbox.finish()  // the client went away: stop writing
-    }
-
-    /// The reading half of `read`: `admit` queues a frame within the budget for handling, false when
-    /// the queue is full.
-    @inline(never)
-    private func readFrames(
-        _ inbound: WebSocketInboundStream, limiter: inout FrameLimiter, sessionTokenHash: String?, outbox: Outbox, logger: Logger,
-        admit: (String) -> Bool
-    ) async {
-        var assembler = MessageAssembler(maxSize: configuration.maxRealtimeFrameBytes)
-        do {
-            // Only the iteration waits here; each frame is taken out of line (`take`), so that its
-            // temporaries are not part of this long-lived frame.
-            for try await frame in inbound {
-                guard take(frame, assembler: &assembler, limiter: &limiter, sessionTokenHash: sessionTokenHash, outbox: outbox, admit: admit)
-                else { return }
-            }
-        } catch {
-            logger.debug("real-time connection ended", metadata: ["error": "\(error)"])
-        }
-    }
-
-    /// One frame read: reassembled, budgeted, admitted or refused. False once the connection is closing.
-    @inline(never)
-    private func take(
-        _ frame: WebSocketDataFrame, assembler: inout MessageAssembler, limiter: inout FrameLimiter, sessionTokenHash: String?,
-        outbox: Outbox, admit: (String) -> Bool
-    ) -> Bool {
-        let message: WebSocketMessage
-        do {
-            guard let complete = try assembler.add(frame) else { return true }
-            message = complete
-        } catch MessageAssembler.Failure.tooLarge {
-            outbox.close(code: 1009, text: "message too large")
-            return false
-        } catch {
-            outbox.close(code: 1002, text: "protocol error")
-            return false
-        }
-        // The limit comes before any decoding: a flood costs the server as little as possible.
+    /// Reading never waits for handling: a frame counts when it arrives, and one that finds the
+    /// handling queue full (a burst behind) is refused like one over the budget, so a flooder is
+    /// closed instead of being slowed to the rate its frames are handled.
+    func take(_ message: RealtimeSocket.Message, connection: RealtimeConnection, limiter: inout FrameLimiter) -> Bool {
+        let outbox = connection.outbox
         var decision = limiter.take()
-        if decision == .allow, case .text(let text) = message, !admit(text) {
+        if decision == .allow, case .text(let text) = message, !connection.admit(text) {
             decision = limiter.overflowed()  // handling is a burst behind: refused like a frame over budget
         }
         switch decision {
@@ -231,7 +111,7 @@ struct RealtimeController {
             return true
         case .close:
             metrics.realtimeFloodCloses.increment()
-            if let sessionTokenHash { limits.floods.penalize(sessionTokenHash) }
+            if let sessionTokenHash = connection.sessionTokenHash { limits.floods.penalize(sessionTokenHash) }
             outbox.close(code: RealtimeCloseCode.tooManyFrames, text: "too many frames: slow down")
             return false
         }
@@ -241,36 +121,8 @@ struct RealtimeController {
         return true
     }
 
-    /// Drains the outbox to the socket until the client leaves or the connection is closed.
     @inline(never)
-    private func write(_ outbox: Outbox, to outbound: WebSocketOutboundWriter) async {
-    for await frame in outbox.stream {
-        if outbox.pendingClose != nil { break }
-        // A write waits while the client's receive buffer is full; the hub closes the socket
-        // of a write that waits past the write timeout (a client that stopped reading).
-        outbox.writeBegins()
-        do {
-            try await outbound.write(.text(frame))
-            metrics.realtimeFramesSent.increment()
-        } catch {
-            outbox.writeEnds()
-            break
-        }
-        outbox.writeEnds()
-    }
-    if let reason = outbox.pendingClose, outbox.channel?.isActive ?? true {
-        outbox.writeBegins()
-        try? await outbound.close(Self.closeCode(reason.code), reason: reason.text)
-        outbox.writeEnds()
-    }
-    }
-
-    static func closeCode(_ code: UInt16) -> WebSocketErrorCode {
-        code == 1009 ? .messageTooLarge : .unknown(code)
-    }
-
-    @inline(never)
-    private func handle(_ text: String, principal: Principal, ip: String?, outbox: Outbox, typingGate: TypingGate) async {
+    func handle(_ text: String, principal: Principal, ip: String?, outbox: Outbox, typingGate: TypingGate) async {
         guard let frame = decode(text, outbox: outbox) else { return }
         let started = ContinuousClock.now
         defer { metrics.frameHandled(frame.type, in: .now - started) }

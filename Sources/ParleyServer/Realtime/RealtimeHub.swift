@@ -40,12 +40,12 @@ public final class RealtimeHub: Service {
     }
 
     /// Adds a connection; events for its principal start arriving in its outbox at once.
-    public func register(
-        _ principal: Principal, sessionTokenHash: String? = nil, expiresAt: Date? = nil, channel: (any NIOCore.Channel)? = nil
+    func register(
+        _ principal: Principal, sessionTokenHash: String? = nil, expiresAt: Date? = nil, eventLoop: any EventLoop, writer: any RealtimeWriter
     ) -> Outbox {
         let outbox = Outbox(
             connectionId: ConnectionID.make(), principal: principal, sessionTokenHash: sessionTokenHash, expiresAt: expiresAt,
-            limit: queueLimit, channel: channel)
+            limit: queueLimit, eventLoop: eventLoop, writer: writer)
         let first = state.withLock { state -> Bool in
             state.connections[outbox.connectionId] = outbox
             switch principal {
@@ -234,7 +234,7 @@ public final class RealtimeHub: Service {
         }
         for outbox in targets where outbox.send(event.frame) == .overflowed {
             // Once per connection (later events find it closing and are dropped quietly). It stays
-            // registered until its writer ends, so that the sweep can close a writer stuck on a full socket.
+            // registered until its socket closes, so that the sweep can close a socket stuck on a full buffer.
             metrics.realtimeOverflows.increment()
             logger.notice("closed a slow real-time connection", metadata: ["connection": "\(outbox.connectionId)"])
         }
@@ -266,13 +266,26 @@ public final class RealtimeHub: Service {
         }
     }
 
+    /// Pings every connection; one that did not answer the previous ping is closed (its client is gone
+    /// without closing, and TCP may not notice for a long time). One sweep for all connections instead
+    /// of a timer per connection.
+    func heartbeat() {
+        let all = state.withLock { Array($0.connections.values) }
+        for outbox in all { outbox.heartbeat() }
+    }
+
     public func run() async throws {
         // Delivery happens on the publishers' tasks; this service sweeps until shutdown.
         try? await cancelWhenGracefulShutdown {
+            var lastHeartbeat = ContinuousClock.now
             while !Task.isCancelled {
                 try await Task.sleep(for: .milliseconds(500))
                 self.closeExpired()
                 self.closeStuckWriters()
+                if ContinuousClock.now - lastHeartbeat >= .seconds(RealtimeController.heartbeatSeconds) {
+                    lastHeartbeat = .now
+                    self.heartbeat()
+                }
             }
         }
         let all = state.withLock { Array($0.connections.values) }

@@ -1,15 +1,13 @@
 import ParleyAPI
 import Foundation
 import ParleyDomain
-import HummingbirdWSCompression
-import HummingbirdWebSocket
 import NIOCore
 import NIOWebSocket
 import Synchronization
 
 /// The per-connection budget of client frames: a token bucket of `perSecond` frames, `2 × perSecond`
 /// at once. A frame over budget is refused; a client that goes on sending `closeAfter` refused
-/// frames in a row (a burst's worth, at least 10) is closed with 4008. Owned by one connection's reader task.
+/// frames in a row (a burst's worth, at least 10) is closed with 4008. Owned by one connection's socket, on its event loop.
 struct FrameLimiter {
     enum Decision: Equatable { case allow, refuse, close }
 
@@ -190,84 +188,4 @@ final class TypingGate: Sendable {
             break
         }
     }
-}
-
-/// Assembles WebSocket messages from frames, refusing any message (whole or fragmented) larger
-/// than `maxSize`. WSCore's own `messages(maxSize:)` ends such a connection with a normal close
-/// (1000) when the message was fragmented; this one reports it, so the caller closes with 1009.
-struct MessageAssembler {
-    enum Failure: Error, Equatable { case tooLarge, protocolError }
-
-    let maxSize: Int
-    private var opcode: WebSocketDataFrame.Opcode?
-    private var buffer = ByteBuffer()
-
-    init(maxSize: Int) { self.maxSize = maxSize }
-
-    /// The message a frame completes, or nil while fragments are still coming.
-    mutating func add(_ frame: WebSocketDataFrame) throws(Failure) -> WebSocketMessage? {
-        switch frame.opcode {
-        case .text, .binary:
-            guard opcode == nil else { throw .protocolError }
-            opcode = frame.opcode
-            buffer.clear()
-        case .continuation:
-            guard opcode != nil else { throw .protocolError }
-        }
-        guard buffer.readableBytes + frame.data.readableBytes <= maxSize else { throw .tooLarge }
-        var data = frame.data
-        buffer.writeBuffer(&data)
-        guard frame.fin, let kind = opcode else { return nil }
-        opcode = nil
-        switch kind {
-        case .binary: return .binary(buffer)
-        default:
-            guard let text = String(validating: buffer.readableBytesView, as: UTF8.self) else { throw .protocolError }
-            return .text(text)
-        }
-    }
-}
-
-/// permessage-deflate whose inflate limit closes with 1009 (message too big), as RFC 6455 says,
-/// instead of the 1011 (server error) that the overflow of the inflate buffer becomes in WSCore.
-/// Negotiation and compression are the wrapped extension's; only the received-frame error changes.
-struct SizeLimitedDeflateBuilder: WebSocketExtensionBuilder {
-    static var name: String { "permessage-deflate" }
-    let inner: any WebSocketExtensionBuilder
-
-    static func factory(_ deflate: WebSocketExtensionFactory) -> WebSocketExtensionFactory {
-        WebSocketExtensionFactory { SizeLimitedDeflateBuilder(inner: deflate.build()) }
-    }
-
-    func clientRequestHeader() -> String { inner.clientRequestHeader() }
-    func serverReponseHeader(to request: WebSocketExtensionHTTPParameters) -> String? { inner.serverReponseHeader(to: request) }
-    func serverExtension(from request: WebSocketExtensionHTTPParameters) throws -> (any WebSocketExtension)? {
-        try inner.serverExtension(from: request).map(SizeLimitedExtension.init)
-    }
-    func clientExtension(from request: WebSocketExtensionHTTPParameters) throws -> (any WebSocketExtension)? {
-        try inner.clientExtension(from: request).map(SizeLimitedExtension.init)
-    }
-}
-
-struct SizeLimitedExtension: WebSocketExtension {
-    let inner: any WebSocketExtension
-    var name: String { inner.name }
-    var reservedBits: WebSocketFrame.ReservedBits { inner.reservedBits }
-
-    func processReceivedFrame(_ frame: WebSocketFrame, context: WebSocketExtensionContext) async throws -> WebSocketFrame {
-        do {
-            return try await inner.processReceivedFrame(frame, context: context)
-        } catch {
-            // CompressNIO's `bufferOverflow`: the frame inflates past the limit. (The module is not
-            // one of our dependencies, so the error is recognised by name.)
-            if "\(error)".contains("bufferOverflow") { throw NIOWebSocketError.invalidFrameLength }
-            throw error
-        }
-    }
-
-    func processFrameToSend(_ frame: WebSocketFrame, context: WebSocketExtensionContext) async throws -> WebSocketFrame {
-        try await inner.processFrameToSend(frame, context: context)
-    }
-
-    func shutdown() async { await inner.shutdown() }
 }
