@@ -133,6 +133,15 @@ struct RealtimeSocketTests {
         #expect(owner.endings == 1)
     }
 
+    @Test("a client that closes its side of TCP without a close frame ends the connection (the server allows half-closed sockets for HTTP)")
+    func halfClosed() throws {
+        let (channel, owner) = try socket()
+        channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        channel.embeddedEventLoop.run()
+        #expect(!channel.isActive)
+        #expect(owner.endings == 1)
+    }
+
     @Test("frames queued in the outbox go out in order, in one flush, then the close with its code and reason")
     func outboxToSocket() throws {
         let (channel, owner) = try socket()

@@ -82,6 +82,16 @@ final class RealtimeSocket: ChannelInboundHandler, RemovableChannelHandler {
         context.fireChannelInactive()
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The server allows half-closed sockets (for HTTP): a client that shut its side down, with or
+        // without a close frame, sends nothing more, so the socket ends here instead of lingering.
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // SwiftNIO's protocol error handler, before this one, has sent the close frame an error asks for.
         context.close(promise: nil)
