@@ -359,10 +359,14 @@ func realtimeController(_ services: ParleyServices) -> RealtimeController {
 }
 
 public func buildWebSocketRouter(_ services: ParleyServices) -> Router<ParleyRequestContext> {
+    buildWebSocketRouter(services, realtime: realtimeController(services))
+}
+
+func buildWebSocketRouter(_ services: ParleyServices, realtime: RealtimeController) -> Router<ParleyRequestContext> {
     let router = Router(context: ParleyRequestContext.self)
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: AuthMiddleware(identity: services.identity, allowedOrigins: services.configuration.allowedOrigins))
-    realtimeController(services).addRoutes(to: router)
+    realtime.addRoutes(to: router)
     return router
 }
 
@@ -371,8 +375,9 @@ public func buildApplication(
     _ services: ParleyServices, logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let configuration = services.configuration
-    let webSocketResponder = buildWebSocketRouter(services).buildResponder()
+    // One controller decides the upgrades and opens the connections.
     let realtime = realtimeController(services)
+    let webSocketResponder = buildWebSocketRouter(services, realtime: realtime).buildResponder()
     let connectionGuard = ConnectionGuardSettings(
         headerTimeout: .seconds(Int64(configuration.headerTimeoutSeconds)), maxHeadBytes: configuration.maxHeaderBytes,
         // Behind a proxy every connection comes from the proxy: the proxy limits clients.
@@ -397,8 +402,8 @@ public func buildApplication(
                     RealtimeSocket(
                         settings: socketSettings, deflate: agreement.map { PerMessageDeflate(agreement: $0, settings: deflate) },
                         metrics: metrics
-                    ) { writer, eventLoop in
-                        realtime.open(upgrade, writer: writer, eventLoop: eventLoop, logger: logger)
+                    ) { writer, eventLoop, queueLimit in
+                        realtime.open(upgrade, writer: writer, eventLoop: eventLoop, queueLimit: queueLimit, logger: logger)
                     }
                 }),
             settings: connectionGuard, counter: counter, metrics: metrics)

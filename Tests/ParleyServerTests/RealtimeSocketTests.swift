@@ -47,7 +47,7 @@ struct RealtimeSocketTests {
         let socket = RealtimeSocket(
             settings: .init(maxMessageBytes: maxMessageBytes, framesPerSecond: 100),
             deflate: agreement.map { PerMessageDeflate(agreement: $0, settings: deflateSettings) }, metrics: ParleyMetrics()
-        ) { writer, eventLoop in
+        ) { writer, eventLoop, _ in
             let owner = Owner(writer: writer, eventLoop: eventLoop)
             made.owner.withLock { $0 = owner }
             return owner

@@ -90,9 +90,7 @@ public final class Outbox: Sendable {
             guard state.closeReason == nil, !state.finished else { return (.closed, false) }
             let waiting = state.queued.count + state.inFlight
             guard waiting < limit else {
-                state.closeReason = CloseReason(code: RealtimeCloseCode.resume, text: "too slow: reconnect and resume")
-                state.queued = []
-                return (.overflowed, Self.claimSchedule(&state))
+                return (.overflowed, Self.closing(&state, CloseReason(code: RealtimeCloseCode.resume, text: "too slow: reconnect and resume")))
             }
             if waiting == 0 { state.waitingSince = max(now, 1) }
             state.queued.append(frame)
@@ -100,6 +98,14 @@ public final class Outbox: Sendable {
         }
         if schedule { eventLoop.execute { self.flush() } }
         return result
+    }
+
+    /// Marks the connection closing with `reason` and drops what is queued; true when the caller
+    /// schedules the flush that writes the close.
+    private static func closing(_ state: inout State, _ reason: CloseReason) -> Bool {
+        state.closeReason = reason
+        state.queued = []
+        return claimSchedule(&state)
     }
 
     private static func claimSchedule(_ state: inout State) -> Bool {
@@ -148,9 +154,7 @@ public final class Outbox: Sendable {
     public func close(code: UInt16, text: String) -> Bool {
         let (first, schedule) = state.withLock { state -> (Bool, Bool) in
             guard state.closeReason == nil, !state.finished else { return (false, false) }
-            state.closeReason = CloseReason(code: code, text: text)
-            state.queued = []
-            return (true, Self.claimSchedule(&state))
+            return (true, Self.closing(&state, CloseReason(code: code, text: text)))
         }
         if schedule { eventLoop.execute { self.flush() } }
         return first

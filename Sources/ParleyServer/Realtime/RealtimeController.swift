@@ -43,12 +43,14 @@ struct RealtimeController {
     }
 
     /// A socket was upgraded: its connection is registered with the hub and the client greeted.
-    func open(_ upgrade: RealtimeUpgrade, writer: any RealtimeWriter, eventLoop: any EventLoop, logger: Logger) -> RealtimeConnection {
+    func open(
+        _ upgrade: RealtimeUpgrade, writer: any RealtimeWriter, eventLoop: any EventLoop, queueLimit: Int, logger: Logger
+    ) -> RealtimeConnection {
         let outbox = hub.register(
             upgrade.principal, sessionTokenHash: upgrade.sessionTokenHash, expiresAt: upgrade.expiresAt, eventLoop: eventLoop, writer: writer)
         let connection = RealtimeConnection(
             controller: self, upgrade: upgrade, outbox: outbox,
-            queueLimit: Int(FrameLimiter(perSecond: configuration.realtimeFramesPerSecond).burst), logger: logger)
+            queueLimit: queueLimit, logger: logger)
         Task { await greet(upgrade.principal, outbox: outbox) }
         return connection
     }

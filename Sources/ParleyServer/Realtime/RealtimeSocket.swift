@@ -31,8 +31,9 @@ final class RealtimeSocket: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// What the socket reports to: created once the socket is in the pipeline, with the writer
-    /// that the connection's outbox writes through.
-    typealias Open = (RealtimeSocket.Writer, any EventLoop) -> any Owner
+    /// that the connection's outbox writes through and how many admitted frames may wait for
+    /// handling (a burst of the socket's frame budget).
+    typealias Open = (RealtimeSocket.Writer, any EventLoop, _ queueLimit: Int) -> any Owner
 
     /// The connection a socket serves (`RealtimeConnection`).
     protocol Owner: AnyObject, Sendable {
@@ -69,7 +70,7 @@ final class RealtimeSocket: ChannelInboundHandler, RemovableChannelHandler {
         self.context = context
         guard let open else { return }
         self.open = nil
-        connection = open(Writer(socket: NIOLoopBound(self, eventLoop: context.eventLoop)), context.eventLoop)
+        connection = open(Writer(socket: NIOLoopBound(self, eventLoop: context.eventLoop)), context.eventLoop, Int(limiter.burst))
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
