@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import ParleyDomain
 import Synchronization
 
@@ -31,15 +32,22 @@ final class RealtimeConnection: RealtimeSocket.Owner {
     let outbox: Outbox
     let typingGate = TypingGate()
     private let queue: FrameQueue
+    /// Where the handler runs: the socket's own event loop (`EventLoopTaskExecutor`).
+    private let executor: (any TaskExecutor)?
     private let logger: Logger
 
-    init(controller: RealtimeController, upgrade: RealtimeUpgrade, outbox: Outbox, queueLimit: Int, logger: Logger) {
+    init(controller: RealtimeController, upgrade: RealtimeUpgrade, outbox: Outbox, eventLoop: any EventLoop, queueLimit: Int, logger: Logger) {
         self.controller = controller
         self.principal = upgrade.principal
         self.sessionTokenHash = upgrade.sessionTokenHash
         self.ip = upgrade.ip
         self.outbox = outbox
         self.queue = FrameQueue(limit: queueLimit)
+        if #available(macOS 15, iOS 18, *) {
+            executor = EventLoopTaskExecutor.on(eventLoop)
+        } else {
+            executor = nil
+        }
         self.logger = logger
     }
 
@@ -57,7 +65,11 @@ final class RealtimeConnection: RealtimeSocket.Owner {
         case .queued:
             return true
         case .startHandler:
-            Task { await self.handleQueued() }
+            if #available(macOS 15, iOS 18, *), let executor {
+                Task(executorPreference: executor) { await self.handleQueued() }
+            } else {
+                Task { await self.handleQueued() }
+            }
             return true
         }
     }

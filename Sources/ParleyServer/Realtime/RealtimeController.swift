@@ -49,7 +49,7 @@ struct RealtimeController {
         let outbox = hub.register(
             upgrade.principal, sessionTokenHash: upgrade.sessionTokenHash, expiresAt: upgrade.expiresAt, eventLoop: eventLoop, writer: writer)
         let connection = RealtimeConnection(
-            controller: self, upgrade: upgrade, outbox: outbox,
+            controller: self, upgrade: upgrade, outbox: outbox, eventLoop: eventLoop,
             queueLimit: queueLimit, logger: logger)
         Task { await greet(upgrade.principal, outbox: outbox) }
         return connection
