@@ -4,13 +4,14 @@ import Synchronization
 /// A task executor that runs its jobs on one event loop: a connection's frames are handled on the
 /// loop that reads its socket.
 ///
-/// `parley serve` runs Swift Concurrency's jobs on NIO's event loops (the global executor), which
-/// hands each new task to the next loop in turn. A frame's handler started there ran on the other
-/// loop half the time: the socket's loop woke that one to handle the frame, and it woke the socket's
-/// loop back to write the answer, two thread wake-ups per frame (bench/profiles/step2, "scheduler
-/// and wakeups"). With this preference the handler, the SQLite write it makes when the writer is
-/// idle, and the ack's write stay on one thread. Written here because this SwiftNIO (2.101) gives an
-/// event loop a `SerialExecutor` but no `TaskExecutor`.
+/// `parley serve` runs Swift Concurrency's jobs on NIO's event loops (the global executor). NIO
+/// enqueues a job on the loop it is enqueued from, but a job enqueued from any other thread goes to
+/// the next loop in turn (`MultiThreadedEventLoopGroup.anySEL`). The SQLite writer's thread finishes
+/// every write that queued behind another and resumes its caller from there: the handler went on on
+/// either loop, and the answer's write and the frames after it paid a wake-up of the socket's loop
+/// (bench/profiles/step2, "scheduler and wakeups"; at saturation every write queues). With this
+/// preference the handler always comes back to the socket's loop. Written here because this SwiftNIO
+/// (2.101) gives an event loop a `SerialExecutor` but no `TaskExecutor`.
 @available(macOS 15, iOS 18, *)
 final class EventLoopTaskExecutor: TaskExecutor {
     let eventLoop: any EventLoop
