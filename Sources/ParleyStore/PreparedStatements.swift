@@ -26,6 +26,10 @@ extension SQLDatabase {
     func prepared(_ query: SQLQueryString) -> PreparedQueryBuilder {
         PreparedQueryBuilder(query: PreparedSQL(statement: query), database: self)
     }
+
+    func prepared(_ statement: DirectStatement) -> PreparedQueryBuilder {
+        PreparedQueryBuilder(query: PreparedSQL(statement: statement), database: self)
+    }
 }
 
 /// `SQLRawBuilder` for a `PreparedSQL` (whose query cannot be replaced): `run()`, `first()`, `all()`.

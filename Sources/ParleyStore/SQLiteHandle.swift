@@ -182,6 +182,27 @@ struct DirectSQLiteRow: SQLRow, @unchecked Sendable {
         return values[offset] == .null
     }
 
+    /// The text in `column`, read as it is (`SQLRow.text` takes this way for a row of this type:
+    /// `SQLiteDataDecoder` is an `Decoder` per value, on the writer's thread for every message).
+    func directText(_ column: String) throws -> String? {
+        guard let offset = columns.offsets[column] else { return nil }
+        switch values[offset] {
+        case .text(let text): return text
+        case .null: return nil
+        default: return try decode(column: column, as: String.self)
+        }
+    }
+
+    /// The integer in `column`, read as it is.
+    func directInteger(_ column: String) throws -> Int64? {
+        guard let offset = columns.offsets[column] else { return nil }
+        switch values[offset] {
+        case .integer(let integer): return Int64(integer)
+        case .null: return nil
+        default: return try decode(column: column, as: Int64.self)
+        }
+    }
+
     func decode<D: Decodable>(column: String, as type: D.Type) throws -> D {
         guard let offset = columns.offsets[column] else {
             throw DecodingError.keyNotFound(
@@ -228,6 +249,10 @@ struct DirectSQLiteDatabase: SQLDatabase {
     }
 
     private func run(_ query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) throws {
+        // SQLite keeps every statement prepared already: `PreparedSQL` changes nothing here.
+        if let direct = (query as? DirectStatement) ?? ((query as? PreparedSQL)?.statement as? DirectStatement) {
+            return try handle.run(direct.sql, direct.sqliteValues) { onRow($0) }
+        }
         let (sql, binds) = serialize(query)
         let data = try binds.map { try Self.encoder.encode($0) }
         try handle.run(sql, data) { onRow($0) }

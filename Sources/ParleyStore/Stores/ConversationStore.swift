@@ -71,11 +71,9 @@ extension SQLRepository: ConversationStore {
         // Prepared, with its columns named: a column added by a later migration while this node
         // runs changes nothing the prepared statement returns.
         let row = try await db.prepared(
-            """
-            SELECT \(unsafeRaw: ConversationRow.selectList),
-            (SELECT card_masking FROM brand_settings WHERE brand_settings.brand_id = conversations.brand_id) AS brand_card_masking
-            FROM conversations WHERE id = \(bind: id) AND brand_id = \(bind: brandId)\(lockClause(lock))
-            """
+            DirectStatement(
+                lock && flavor == .postgres ? Self.conversationAndCardMaskingLocked : Self.conversationAndCardMaskingText,
+                [.text(id.rawValue), .text(brandId.rawValue)])
         ).first()
         guard let row else { return nil }
         // A brand that never saved its settings has the defaults (as `brandSettings` answers).
@@ -124,30 +122,42 @@ extension SQLRepository: ConversationStore {
     }
 
     public func updateConversation(_ conversation: ConversationDTO, from previous: ConversationDTO) async throws {
-        try await db.update(
-            ConversationRow(conversation), from: ConversationRow(previous),
-            where: "id = \(bind: conversation.id) AND brand_id = \(bind: conversation.brandId)")
+        guard let update = Self.conversationUpdate(conversation, from: previous) else { return }
+        try await db.run(update)
     }
 
     public func updateConversation(_ conversation: ConversationDTO, from previous: ConversationDTO, inserting message: MessageDTO) async throws {
-        let predicate: SQLQueryString = "id = \(bind: conversation.id) AND brand_id = \(bind: conversation.brandId)"
-        let update = RowStatements.update(ConversationRow(conversation), from: ConversationRow(previous), where: predicate)
-        let insert = try RowStatements.insert(MessageRow(message, brandId: conversation.brandId))
-        guard let update else { return try await db.raw(insert).run() }
+        let insert = RowStatements.directInsert(MessageRow(message, brandId: conversation.brandId))
+        guard let update = Self.conversationUpdate(conversation, from: previous) else { return try await db.run(insert) }
         switch flavor {
         case .postgres:
             // A data-modifying statement in WITH runs to completion whether or not the INSERT reads it.
-            try await db.raw("WITH updated AS (" + update + ") " + insert).run()
+            try await db.run(DirectStatement("WITH updated AS (" + update.sql + ") " + insert.sql, update.values + insert.values))
         case .sqlite:
-            try await db.raw(update).run()
-            try await db.raw(insert).run()
+            try await db.run(update)
+            try await db.run(insert)
         }
     }
 
+    /// The conversation's changed columns, `WHERE id = ? AND brand_id = ?` (and `extra`, with its values).
+    static func conversationUpdate(
+        _ conversation: ConversationDTO, from previous: ConversationDTO, and extra: String = "", _ extraValues: [ColumnValue] = []
+    ) -> DirectStatement? {
+        RowStatements.directUpdate(
+            ConversationRow(conversation), from: ConversationRow(previous), where: "id = ? AND brand_id = ?" + extra,
+            [.text(conversation.id.rawValue), .text(conversation.brandId.rawValue)] + extraValues)
+    }
+
+    static let conversationAndCardMaskingText = """
+        SELECT \(ConversationRow.selectList),
+        (SELECT card_masking FROM brand_settings WHERE brand_settings.brand_id = conversations.brand_id) AS brand_card_masking
+        FROM conversations WHERE id = ? AND brand_id = ?
+        """
+    static let conversationAndCardMaskingLocked = conversationAndCardMaskingText + " FOR UPDATE"
+
     public func appendMessage(_ message: MessageDTO, to conversation: ConversationDTO, from previous: ConversationDTO) async throws -> Bool {
-        let predicate: SQLQueryString =
-            "id = \(bind: conversation.id) AND brand_id = \(bind: conversation.brandId) AND last_seq = \(bind: previous.lastSeq) RETURNING id"
-        guard let update = RowStatements.update(ConversationRow(conversation), from: ConversationRow(previous), where: predicate) else {
+        guard let update = Self.conversationUpdate(conversation, from: previous, and: " AND last_seq = ? RETURNING id", [.integer(previous.lastSeq)])
+        else {
             return false  // a message always moves last_seq
         }
         let row = MessageRow(message, brandId: conversation.brandId)
@@ -155,10 +165,11 @@ extension SQLRepository: ConversationStore {
         case .postgres:
             // The INSERT takes its row from the UPDATE's: no row updated, nothing inserted.
             let insert = try RowStatements.insert(row, selectingFrom: "updated")
-            return try await db.prepared("WITH updated AS (" + update + ") " + insert + " RETURNING id").first() != nil
+            let with: SQLQueryString = "WITH updated AS (\(update)) "
+            return try await db.prepared(with + insert + " RETURNING id").first() != nil
         case .sqlite:
-            guard try await db.raw(update).first() != nil else { return false }
-            try await db.insert(row)
+            guard try await db.returnsRow(update) else { return false }
+            try await db.run(RowStatements.directInsert(row))
             return true
         }
     }
@@ -225,14 +236,14 @@ extension SQLRepository: ConversationStore {
     }
 
     public func insertMessage(_ message: MessageDTO, brandId: BrandID) async throws {
-        try await db.insert(MessageRow(message, brandId: brandId))
+        try await db.run(RowStatements.directInsert(MessageRow(message, brandId: brandId)))
     }
 
     /// Runs on every send (the idempotency check), and almost always finds nothing: a plain indexed
     /// lookup of the id first.
     public func message(senderId: String, clientMessageId: String) async throws -> MessageDTO? {
-        guard let row = try await db.raw(
-            "SELECT id, brand_id FROM messages WHERE sender_id = \(bind: senderId) AND client_message_id = \(bind: clientMessageId)"
+        guard let row = try await db.prepared(
+            DirectStatement("SELECT id, brand_id FROM messages WHERE sender_id = ? AND client_message_id = ?", [.text(senderId), .text(clientMessageId)])
         ).first() else { return nil }
         return try await message(brandId: row.decode(column: "brand_id", as: BrandID.self), id: row.decode(column: "id", as: MessageID.self))
     }

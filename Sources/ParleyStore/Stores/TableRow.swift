@@ -175,10 +175,24 @@ extension SQLDatabase {
 
 /// Column reads for `MappedRow.init(mapping:)`.
 extension SQLRow {
-    func text(_ column: String) throws -> String { try decode(column: column, as: String.self) }
-    func optionalText(_ column: String) throws -> String? { try decodeNil(column: column) ? nil : text(column) }
-    func int64(_ column: String) throws -> Int64 { try decode(column: column, as: Int64.self) }
-    func optionalInt64(_ column: String) throws -> Int64? { try decodeNil(column: column) ? nil : int64(column) }
+    // A row from the SQLite connections is read directly (`DirectSQLiteRow.directText`); a missing
+    // column or NULL then takes the decoder's way, for its error.
+    func text(_ column: String) throws -> String {
+        if let row = self as? DirectSQLiteRow, let text = try row.directText(column) { return text }
+        return try decode(column: column, as: String.self)
+    }
+    func optionalText(_ column: String) throws -> String? {
+        if let row = self as? DirectSQLiteRow, row.contains(column: column) { return try row.directText(column) }
+        return try decodeNil(column: column) ? nil : text(column)
+    }
+    func int64(_ column: String) throws -> Int64 {
+        if let row = self as? DirectSQLiteRow, let integer = try row.directInteger(column) { return integer }
+        return try decode(column: column, as: Int64.self)
+    }
+    func optionalInt64(_ column: String) throws -> Int64? {
+        if let row = self as? DirectSQLiteRow, row.contains(column: column) { return try row.directInteger(column) }
+        return try decodeNil(column: column) ? nil : int64(column)
+    }
     func optionalInt(_ column: String) throws -> Int? { try optionalInt64(column).map { Int($0) } }
     func value<Value: RawRepresentable>(_ column: String, as _: Value.Type = Value.self) throws -> Value where Value.RawValue == String {
         let raw = try text(column)
