@@ -91,9 +91,9 @@ public enum WorkspaceRules {
 
     /// `https://shop.example.com` or `http://localhost:8080`: a scheme, a host and maybe a port,
     /// nothing else; returned lower-cased and without duplicates.
-    public static func origins(_ origins: [String]) throws(ParleyError) -> [String] {
+    public static func origins(_ origins: [String], field: String = "previewOrigins") throws(ParleyError) -> [String] {
         if origins.count > maxPreviewOrigins {
-            throw .invalidField("previewOrigins", "'previewOrigins' has at most \(maxPreviewOrigins) sites.")
+            throw .invalidField(field, "'\(field)' has at most \(maxPreviewOrigins) sites.")
         }
         var seen: [String] = []
         for raw in origins {
@@ -101,7 +101,7 @@ public enum WorkspaceRules {
             let rest = origin.hasPrefix("https://") ? origin.dropFirst(8) : origin.hasPrefix("http://") ? origin.dropFirst(7) : nil
             let allowed = { (byte: UInt8) in (byte >= 97 && byte <= 122) || (byte >= 48 && byte <= 57) || byte == 45 || byte == 46 || byte == 58 }
             guard let rest, !rest.isEmpty, rest.count <= 253, rest.utf8.allSatisfy(allowed), !rest.hasPrefix("."), !rest.hasPrefix(":") else {
-                throw .invalidField("previewOrigins", "'\(raw.prefix(80))' is not a site: write its origin, such as https://shop.example.com.")
+                throw .invalidField(field, "'\(raw.prefix(80))' is not a site: write its origin, such as https://shop.example.com.")
             }
             if !seen.contains(origin) { seen.append(origin) }
         }

@@ -121,6 +121,12 @@ public struct ParleyConfiguration: Sendable {
     var imageMemoryBytes: Int { imageMemoryMegabytes * 1024 * 1024 }
     /// Seconds a call rings before it counts as missed.
     public var callRingSeconds: Int = 45
+    /// Largest page one co-browse snapshot may be (its parts together); a larger page ends the
+    /// session with `page_too_large`, and both sides are told.
+    public var cobrowseSnapshotBytes: Int = 4 * 1024 * 1024
+    /// Bytes of page changes per second one co-browse session may relay; past it changes are
+    /// dropped and the page is asked for a new snapshot.
+    public var cobrowseBytesPerSecond: Int = 256 * 1024
     /// Seconds from the answer until media must be connected, else the call fails.
     public var callConnectSeconds: Int = 30
     /// STUN servers handed to browsers, e.g. `stun:turn.example.com:3478`.

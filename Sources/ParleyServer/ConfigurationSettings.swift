@@ -90,6 +90,12 @@ extension ParleyConfiguration {
         Setting(flag: "call-ring-timeout", environment: "PARLEY_CALL_RING_TIMEOUT", help: "seconds a call rings before it is missed (default 45)") { c, v, name throws(ConfigurationError) in
             c.callRingSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
         },
+        Setting(flag: "cobrowse-snapshot-bytes", environment: "PARLEY_COBROWSE_SNAPSHOT_BYTES", help: "largest co-browse page snapshot, in bytes (default 4194304)") { c, v, name throws(ConfigurationError) in
+            c.cobrowseSnapshotBytes = try parseInt(v, name, range: 65_536...67_108_864, what: "a number of bytes")
+        },
+        Setting(flag: "cobrowse-bytes-per-second", environment: "PARLEY_COBROWSE_BYTES_PER_SECOND", help: "page changes one co-browse session may relay per second, in bytes (default 262144)") { c, v, name throws(ConfigurationError) in
+            c.cobrowseBytesPerSecond = try parseInt(v, name, range: 4_096...16_777_216, what: "a number of bytes")
+        },
         Setting(flag: "call-connect-timeout", environment: "PARLEY_CALL_CONNECT_TIMEOUT", help: "seconds from answer to connected media (default 30)") { c, v, name throws(ConfigurationError) in
             c.callConnectSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
         },

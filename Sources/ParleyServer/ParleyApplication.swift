@@ -29,6 +29,7 @@ public struct ParleyServices: Sendable {
     public let voiceProcessor: VoiceProcessor
     public let blobs: any BlobStore
     public let calls: CallService
+    public let cobrowse: CobrowseService
     public let workspace: WorkspaceService
     public let whatsapp: WhatsAppChannel
     public let messenger: MessengerChannel
@@ -264,6 +265,9 @@ public struct ParleyServices: Sendable {
             calls: CallService(
                 store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock,
                 relay: clusterBus.flatMap { bus in clusterPresence.map { BusCallRelay(bus: bus, presence: $0) } }, logger: logger),
+            cobrowse: CobrowseService(
+                store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock,
+                clustered: clusterBus != nil, logger: logger),
             workspace: WorkspaceService(store: store, presence: presence, bus: bus, clock: clock, logger: logger),
             whatsapp: whatsapp, messenger: messenger, sms: sms, apple: apple, push: push,
             activity: ActivityService(store: store.access { $0 }, conversations: conversations, limits: limits, clock: clock, logger: logger),
@@ -354,7 +358,8 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
 /// The real-time endpoint: the router that decides its upgrades (it has that one route only).
 func realtimeController(_ services: ParleyServices) -> RealtimeController {
     RealtimeController(
-        conversations: services.conversations, calls: services.calls, hub: services.hub, configuration: services.configuration,
+        conversations: services.conversations, calls: services.calls, cobrowse: services.cobrowse, hub: services.hub,
+        configuration: services.configuration,
         limits: services.limits, metrics: services.metrics)
 }
 
@@ -434,7 +439,7 @@ public func makeServiceGroup(
     var configuration = ServiceGroupConfiguration(
         // `also` first: stopped last (the trace exporter sends the spans of the shutdown itself).
         services: also + services.cluster + [
-            services.janitor, services.searchIndexer, services.revocations, services.jobRunner, app, services.hub, services.calls, deadline,
+            services.janitor, services.searchIndexer, services.revocations, services.jobRunner, app, services.hub, services.calls, services.cobrowse, deadline,
         ],
         gracefulShutdownSignals: gracefulShutdownSignals, logger: logger)
     configuration.maximumGracefulShutdownDuration = drainDeadline + .seconds(5)

@@ -6,7 +6,7 @@ import ParleyAPI
 /// Every brand-owned lookup takes the brand id: a row of another brand is simply not found.
 /// `SQLRepository` implements it once for SQLite and PostgreSQL; `Store` hands one out per
 /// transaction.
-public protocol Repository: IdentityStore, ConversationStore, VoiceStore, CallStore, WorkspaceStore, AttachmentStore, ChannelStore, JobStore, PushStore, ActivityStore, RoutingStore, LifecycleStore, RecordsStore, ReportsStore, SealedStore {}
+public protocol Repository: IdentityStore, ConversationStore, VoiceStore, CallStore, CobrowseStore, WorkspaceStore, AttachmentStore, ChannelStore, JobStore, PushStore, ActivityStore, RoutingStore, LifecycleStore, RecordsStore, ReportsStore, SealedStore {}
 
 /// The database plus the repository over it.
 public final class Store: Sendable {

@@ -49,6 +49,8 @@ public enum AgentPermission: String, Codable, Sendable, CaseIterable, Hashable {
     case sendAudio = "send_audio"
     case initiateVoiceCall = "initiate_voice_call"
     case initiateVideoCall = "initiate_video_call"
+    /// Offering co-browse: seeing the customer's page (on the brand's site), once they accept.
+    case cobrowse
 }
 
 /// Who wrote a message or caused an event.

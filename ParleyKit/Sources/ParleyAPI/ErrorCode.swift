@@ -89,6 +89,13 @@ extension ErrorCode {
     public static let callNotFound: ErrorCode = "call_not_found"
     public static let callOnOtherDevice: ErrorCode = "call_on_other_device"
     public static let callPermissionMissing: ErrorCode = "call_permission_missing"
+    public static let cobrowseDisabled: ErrorCode = "cobrowse_disabled"
+    public static let cobrowseInProgress: ErrorCode = "cobrowse_in_progress"
+    public static let cobrowseNeedsWeb: ErrorCode = "cobrowse_needs_web"
+    public static let cobrowseNotActive: ErrorCode = "cobrowse_not_active"
+    public static let cobrowseNotFound: ErrorCode = "cobrowse_not_found"
+    public static let cobrowseOnOtherPage: ErrorCode = "cobrowse_on_other_page"
+    public static let cobrowsePermissionMissing: ErrorCode = "cobrowse_permission_missing"
     public static let cannotChangeOwnRole: ErrorCode = "cannot_change_own_role"
     public static let cannotDeleteSelf: ErrorCode = "cannot_delete_self"
     public static let cannotDisableSelf: ErrorCode = "cannot_disable_self"
@@ -239,6 +246,13 @@ extension ErrorCode {
         Entry(.callNotFound, .api, http: [404], meaning: "There is no live call with this id.", action: "The call ended or is not yours; list the conversation's calls again."),
         Entry(.callOnOtherDevice, .api, http: [409], meaning: "This call is taking place on another device or tab.", action: "Continue on the device that answered."),
         Entry(.callPermissionMissing, .api, http: [403], meaning: "Your profile does not allow … calls (…).", action: "The signed-in user may not do this; an admin can change what their profile allows."),
+        Entry(.cobrowseDisabled, .api, http: [403], meaning: "Co-browse is off for this brand, or not allowed on this site.", action: "An admin can turn co-browse on, or add the site, in the brand's settings."),
+        Entry(.cobrowseInProgress, .api, http: [409], meaning: "This conversation already has a co-browse session. End it before offering another.", action: "End the current session first."),
+        Entry(.cobrowseNeedsWeb, .api, http: [422], meaning: "Co-browse needs a web conversation: it shows the page of the brand's site where the customer chats.", action: "Offer co-browse in a conversation from the web widget; in apps, use a call."),
+        Entry(.cobrowseNotActive, .api, http: [409], meaning: "This co-browse session is not running (not accepted yet, or over).", action: "Wait for the customer's answer, or offer again."),
+        Entry(.cobrowseNotFound, .api, http: [404], meaning: "There is no co-browse session with this id.", action: "The session ended or is not yours."),
+        Entry(.cobrowseOnOtherPage, .api, http: [409], meaning: "This co-browse session is shared from another page or tab.", action: "Continue on the page that accepted, or accept again from this one."),
+        Entry(.cobrowsePermissionMissing, .api, http: [403], meaning: "Your profile does not allow co-browse (cobrowse).", action: "The signed-in user may not do this; an admin can change what their profile allows."),
         Entry(.cannotChangeOwnRole, .api, http: [409], meaning: "Admins cannot change their own role; ask another admin.", action: "Ask another admin."),
         Entry(.cannotDeleteSelf, .api, http: [409], meaning: "Admins cannot delete themselves; ask another admin.", action: "Ask another admin."),
         Entry(.cannotDisableSelf, .api, http: [409], meaning: "Admins cannot disable themselves; ask another admin.", action: "Ask another admin."),

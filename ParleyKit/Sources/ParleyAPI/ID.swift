@@ -57,6 +57,7 @@ public enum IDTags {
     public enum Conversation: IDTag { public static let prefix = "cnv" }
     public enum Message: IDTag { public static let prefix = "msg" }
     public enum Call: IDTag { public static let prefix = "call" }
+    public enum Cobrowse: IDTag { public static let prefix = "cob" }
     public enum Connection: IDTag { public static let prefix = "ws" }
     public enum SavedReply: IDTag { public static let prefix = "rpl" }
     public enum EngagementRule: IDTag { public static let prefix = "eng" }
@@ -72,6 +73,8 @@ public typealias ConsumerID = ID<IDTags.Consumer>
 public typealias ConversationID = ID<IDTags.Conversation>
 public typealias MessageID = ID<IDTags.Message>
 public typealias CallID = ID<IDTags.Call>
+/// A co-browse session: an agent seeing the customer's page, with the customer's yes.
+public typealias CobrowseID = ID<IDTags.Cobrowse>
 /// A real-time connection (one WebSocket), for binding a call to the device that takes part.
 public typealias ConnectionID = ID<IDTags.Connection>
 /// A brand's saved reply (canned response).

@@ -47,6 +47,20 @@ public enum ClientFrame: Sendable, Hashable {
     case callMedia(id: String, callId: CallID, CallMediaState)
     /// This side's media connected, or failed for `reason` (one of `CallEndReason.reportableByClient`).
     case callReport(id: String, callId: CallID, CallConnectionReport, reason: CallEndReason?)
+    /// An agent (with the `cobrowse` permission) offers co-browse to the conversation's customer.
+    case cobrowseOffer(id: String, conversationId: ConversationID)
+    /// The customer accepts (from this connection, whose page is then shared; `origin` is the page's
+    /// site as the browser told the widget) or declines. Accepting an active session again, from a
+    /// new page of the same site, moves the session to that page.
+    case cobrowseAnswer(id: String, sessionId: CobrowseID, accept: Bool, origin: String?)
+    /// Either side stops the session (the agent withdraws an offer).
+    case cobrowseEnd(id: String, sessionId: CobrowseID)
+    /// The customer's page: a snapshot part or changes, relayed to the agent as they are.
+    case cobrowseData(sessionId: CobrowseID, seq: Int64, kind: CobrowseDataKind, last: Bool, payload: String)
+    /// The agent points at or highlights something; relayed to the customer's page.
+    case cobrowsePoint(sessionId: CobrowseID, payload: String)
+    /// The agent's view needs the whole page again (it reloaded, or fell behind).
+    case cobrowseResync(sessionId: CobrowseID)
 }
 
 /// A frame sent by the server.
@@ -76,6 +90,17 @@ public enum ServerFrame: Sendable {
     case queue(QueuePositionDTO)
     /// The contact centre now (managers: everyone; agents: themselves), whenever it changes.
     case report(LiveReportDTO)
+    /// A co-browse session changed (offered, accepted, page moved, ended): to the customer and the offering agent.
+    case cobrowse(CobrowseSessionDTO)
+    /// The answer to a co-browse frame: the session as it is now. Encoded as an `ack` with a `cobrowse` field.
+    case cobrowseAck(id: String, session: CobrowseSessionDTO)
+    /// The customer's page, for the agent viewing it.
+    case cobrowseData(sessionId: CobrowseID, seq: Int64, kind: CobrowseDataKind, last: Bool, payload: String)
+    /// The agent's pointer or highlight, for the customer's page.
+    case cobrowsePoint(sessionId: CobrowseID, payload: String)
+    /// The customer's page should send a whole snapshot again: `reason` is `agent` (the agent's
+    /// view asked) or `budget` (changes came faster than the per-second budget and some were dropped).
+    case cobrowseResync(sessionId: CobrowseID, reason: String)
 }
 
 
@@ -91,13 +116,22 @@ public enum ClientFrameType: String, Codable, Sendable, CaseIterable {
     case callSignal = "call.signal"
     case callMedia = "call.media"
     case callReport = "call.report"
+    case cobrowseOffer = "cobrowse.offer"
+    case cobrowseAnswer = "cobrowse.answer"
+    case cobrowseEnd = "cobrowse.end"
+    case cobrowseData = "cobrowse.data"
+    case cobrowsePoint = "cobrowse.point"
+    case cobrowseResync = "cobrowse.resync"
 }
 
 /// The `type` of a server frame: the one list of tags the coder and the pre-encoded fast path use.
 public enum ServerFrameType: String, Codable, Sendable, CaseIterable {
-    case hello, ack, error, message, event, conversation, typing, resumed, call, presence, queue, report
+    case hello, ack, error, message, event, conversation, typing, resumed, call, presence, queue, report, cobrowse
     case callSignal = "call.signal"
     case callMedia = "call.media"
+    case cobrowseData = "cobrowse.data"
+    case cobrowsePoint = "cobrowse.point"
+    case cobrowseResync = "cobrowse.resync"
 }
 
 extension ClientFrame {
@@ -105,9 +139,10 @@ extension ClientFrame {
     public var replyId: String? {
         switch self {
         case .send(let id, _), .receipt(let id, _, _), .resume(let id, _), .callAccept(let id, _), .callReject(let id, _),
-            .callHangUp(let id, _), .callSignal(let id, _, _), .callMedia(let id, _, _), .callReport(let id, _, _, _):
+            .callHangUp(let id, _), .callSignal(let id, _, _), .callMedia(let id, _, _), .callReport(let id, _, _, _),
+            .cobrowseOffer(let id, _), .cobrowseAnswer(let id, _, _, _), .cobrowseEnd(let id, _):
             id
-        case .typing, .view:
+        case .typing, .view, .cobrowseData, .cobrowsePoint, .cobrowseResync:
             nil
         }
     }
@@ -125,6 +160,12 @@ extension ClientFrame {
         case .callSignal: .callSignal
         case .callMedia: .callMedia
         case .callReport: .callReport
+        case .cobrowseOffer: .cobrowseOffer
+        case .cobrowseAnswer: .cobrowseAnswer
+        case .cobrowseEnd: .cobrowseEnd
+        case .cobrowseData: .cobrowseData
+        case .cobrowsePoint: .cobrowsePoint
+        case .cobrowseResync: .cobrowseResync
         }
     }
 }
@@ -133,7 +174,7 @@ extension ServerFrame {
     public var type: ServerFrameType {
         switch self {
         case .hello: .hello
-        case .ack, .callAck: .ack
+        case .ack, .callAck, .cobrowseAck: .ack
         case .error: .error
         case .message: .message
         case .event: .event
@@ -146,6 +187,10 @@ extension ServerFrame {
         case .report: .report
         case .callSignal: .callSignal
         case .callMedia: .callMedia
+        case .cobrowse: .cobrowse
+        case .cobrowseData: .cobrowseData
+        case .cobrowsePoint: .cobrowsePoint
+        case .cobrowseResync: .cobrowseResync
         }
     }
 }
@@ -156,6 +201,7 @@ private enum FrameKeys: String, CodingKey {
     case type, id, conversationId, clientMessageId, text, channel, upToSeq, state, isTyping, cursors
     case complete, connectionId, participant, brandId, heartbeatSeconds, message, conversation, event, error
     case callId, call, ice, signal, media, report, reason, from, presence, queue
+    case sessionId, accept, origin, seq, kind, last, payload, cobrowse
 }
 
 extension KeyedDecodingContainer where K == FrameKeys {
@@ -173,6 +219,7 @@ extension ClientFrame: Codable {
         let c = try decoder.container(keyedBy: FrameKeys.self)
         func id() throws -> String { try c.decode(String.self, forKey: .id) }
         func callId() throws -> CallID { try c.decode(CallID.self, forKey: .callId) }
+        func sessionId() throws -> CobrowseID { try c.decode(CobrowseID.self, forKey: .sessionId) }
         switch try c.frameType(ClientFrameType.self) {
         case .send:
             self = .send(
@@ -206,6 +253,22 @@ extension ClientFrame: Codable {
             self = .callReport(
                 id: try id(), callId: try callId(), try c.decode(CallConnectionReport.self, forKey: .report),
                 reason: try c.decodeIfPresent(CallEndReason.self, forKey: .reason))
+        case .cobrowseOffer:
+            self = .cobrowseOffer(id: try id(), conversationId: try c.decode(ConversationID.self, forKey: .conversationId))
+        case .cobrowseAnswer:
+            self = .cobrowseAnswer(
+                id: try id(), sessionId: try sessionId(), accept: try c.decode(Bool.self, forKey: .accept),
+                origin: try c.decodeIfPresent(String.self, forKey: .origin))
+        case .cobrowseEnd:
+            self = .cobrowseEnd(id: try id(), sessionId: try sessionId())
+        case .cobrowseData:
+            self = .cobrowseData(
+                sessionId: try sessionId(), seq: try c.decode(Int64.self, forKey: .seq), kind: try c.decode(CobrowseDataKind.self, forKey: .kind),
+                last: try c.decodeIfPresent(Bool.self, forKey: .last) ?? false, payload: try c.decode(String.self, forKey: .payload))
+        case .cobrowsePoint:
+            self = .cobrowsePoint(sessionId: try sessionId(), payload: try c.decode(String.self, forKey: .payload))
+        case .cobrowseResync:
+            self = .cobrowseResync(sessionId: try sessionId())
         }
     }
 
@@ -248,6 +311,28 @@ extension ClientFrame: Codable {
             try c.encode(callId, forKey: .callId)
             try c.encode(report, forKey: .report)
             try c.encodeIfPresent(reason, forKey: .reason)
+        case .cobrowseOffer(let id, let conversationId):
+            try c.encode(id, forKey: .id)
+            try c.encode(conversationId, forKey: .conversationId)
+        case .cobrowseAnswer(let id, let sessionId, let accept, let origin):
+            try c.encode(id, forKey: .id)
+            try c.encode(sessionId, forKey: .sessionId)
+            try c.encode(accept, forKey: .accept)
+            try c.encodeIfPresent(origin, forKey: .origin)
+        case .cobrowseEnd(let id, let sessionId):
+            try c.encode(id, forKey: .id)
+            try c.encode(sessionId, forKey: .sessionId)
+        case .cobrowseData(let sessionId, let seq, let kind, let last, let payload):
+            try c.encode(sessionId, forKey: .sessionId)
+            try c.encode(seq, forKey: .seq)
+            try c.encode(kind, forKey: .kind)
+            try c.encode(last, forKey: .last)
+            try c.encode(payload, forKey: .payload)
+        case .cobrowsePoint(let sessionId, let payload):
+            try c.encode(sessionId, forKey: .sessionId)
+            try c.encode(payload, forKey: .payload)
+        case .cobrowseResync(let sessionId):
+            try c.encode(sessionId, forKey: .sessionId)
         }
     }
 }
@@ -262,6 +347,8 @@ extension ServerFrame: Codable {
                 participant: try c.decode(ParticipantRef.self, forKey: .participant),
                 brandId: try c.decode(BrandID.self, forKey: .brandId),
                 heartbeatSeconds: try c.decode(Int.self, forKey: .heartbeatSeconds))
+        case .ack where c.contains(.cobrowse):
+            self = .cobrowseAck(id: try c.decode(String.self, forKey: .id), session: try c.decode(CobrowseSessionDTO.self, forKey: .cobrowse))
         case .ack where c.contains(.call):
             self = .callAck(
                 id: try c.decode(String.self, forKey: .id), call: try c.decode(CallDTO.self, forKey: .call),
@@ -305,6 +392,17 @@ extension ServerFrame: Codable {
             self = .callMedia(
                 callId: try c.decode(CallID.self, forKey: .callId), from: try c.decode(ParticipantKind.self, forKey: .from),
                 try c.decode(CallMediaState.self, forKey: .media))
+        case .cobrowse:
+            self = .cobrowse(try c.decode(CobrowseSessionDTO.self, forKey: .cobrowse))
+        case .cobrowseData:
+            self = .cobrowseData(
+                sessionId: try c.decode(CobrowseID.self, forKey: .sessionId), seq: try c.decode(Int64.self, forKey: .seq),
+                kind: try c.decode(CobrowseDataKind.self, forKey: .kind), last: try c.decode(Bool.self, forKey: .last),
+                payload: try c.decode(String.self, forKey: .payload))
+        case .cobrowsePoint:
+            self = .cobrowsePoint(sessionId: try c.decode(CobrowseID.self, forKey: .sessionId), payload: try c.decode(String.self, forKey: .payload))
+        case .cobrowseResync:
+            self = .cobrowseResync(sessionId: try c.decode(CobrowseID.self, forKey: .sessionId), reason: try c.decode(String.self, forKey: .reason))
         }
     }
 
@@ -359,6 +457,23 @@ extension ServerFrame: Codable {
             try c.encode(callId, forKey: .callId)
             try c.encode(from, forKey: .from)
             try c.encode(media, forKey: .media)
+        case .cobrowse(let session):
+            try c.encode(session, forKey: .cobrowse)
+        case .cobrowseAck(let id, let session):
+            try c.encode(id, forKey: .id)
+            try c.encode(session, forKey: .cobrowse)
+        case .cobrowseData(let sessionId, let seq, let kind, let last, let payload):
+            try c.encode(sessionId, forKey: .sessionId)
+            try c.encode(seq, forKey: .seq)
+            try c.encode(kind, forKey: .kind)
+            try c.encode(last, forKey: .last)
+            try c.encode(payload, forKey: .payload)
+        case .cobrowsePoint(let sessionId, let payload):
+            try c.encode(sessionId, forKey: .sessionId)
+            try c.encode(payload, forKey: .payload)
+        case .cobrowseResync(let sessionId, let reason):
+            try c.encode(sessionId, forKey: .sessionId)
+            try c.encode(reason, forKey: .reason)
         }
     }
 }

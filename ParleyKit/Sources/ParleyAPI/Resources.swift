@@ -395,6 +395,8 @@ public struct ConversationEventDTO: Codable, Sendable, Hashable {
         case delivery
         /// The customer rated the closed conversation; `rating` carries it.
         case rated
+        /// A co-browse offer or session ended; `cobrowse` carries its record (agents only).
+        case cobrowse
     }
 
     public var conversationId: ConversationID
@@ -418,6 +420,9 @@ public struct ConversationEventDTO: Codable, Sendable, Hashable {
     public var clientNoteId: String?
     /// For `rated`: the score and comment.
     public var rating: RatingDTO?
+    /// For `cobrowse`: the session's id, and its record.
+    public var cobrowseId: CobrowseID?
+    public var cobrowse: CobrowseSessionDTO?
     public var createdAt: Date
 
     public init(
@@ -487,6 +492,15 @@ public struct BrandSettingsDTO: Codable, Sendable, Hashable {
     /// Shortest voice note accepted, 0-10 seconds (default 1; 0 accepts any): shorter ones are
     /// refused with `voice_too_short`, the way messaging apps discard an accidental tap.
     public var voiceMinSeconds: Int = 1
+    /// Whether agents with the `cobrowse` permission may offer to see a customer's page (on by
+    /// default: nothing is seen without the customer's yes).
+    public var cobrowseEnabled: Bool = true
+    /// The brand's sites where co-browse may run (`https://shop.example.com`); empty: any page
+    /// that embeds the chat.
+    public var cobrowseOrigins: [String] = []
+    /// CSS selectors of elements the customer's page masks during co-browse, beyond password and
+    /// card fields and `data-parley-mask` (at most 20).
+    public var cobrowseMaskSelectors: [String] = []
 
     public static let defaultWidgetColor = "#4f46e5"
     public static let defaultAvailableText = "Typically replies in a few minutes"
@@ -536,14 +550,21 @@ public struct UpdateBrandSettingsRequest: Codable, Sendable {
     public var previewOrigins: [String]?
     public var pushPreview: PushPreview?
     public var voiceMinSeconds: Int? = nil
+    public var cobrowseEnabled: Bool? = nil
+    public var cobrowseOrigins: [String]? = nil
+    public var cobrowseMaskSelectors: [String]? = nil
 
     public init(
         voiceMaxSeconds: Int? = nil, voiceFromConsumers: Bool? = nil, voiceFromAgents: Bool? = nil,
         scanFailurePolicy: ScanFailurePolicy? = nil, cardMasking: CardMasking? = nil, openConversationsPerConsumer: Int? = nil,
         autoAwayMinutes: Int? = nil, exposedClaims: [String]? = nil, widgetColor: String? = nil, availableText: String? = nil,
         awayText: String? = nil, attachmentGroups: [AttachmentGroup]? = nil, attachmentMaxMegabytes: Int? = nil,
-        previewOrigins: [String]? = nil, pushPreview: PushPreview? = nil
+        previewOrigins: [String]? = nil, pushPreview: PushPreview? = nil, cobrowseEnabled: Bool? = nil, cobrowseOrigins: [String]? = nil,
+        cobrowseMaskSelectors: [String]? = nil
     ) {
+        self.cobrowseEnabled = cobrowseEnabled
+        self.cobrowseOrigins = cobrowseOrigins
+        self.cobrowseMaskSelectors = cobrowseMaskSelectors
         self.pushPreview = pushPreview
         self.previewOrigins = previewOrigins
         self.attachmentGroups = attachmentGroups

@@ -1,5 +1,6 @@
 import Logging
 import ParleyAPI
+import ParleyStore
 import Synchronization
 
 /// One real-time event on its way to the connections that may see it.
@@ -47,11 +48,14 @@ public enum DomainEvent: Sendable, Codable, Hashable {
     case callRinging(CallDTO, brandId: BrandID, consumerId: ConsumerID)
     /// An agent's presence (or load) changed.
     case presenceChanged(AgentPresenceDTO, brandId: BrandID)
+    /// A co-browse session changed: every node keeps the sessions that are not over (`CobrowseService`).
+    case cobrowseChanged(CobrowseSessionRecord)
 
     public var brandId: BrandID {
         switch self {
         case .conversationChanged(let conversation): conversation.brandId
         case .messageLogged(_, let brandId, _), .callRinging(_, let brandId, _), .presenceChanged(_, let brandId): brandId
+        case .cobrowseChanged(let record): record.brandId
         }
     }
 }

@@ -20,6 +20,7 @@ struct RealtimeController {
 
     let conversations: ConversationService
     let calls: CallService
+    let cobrowse: CobrowseService
     let hub: RealtimeHub
     let configuration: ParleyConfiguration
     let limits: RateLimits
@@ -64,6 +65,7 @@ struct RealtimeController {
         hello(principal, outbox: outbox)
         if case .consumer(let consumer) = principal {
             ringing(await calls.ringing(for: consumer), outbox: outbox)
+            for session in await cobrowse.sessions(for: consumer) { send(.cobrowse(session), to: outbox) }
         }
     }
 
@@ -86,6 +88,7 @@ struct RealtimeController {
     @inline(never)
     func finished(_ outbox: Outbox) async {
         await calls.connectionClosed(outbox.connectionId)
+        await cobrowse.connectionClosed(outbox.connectionId)
         hub.unregister(outbox)
     }
 
@@ -153,6 +156,8 @@ struct RealtimeController {
                 try await resume(id: id, cursors: cursors, principal: principal, outbox: outbox)
             case .callAccept, .callReject, .callHangUp, .callSignal, .callMedia, .callReport:
                 try await handleCall(frame, principal: principal, outbox: outbox)
+            case .cobrowseOffer, .cobrowseAnswer, .cobrowseEnd, .cobrowseData, .cobrowsePoint, .cobrowseResync:
+                try await handleCobrowse(frame, principal: principal, outbox: outbox)
             }
         } catch {
             refuse(frame, error, outbox: outbox)
@@ -241,8 +246,36 @@ struct RealtimeController {
         case .callReport(let id, let callId, let report, let reason):
             let call = try await calls.report(principal, callId: callId, report, reason: reason, connection: connection)
             send(.callAck(id: id, call: call, ice: nil), to: outbox)
-        case .send, .receipt, .typing, .view, .resume:
+        case .send, .receipt, .typing, .view, .resume, .cobrowseOffer, .cobrowseAnswer, .cobrowseEnd, .cobrowseData, .cobrowsePoint, .cobrowseResync:
             preconditionFailure("not a call frame")
+        }
+    }
+
+    /// A co-browse frame: offers, answers and ends are acknowledged with the session; the page and
+    /// the pointer are relayed without an answer (an `error` frame without an id when refused).
+    @inline(never)
+    private func handleCobrowse(_ frame: ClientFrame, principal: Principal, outbox: Outbox) async throws {
+        let connection = outbox.connectionId
+        switch (frame, principal) {
+        case (.cobrowseOffer(let id, let conversationId), .agent(let agent)):
+            send(.cobrowseAck(id: id, session: try await cobrowse.offer(agent, conversationId: conversationId, connection: connection)), to: outbox)
+        case (.cobrowseAnswer(let id, let sessionId, let accept, let origin), .consumer(let consumer)):
+            let session = try await cobrowse.answer(consumer, sessionId: sessionId, accept: accept, origin: origin, connection: connection)
+            send(.cobrowseAck(id: id, session: session), to: outbox)
+        case (.cobrowseEnd(let id, let sessionId), _):
+            send(.cobrowseAck(id: id, session: try await cobrowse.end(principal, sessionId: sessionId)), to: outbox)
+        case (.cobrowseData(let sessionId, let seq, let kind, let last, let payload), .consumer(let consumer)):
+            try await cobrowse.data(consumer, sessionId: sessionId, seq: seq, kind: kind, last: last, payload: payload, connection: connection)
+        case (.cobrowsePoint(let sessionId, let payload), .agent(let agent)):
+            try await cobrowse.point(agent, sessionId: sessionId, payload: payload, connection: connection)
+        case (.cobrowseResync(let sessionId), .agent(let agent)):
+            try await cobrowse.resync(agent, sessionId: sessionId, connection: connection)
+        case (.cobrowseOffer, .consumer), (.cobrowsePoint, .consumer), (.cobrowseResync, .consumer):
+            throw ParleyError(.forbidden, code: .forbidden, message: "Only agents offer co-browse and point at the page.")
+        case (.cobrowseAnswer, .agent), (.cobrowseData, .agent):
+            throw ParleyError(.forbidden, code: .forbidden, message: "Only the customer answers co-browse and sends the page.")
+        default:
+            preconditionFailure("not a co-browse frame")
         }
     }
 

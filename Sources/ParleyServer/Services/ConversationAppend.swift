@@ -201,6 +201,15 @@ struct ConversationAppend: Sendable {
         })
     }
 
+    /// Logs a co-browse session's final record (agents only: `ConversationLog.audience`).
+    mutating func logCobrowse(_ session: CobrowseSessionDTO, by actor: ParticipantRef) -> ConversationEventDTO {
+        append(event(.cobrowse, by: actor) {
+            $0.cobrowseId = session.id
+            $0.cobrowse = session
+            $0.createdAt = session.endedAt ?? $0.createdAt
+        })
+    }
+
     // MARK: Writing
 
     /// Puts the conversation in a queue: `team`'s (a transfer to a team; wherever it waited before),

@@ -84,12 +84,12 @@ struct ConversationLog: Sendable {
         case conversation(ConversationDTO, RealtimeEvent.Audience)
     }
 
-    /// Who sees an entry of `kind`: private notes and channel delivery states are for the brand's
+    /// Who sees an entry of `kind`: private notes, channel delivery states and co-browse records are for the brand's
     /// agents; receipts for those taking part (the consumer, the assignee, agents who have it open);
     /// everything else for the conversation's consumer and the brand's agents.
     static func audience(of kind: ConversationEventDTO.Kind, in conversation: ConversationDTO) -> RealtimeEvent.Audience {
         switch kind {
-        case .note, .delivery:
+        case .note, .delivery, .cobrowse:
             .agents(brandId: conversation.brandId)
         case .receipt:
             ConversationService.participants(of: conversation)

@@ -571,8 +571,10 @@ public struct ConversationService: Sendable {
         }
     }
 
-    /// Voice events carry the message as it is now; call events carry the call's record.
-    static func withMessages(_ events: [ConversationEventDTO], brandId: BrandID, repo: any ConversationStore & CallStore) async throws -> [ConversationEventDTO] {
+    /// Voice events carry the message as it is now; call and co-browse events carry their record.
+    static func withMessages(
+        _ events: [ConversationEventDTO], brandId: BrandID, repo: any ConversationStore & CallStore & CobrowseStore
+    ) async throws -> [ConversationEventDTO] {
         var result = events
         for index in result.indices {
             if result[index].kind == .voiceProcessed || result[index].kind == .delivery, let id = result[index].messageId {
@@ -580,6 +582,9 @@ public struct ConversationService: Sendable {
             }
             if result[index].kind == .call, let id = result[index].callId {
                 result[index].call = try await repo.call(brandId: brandId, id: id)
+            }
+            if result[index].kind == .cobrowse, let id = result[index].cobrowseId {
+                result[index].cobrowse = try await repo.cobrowse(brandId: brandId, id: id)?.session
             }
         }
         return result

@@ -68,7 +68,7 @@ public struct ReportsService: Sendable {
                 // Nobody connected to this node would get a report: nothing to compute.
                 guard hub.hasAgents(brandId: event.brandId) else { return }
                 wake(event.brandId)
-            case .messageLogged, .callRinging:
+            case .messageLogged, .callRinging, .cobrowseChanged:
                 break
             }
         })

@@ -359,7 +359,7 @@ public final class RoutingService: Sendable {
                 } else if presence.openConversations > 0 {
                     Task { await self.scheduleRequeue(brandId: brandId, presence: presence) }
                 }
-            case .messageLogged, .callRinging:
+            case .messageLogged, .callRinging, .cobrowseChanged:
                 break
             }
         })

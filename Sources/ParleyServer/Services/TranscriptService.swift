@@ -10,7 +10,7 @@ import Synchronization
 /// time, one conversation in memory: an export of a year is as light as one of a day.
 public struct TranscriptService: Sendable {
     /// The conversations, messages and calls a transcript is made of, and who took part.
-    typealias Stores = any ConversationStore & CallStore & IdentityStore
+    typealias Stores = any ConversationStore & CallStore & CobrowseStore & IdentityStore
 
     let store: StoreAccess<Stores>
     let clock: any WallClock

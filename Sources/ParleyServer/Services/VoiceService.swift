@@ -48,6 +48,7 @@ public struct VoiceService: Sendable {
         try VoiceRules.validate(change)
         try WorkspaceRules.validate(change)
         try AttachmentRules.validate(change)
+        let cobrowse = try CobrowseRules.validate(change)
         return try await store.write { repo in
             var settings = try await repo.brandSettings(brandId: agent.brandId)
             if let value = change.voiceMaxSeconds { settings.voiceMaxSeconds = value }
@@ -66,6 +67,9 @@ public struct VoiceService: Sendable {
             if let value = change.attachmentGroups { settings.attachmentGroups = AttachmentGroup.allCases.filter(value.contains) }
             if let value = change.attachmentMaxMegabytes { settings.attachmentMaxMegabytes = value }
             if let value = change.previewOrigins { settings.previewOrigins = try WorkspaceRules.origins(value) }
+            if let value = change.cobrowseEnabled { settings.cobrowseEnabled = value }
+            if let value = cobrowse.origins { settings.cobrowseOrigins = value }
+            if let value = cobrowse.selectors { settings.cobrowseMaskSelectors = value }
             try await repo.saveBrandSettings(settings, brandId: agent.brandId, at: notes.clock.now())
             return settings
         }

@@ -344,9 +344,13 @@ extension SQLRepository: ConversationStore {
     }
 
     public func events(conversationId: ConversationID, afterSeq: Int64, limit: Int, includeNotes: Bool) async throws -> [ConversationEventDTO] {
-        // Agents only: private notes and channel delivery changes.
+        // Agents only: private notes, channel delivery changes and co-browse records.
         let notes: SQLQueryString = includeNotes
-            ? "" : " AND kind NOT IN (\(bind: ConversationEventDTO.Kind.note.rawValue), \(bind: ConversationEventDTO.Kind.delivery.rawValue))"
+            ? ""
+            : """
+             AND kind NOT IN (\(bind: ConversationEventDTO.Kind.note.rawValue), \(bind: ConversationEventDTO.Kind.delivery.rawValue), \
+            \(bind: ConversationEventDTO.Kind.cobrowse.rawValue))
+            """
         return try await db.raw(
             """
             SELECT * FROM conversation_events WHERE conversation_id = \(bind: conversationId) AND seq > \(bind: afterSeq)\(notes)
@@ -524,6 +528,7 @@ struct EventRow: TableRow {
     var assigneeId: AgentID?
     var messageId: MessageID?
     var callId: CallID?
+    var cobrowseId: CobrowseID?
     /// A note's text.
     var body: String?
     /// The id a note's author chose.
@@ -537,6 +542,7 @@ struct EventRow: TableRow {
         if let rating = e.rating { (score, body, clientId) = (rating.score, rating.comment, rating.agentId?.rawValue) }
         (conversationId, seq, self.brandId, kind, actorKind, actorId) = (e.conversationId, e.seq, brandId, e.kind, e.actorKind, e.actorId)
         (upToSeq, deliveryState, state, assigneeId, messageId, callId) = (e.upToSeq, e.deliveryState, e.state, e.assigneeId, e.messageId, e.callId)
+        cobrowseId = e.cobrowseId ?? e.cobrowse?.id
         createdAt = StoredTime.millis(e.createdAt)
     }
 
@@ -545,6 +551,7 @@ struct EventRow: TableRow {
             conversationId: conversationId, seq: seq, kind: kind, actorKind: actorKind, actorId: actorId, upToSeq: upToSeq,
             deliveryState: deliveryState, state: state, assigneeId: assigneeId, messageId: messageId, callId: callId,
             text: body, clientNoteId: clientId, createdAt: StoredTime.date(createdAt))
+        event.cobrowseId = cobrowseId
         if kind == .rated, let score {
             // A rating keeps its comment in the body and the rated agent in the client id column.
             event.rating = RatingDTO(score: score, comment: body, agentId: clientId.map(AgentID.init(rawValue:)), createdAt: event.createdAt)

@@ -255,11 +255,19 @@ struct BrandSettingsRow: TableRow {
     var logoVersion: Int
     var pushPreview: PushPreview
     var voiceMinSeconds: Int
+    var cobrowseEnabled: Int
+    /// Space-separated origins.
+    var cobrowseOrigins: String
+    /// One selector a line.
+    var cobrowseMaskSelectors: String
     var updatedAt: Int64
 
     init(_ settings: BrandSettingsDTO, brandId: BrandID, at: Date) {
         pushPreview = settings.pushPreview
         voiceMinSeconds = settings.voiceMinSeconds
+        cobrowseEnabled = settings.cobrowseEnabled ? 1 : 0
+        cobrowseOrigins = settings.cobrowseOrigins.joined(separator: " ")
+        cobrowseMaskSelectors = settings.cobrowseMaskSelectors.joined(separator: "\n")
         self.brandId = brandId
         voiceMaxSeconds = settings.voiceMaxSeconds
         voiceFromConsumers = settings.voiceFromConsumers ? 1 : 0
@@ -290,6 +298,9 @@ struct BrandSettingsRow: TableRow {
             logoUrl: logoVersion > 0 ? MediaPaths.logo(brandId: brandId, version: logoVersion) : nil)
         settings.pushPreview = pushPreview
         settings.voiceMinSeconds = voiceMinSeconds
+        settings.cobrowseEnabled = cobrowseEnabled != 0
+        settings.cobrowseOrigins = cobrowseOrigins.split(separator: " ").map(String.init)
+        settings.cobrowseMaskSelectors = cobrowseMaskSelectors.split(separator: "\n").map(String.init)
         return settings
     }
 }

@@ -146,7 +146,7 @@ extension SQLRepository: RecordsStore {
         deleted += try await deleteMessages(messageIds, brandId: brandId)
         deleted.events = try await db.raw(
             "DELETE FROM conversation_events WHERE brand_id = \(bind: brandId) AND conversation_id IN (\(list)) RETURNING seq").all().count
-        for table in ["calls", "conversation_queue", "routing_waits", "channel_deliveries"] {
+        for table in ["calls", "cobrowse_sessions", "conversation_queue", "routing_waits", "channel_deliveries"] {
             try await db.raw("DELETE FROM \(unsafeRaw: table) WHERE conversation_id IN (\(list))").run()
         }
         try await db.raw("DELETE FROM legal_holds WHERE brand_id = \(bind: brandId) AND conversation_id IN (\(list))").run()
