@@ -10,6 +10,7 @@
   const accent = script.dataset.color || "#4f46e5";
 
   const button = document.createElement("button");
+  button.setAttribute("data-parley-ui", "");
   button.type = "button";
   button.setAttribute("aria-label", "Open chat");
   button.setAttribute("aria-expanded", "false");
@@ -23,6 +24,7 @@
 
   const frame = document.createElement("iframe");
   frame.id = "parley-chat";
+  frame.setAttribute("data-parley-ui", "");
   frame.title = "Chat";
   frame.allow = "microphone; camera; autoplay";
   frame.hidden = true;
@@ -67,6 +69,7 @@
 
   // A short preview of an answer while the chat is closed (only the brand's own sites get one).
   const preview = document.createElement("div");
+  preview.setAttribute("data-parley-ui", "");
   preview.setAttribute("role", "status");
   preview.setAttribute("aria-live", "polite");
   Object.assign(preview.style, {
@@ -120,10 +123,41 @@
     if (event.data === "parley:ringing" && frame.hidden) toggle(true);
     if (event.data?.type === "parley:unread" && frame.hidden) showUnread(Number(event.data.count) || 0);
     if (event.data?.type === "parley:preview" && frame.hidden) showPreview(String(event.data.name ?? "").slice(0, 60), String(event.data.text ?? "").slice(0, 90));
+    if (event.data?.type === "parley:cobrowse") cobrowse(event.data);
     // The brand's colour from its settings, once the chat has loaded.
     if (event.data?.type === "parley:color" && /^#[0-9a-f]{6}$/i.test(event.data.color)) button.style.background = event.data.color;
   });
   document.addEventListener("keydown", (event) => { if (event.key === "Escape" && !frame.hidden) { toggle(false); button.focus(); } });
+
+  // Co-browse, once the customer said yes in the chat: the page's side (js/cobrowse-page.js, from
+  // Parley's origin) is loaded only then. What it sends goes to the chat, which relays it.
+  let cobrowseScript;
+  const toChat = (message) => frame.contentWindow?.postMessage(message, origin);
+  function cobrowse(message) {
+    const run = () => {
+      const page = window.__parleyCobrowse;
+      if (!page) return;
+      if (message.action === "start") {
+        page.start({
+          agentName: String(message.agentName ?? "An agent").slice(0, 80), brandName: String(message.brandName ?? "").slice(0, 80),
+          maskSelectors: Array.isArray(message.maskSelectors) ? message.maskSelectors.map(String) : [],
+          send: (kind, payload, last) => toChat({ type: "parley:cobrowse-data", kind, payload, last }),
+          onStop: () => toChat({ type: "parley:cobrowse-stop" }),
+        });
+      } else if (message.action === "stop") page.stop();
+      else if (message.action === "point") page.point(Number(message.x), Number(message.y));
+      else if (message.action === "resync") page.resync();
+    };
+    if (window.__parleyCobrowse) return run();
+    if (message.action !== "start") return;
+    if (!cobrowseScript) {
+      cobrowseScript = document.createElement("script");
+      cobrowseScript.src = `${origin}/js/cobrowse-page.js`;
+      cobrowseScript.async = true;
+      document.head.append(cobrowseScript);
+    }
+    cobrowseScript.addEventListener("load", run, { once: true });
+  }
   // The widget learns whether its panel is open once it has loaded.
   // It also learns the page the visitor is on, for the agent's details pane.
   frame.addEventListener("load", () => {

@@ -78,6 +78,13 @@ export class Realtime extends EventTarget {
     });
   }
 
+  /** Sends a frame the server does not answer (co-browse's page and pointer); false when offline. */
+  post(frame) {
+    if (this.socket?.readyState !== WebSocket.OPEN) return false;
+    this.socket.send(JSON.stringify(frame));
+    return true;
+  }
+
   /** Tells the server which conversation this agent has open: its typing and receipts come here. */
   view(conversationId) {
     this.viewing = conversationId;

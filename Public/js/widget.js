@@ -65,6 +65,8 @@ if (embedded) {
     if (event.data === "parley:open") { panelOpen = true; unseen = 0; markRead(); refreshAvailability(); }
     if (event.data === "parley:closed") panelOpen = false;
     if (event.data?.type === "parley:page") reportPage(String(event.data.url ?? ""), String(event.data.title ?? ""));
+    if (event.data?.type === "parley:cobrowse-data") cobrowse.data(event.data);
+    if (event.data?.type === "parley:cobrowse-stop") cobrowse.stop();
   });
   // A close button, and Escape as for a dialog, hand focus back to the launcher.
   const closeChat = () => window.parent.postMessage("parley:close", "*");
@@ -281,10 +283,143 @@ function receive(frame) {
     if (event.conversationId === conversationId && event.kind === "rated") rated(event.rating);
   } else if (frame.type === "queue") {
     showQueue(frame.queue);
+  } else if (frame.type === "cobrowse") {
+    cobrowse.changed(frame.cobrowse);
+  } else if (frame.type === "cobrowse.point") {
+    cobrowse.toPage(frame.sessionId, { action: "point", ...safePoint(frame.payload) });
+  } else if (frame.type === "cobrowse.resync") {
+    cobrowse.toPage(frame.sessionId, { action: "resync" });
   } else if (frame.type === "typing" && frame.participant.kind === "agent" && frame.conversationId === conversationId) {
     showTyping(frame.isTyping);
   }
 }
+
+/** The agent's pointer: two numbers, whatever else the payload holds. */
+function safePoint(payload) {
+  try {
+    const { x, y } = JSON.parse(payload);
+    return { x: Number(x), y: Number(y) };
+  } catch { return {}; }
+}
+
+/**
+ * Co-browse, the customer's side. An offer shows a card in the chat; nothing is shared until the
+ * customer presses Share page. Then the brand's page (embed.js, js/cobrowse-page.js) serializes
+ * itself with private fields masked, and this frame relays what it sends on the real-time
+ * connection. The yes is remembered for the tab (sessionStorage), so the next page of the site
+ * takes the session over by itself. Only inside the brand's page: the chat on its own has no page
+ * to share.
+ */
+const cobrowse = {
+  session: null,
+  seq: 0,
+  card: null,
+  consentKey: (id) => `parley.cobrowse.${id}`,
+
+  changed(session) {
+    if (!embedded || !parentOrigin) return;
+    if (this.session?.id === session.id && session.version < this.session.version) return;
+    const previous = this.session;
+    this.session = session.state === "ended" ? null : session;
+    if (session.state === "offered") {
+      this.offer(session);
+    } else if (session.state === "active") {
+      this.card?.remove();
+      this.card = null;
+      const consented = (() => { try { return sessionStorage.getItem(this.consentKey(session.id)) === "1"; } catch { return false; } })();
+      // Another page of the site had it, and the customer said yes in this tab: this page takes over.
+      if (!session.consumerConnected && consented) this.accept(session);
+    } else {
+      this.card?.remove();
+      this.card = null;
+      if (previous) {
+        window.parent.postMessage({ type: "parley:cobrowse", action: "stop" }, parentOrigin);
+        try { sessionStorage.removeItem(this.consentKey(session.id)); } catch {}
+        const note = {
+          page_too_large: "This page is too large to share. Your agent can't see it.",
+          not_allowed: "Sharing isn't available on this site.",
+        }[session.endReason];
+        if (note) this.notice(note);
+      }
+    }
+  },
+
+  offer(session) {
+    this.card?.remove();
+    const card = document.createElement("div");
+    card.className = "cobrowse-offer";
+    card.setAttribute("role", "alertdialog");
+    card.setAttribute("aria-labelledby", "cobrowse-offer-title");
+    card.setAttribute("aria-describedby", "cobrowse-offer-text");
+    const title = Object.assign(document.createElement("p"), { id: "cobrowse-offer-title", className: "cobrowse-title" });
+    title.textContent = `${session.agentName} would like to see this page`;
+    const text = Object.assign(document.createElement("p"), { id: "cobrowse-offer-text", className: "cobrowse-text" });
+    text.textContent = "They can see what you see on this site and point at things, but can't click or type. Passwords and card details stay hidden. You can stop at any time.";
+    const actions = Object.assign(document.createElement("div"), { className: "cobrowse-actions" });
+    const decline = Object.assign(document.createElement("button"), { type: "button", className: "button", textContent: "Not now" });
+    const accept = Object.assign(document.createElement("button"), { type: "button", className: "button primary", textContent: "Share this page" });
+    decline.onclick = () => this.answer(session, false);
+    accept.onclick = () => this.accept(session);
+    actions.append(decline, accept);
+    card.append(title, text, actions);
+    $(".composer").before(card);
+    this.card = card;
+    accept.focus({ preventScroll: true });
+    // Inside the brand's page, an offer opens the chat panel, as a ringing call does.
+    window.parent.postMessage("parley:ringing", "*");
+  },
+
+  async answer(session, accept) {
+    try {
+      const ack = await realtime.request({ type: "cobrowse.answer", sessionId: session.id, accept, origin: parentOrigin });
+      return ack.cobrowse;
+    } catch (error) {
+      this.notice(error.message);
+      return null;
+    } finally {
+      this.card?.remove();
+      this.card = null;
+    }
+  },
+
+  async accept(session) {
+    const accepted = await this.answer(session, true);
+    if (accepted?.state !== "active") return;
+    this.session = accepted;
+    this.seq = 0;
+    try { sessionStorage.setItem(this.consentKey(session.id), "1"); } catch {}
+    window.parent.postMessage({
+      type: "parley:cobrowse", action: "start", agentName: accepted.agentName, brandName: brand.name, maskSelectors: accepted.maskSelectors,
+    }, parentOrigin);
+    // On a phone the chat covers the page: it steps aside so the customer sees what they share.
+    if (matchMedia("(max-width: 480px)").matches && !session.consumerConnected) window.parent.postMessage("parley:close", "*");
+  },
+
+  /** A part of the page from the brand's page, for the agent. */
+  data({ kind, payload, last }) {
+    if (!this.session || this.session.state !== "active" || typeof payload !== "string") return;
+    if (kind !== "snapshot" && kind !== "changes") return;
+    realtime.post({ type: "cobrowse.data", sessionId: this.session.id, seq: ++this.seq, kind, last: Boolean(last), payload });
+  },
+
+  /** The banner's Stop on the brand's page. */
+  stop() {
+    if (!this.session) return;
+    realtime.request({ type: "cobrowse.end", sessionId: this.session.id }).catch(() => {});
+  },
+
+  toPage(sessionId, message) {
+    if (this.session?.id !== sessionId || !parentOrigin) return;
+    window.parent.postMessage({ type: "parley:cobrowse", ...message }, parentOrigin);
+  },
+
+  notice(text) {
+    const note = Object.assign(document.createElement("p"), { className: "cobrowse-note", textContent: text });
+    note.setAttribute("role", "status");
+    $(".composer").before(note);
+    setTimeout(() => note.remove(), 8000);
+  },
+};
 
 /**
  * The conversation the visitor is in. A message of another one means the closed conversation was

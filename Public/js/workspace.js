@@ -22,12 +22,15 @@ import { ListView, SearchView } from "./workspace/list-view.js";
 import { DetailsView } from "./workspace/details-view.js";
 import { AccountView } from "./workspace/account-view.js";
 import "./call-view.js";
+import { CobrowseView } from "./workspace/cobrowse-view.js";
 import "./voice-recorder.js";
 
 const $ = (selector) => document.querySelector(selector);
 const api = new Api();  // the session cookie authenticates
 const store = new WorkspaceStore(api);
 let realtime;
+/** The co-browse dialog (once connected). */
+let cobrowse;
 let timeline;
 let calls;
 let presence;
@@ -36,7 +39,7 @@ let composeMode = "reply";
 
 const icons = {
   ".logout": "logout", ".alerts": "bell", ".back": "back", ".send-text": "send", ".start-call[data-media=voice]": "phone",
-  ".start-call[data-media=video]": "video", ".shortcuts-open": "keyboard", ".reports-open": "chart", ".reports-close": "close",
+  ".start-call[data-media=video]": "video", ".start-cobrowse": "cobrowse", ".shortcuts-open": "keyboard", ".reports-open": "chart", ".reports-close": "close",
   ".shortcuts-close": "close", ".details-toggle": "info", ".details-close": "close",
 };
 for (const [selector, name] of Object.entries(icons)) $(selector).innerHTML = icon(name);
@@ -126,6 +129,7 @@ async function boot() {
     $(".login .error-text").textContent = "You were signed out. Sign in again.";
   });
   calls = new CallSession({ realtime, api, role: "agent" });
+  cobrowse = new CobrowseView({ realtime, store, dialog: $(".cobrowse-viewer") });
   $(".conversation-pane").append(Object.assign(document.createElement("parley-call"), { session: calls }));
   for (const name of ["call", "ended"]) calls.addEventListener(name, () => store.current && details.renderCallButtons(store.current));
   realtime.connect();
@@ -269,6 +273,12 @@ for (const button of document.querySelectorAll(".start-call")) {
   });
 }
 
+$(".start-cobrowse").addEventListener("click", async () => {
+  if (!store.current || !cobrowse) return;
+  const person = await store.consumer(store.current.consumerId);
+  cobrowse.offer(store.current, person.displayName);
+});
+
 $(".assign").addEventListener("click", async () => {
   update(await api.post(`/v1/conversations/${store.current.id}/assign`, { agentId: store.me.id }));
 });
@@ -357,7 +367,11 @@ function receive(frame) {
     if (event.kind === "receipt") timeline.receipt(event);
     if ((event.kind === "voice_processed" || event.kind === "delivery") && event.message) timeline.upsert(event.message);
     if (event.kind === "call") timeline.callRecord(event);
-    if (["note", "assigned", "state_changed", "rated"].includes(event.kind)) showEvent(event);
+    if (["note", "assigned", "state_changed", "rated", "cobrowse"].includes(event.kind)) showEvent(event);
+  } else if (frame.type === "cobrowse") {
+    cobrowse?.changed(frame.cobrowse);
+  } else if (frame.type === "cobrowse.data") {
+    cobrowse?.data(frame);
   } else if (frame.type === "report") {
     reports.live(frame.report);
   } else if (frame.type === "presence") {
@@ -400,6 +414,13 @@ async function showEvent(event) {
       : event.state === "resolved" ? `${actor} resolved the conversation`
       : event.state === "reopened" ? `${actor} reopened the conversation`
       : null;
+  } else if (event.kind === "cobrowse" && event.cobrowse) {
+    const session = event.cobrowse;
+    const who = await store.agentName(session.agentId);
+    const minutes = session.startedAt && session.endedAt ? Math.round((Date.parse(session.endedAt) - Date.parse(session.startedAt)) / 60000) : 0;
+    line = session.startedAt
+      ? `${who === "You" ? "You" : who} co-browsed the customer's page for ${minutes < 1 ? "under a minute" : `${minutes} min`}`
+      : `${who === "You" ? "Your" : `${who}'s`} co-browse offer ${session.endReason === "declined" ? "was declined" : "got no answer"}`;
   } else if (event.kind === "rated" && event.rating) {
     line = `The customer rated it ${event.rating.score} out of 5${event.rating.comment ? `: “${event.rating.comment}”` : ""}`;
   }

@@ -141,6 +141,9 @@ export class AccountView {
     const form = $(".widget-form");
     for (const name of ["widgetColor", "availableText", "awayText", "autoAwayMinutes"]) form.elements[name].value = settings[name];
     form.elements.previewOrigins.value = (settings.previewOrigins ?? []).join("\n");
+    form.elements.cobrowseEnabled.checked = settings.cobrowseEnabled !== false;
+    form.elements.cobrowseOrigins.value = (settings.cobrowseOrigins ?? []).join("\n");
+    form.elements.cobrowseMaskSelectors.value = (settings.cobrowseMaskSelectors ?? []).join("\n");
     this.renderLogo();
   }
 
@@ -177,6 +180,9 @@ export class AccountView {
           widgetColor: form.elements.widgetColor.value, availableText: form.elements.availableText.value,
           awayText: form.elements.awayText.value, autoAwayMinutes: Number(form.elements.autoAwayMinutes.value),
           previewOrigins: form.elements.previewOrigins.value.split(/\s+/).filter(Boolean),
+          cobrowseEnabled: form.elements.cobrowseEnabled.checked,
+          cobrowseOrigins: form.elements.cobrowseOrigins.value.split(/\s+/).filter(Boolean),
+          cobrowseMaskSelectors: form.elements.cobrowseMaskSelectors.value.split("\n").map((line) => line.trim()).filter(Boolean),
         });
         note.textContent = "Saved. Visitors see it the next time the chat opens.";
       } catch (failure) {

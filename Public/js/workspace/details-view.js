@@ -160,6 +160,11 @@ export class DetailsView {
       button.hidden = !channelCalls || !store.me.permissions.includes(permission);
       button.disabled = Boolean(reason) || Boolean(this.calls()?.busy);
     }
+    // Co-browse: web conversations (the widget runs on the brand's page), with the permission and
+    // the brand's switch.
+    const cobrowse = $(".start-cobrowse");
+    cobrowse.hidden = conversation.channel !== "web" || !store.me.permissions.includes("cobrowse") || store.settings?.cobrowseEnabled === false;
+    cobrowse.disabled = conversation.state === "resolved";
     const anyButton = [...document.querySelectorAll(".start-call")].some((button) => !button.hidden);
     hint.hidden = !anyButton || !reason;
     hint.textContent = reason;

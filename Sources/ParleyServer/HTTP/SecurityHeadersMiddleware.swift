@@ -11,7 +11,13 @@ struct SecurityHeadersMiddleware: RouterMiddleware {
         var response = try await next(request, context)
         response.headers[.xContentTypeOptions] = "nosniff"
         response.headers[Self.referrerPolicy] = "no-referrer"
-        if response.headers[.contentType]?.hasPrefix("text/html") == true {
+        if request.uri.path == "/cobrowse-view.html" {
+            // The frame the workspace builds a customer's page into (co-browse): nothing runs in it,
+            // no form goes anywhere, and the page's styles, images and fonts load from its site.
+            response.headers[Self.frameOptions] = "SAMEORIGIN"
+            response.headers[.contentSecurityPolicy] =
+                "default-src 'none'; script-src 'none'; object-src 'none'; form-action 'none'; base-uri 'none'; img-src http: https: data:; style-src http: https: 'unsafe-inline'; font-src http: https: data:; media-src 'none'; frame-src 'none'; connect-src 'none'; frame-ancestors 'self'"
+        } else if response.headers[.contentType]?.hasPrefix("text/html") == true {
             // The widget is made to be framed by the brand's own sites (embed.js); nothing else is.
             let framable = request.uri.path == "/widget.html"
             if !framable { response.headers[Self.frameOptions] = "DENY" }

@@ -1,0 +1,287 @@
+"""Co-browse (issue 29): the agent offers from the conversation, the customer says yes in the chat on
+the brand's own site (another origin, with embed.js), the agent sees the page live in the workspace
+with private fields masked in the customer's browser, points at something, follows the customer to
+the site's next page, and the customer stops it from the banner. A hostile page runs nothing in the
+agent's workspace."""
+import http.server
+import threading
+import uuid
+from contextlib import contextmanager
+
+import pytest
+from playwright.sync_api import expect
+
+from conftest import ARTIFACTS
+from test_webkit import wait_until, webkit  # noqa: F401
+from test_workspace import DESKTOP, PHONE, agent_page, open_conversation, signed_in  # noqa: F401
+
+SHOP_STYLE = """
+  body { font-family: system-ui, sans-serif; margin: 0; color: #1c2230; background: #f6f7fb; }
+  header { background: #0f766e; color: #fff; padding: 18px 32px; }
+  main { padding: 24px 32px; max-width: 640px; }
+  form { display: grid; gap: 12px; background: #fff; padding: 20px; border-radius: 12px; box-shadow: 0 1px 3px rgb(0 0 0 / 10%); }
+  label { display: grid; gap: 4px; font-weight: 600; }
+  input { font: inherit; padding: 8px 10px; border: 1px solid #cbd5e1; border-radius: 8px; }
+"""
+
+CHECKOUT = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Checkout · Example Shop</title>
+<style>{style}</style></head><body>
+<header><strong>Example Shop</strong></header>
+<main><h1>Checkout</h1>
+<form onsubmit="return false">
+  <label>Full name <input id="name" name="name" autocomplete="name"></label>
+  <label>Card number <input id="card" name="card" autocomplete="cc-number" inputmode="numeric"></label>
+  <label>Password <input id="password" type="password" name="password"></label>
+  <label>Loyalty code <input id="loyalty" name="loyalty" data-parley-mask></label>
+</form>
+<p class="account">Account <span id="iban">GB33 BUKB 2020 1555 5555 55</span></p>
+<p><a id="next" href="/delivery.html">Continue to delivery</a></p>
+</main>
+<script src="{parley}/embed.js" data-app="{app}" async></script></body></html>"""
+
+DELIVERY = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Delivery · Example Shop</title>
+<style>{style}</style></head><body>
+<header><strong>Example Shop</strong></header>
+<main><h1>Delivery</h1><p>Choose a delivery day.</p></main>
+<script src="{parley}/embed.js" data-app="{app}" async></script></body></html>"""
+
+# Everything a page could try to run in the agent's workspace.
+HOSTILE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Hostile</title>
+<meta http-equiv="refresh" content="3600; url={parley}/">
+<base href="{parley}/">
+<style>body {{ background: url("javascript:top.__pwned = 'css'"); }}</style></head>
+<body onload="top.__pwned = 'onload'"><h1 id="hostile">Hostile page</h1>
+<script>window.__shopScriptRan = true;</script>
+<img id="bad-img" src="javascript:top.__pwned='img'" onerror="top.__pwned = 'onerror'">
+<a id="bad-link" href="javascript:top.__pwned='link'">click</a>
+<iframe srcdoc="<script>top.__pwned='srcdoc'</script>"></iframe>
+<svg width="10" height="10"><script>top.__pwned = 'svg'</script><circle cx="5" cy="5" r="4" onclick="top.__pwned='svg-click'"/></svg>
+<form id="bad-form" action="{parley}/v1/auth/logout" method="post"><button id="bad-submit" formaction="{parley}/v1/auth/logout">Go</button></form>
+<div id="bad-style" style="background-image: url(javascript:top.__pwned='style')">styled</div>
+<script src="{parley}/embed.js" data-app="{app}" async></script></body></html>"""
+
+
+@contextmanager
+def shop_site(server):
+    """The brand's site on another loopback origin: a checkout, a delivery page, a hostile page."""
+    pages = {
+        "/checkout.html": CHECKOUT, "/delivery.html": DELIVERY, "/hostile.html": HOSTILE,
+    }
+
+    class Shop(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            page = pages.get(self.path.split("?")[0])
+            if self.path == "/favicon.ico":
+                self.send_response(204)
+                self.end_headers()
+                return
+            if page is None:
+                self.send_response(404)
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(page.format(style=SHOP_STYLE, parley=server.url, app=server.app_id).encode())
+
+        def log_message(self, *args):
+            pass
+
+    shop = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Shop)
+    threading.Thread(target=shop.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{shop.server_address[1]}"
+    finally:
+        shop.shutdown()
+        shop.server_close()
+
+
+def visit(browser, console_errors, url, viewport, text):
+    """A customer on the brand's page who writes in the chat. Returns the page and the chat frame."""
+    visitor = console_errors(browser.new_context(viewport=viewport).new_page())
+    visitor.goto(url)
+    visitor.get_by_role("button", name="Open chat").click()
+    chat = visitor.frame_locator("#parley-chat")
+    expect(chat.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
+    chat.locator("#message").fill(text)
+    chat.locator("#message").press("Enter")
+    expect(chat.locator(".row.out:not(.pending) .bubble").last).to_have_text(text)
+    return visitor, chat
+
+
+def offer(agent, marker):
+    open_conversation(agent, marker)
+    agent.locator(".start-cobrowse").click()
+    viewer = agent.locator(".cobrowse-viewer")
+    expect(viewer).to_be_visible()
+    return viewer
+
+
+@pytest.mark.parametrize("name,size", [("phone", PHONE), ("desktop", DESKTOP)])
+def test_cobrowse_from_offer_to_stop(server, browser, signed_in, shoot, console_errors, name, size):
+    marker = f"Coupon {uuid.uuid4().hex[:6]}"
+    with shop_site(server) as shop:
+        visitor, chat = visit(browser, console_errors, f"{shop}/checkout.html", size, f"{marker}: where does it go?")
+        agent = agent_page(browser, server, signed_in, console_errors, size)
+        viewer = offer(agent, marker)
+        expect(viewer.locator(".cobrowse-status")).to_contain_text("to accept")
+        shoot(agent, f"offered-{name}")
+
+        # The customer is asked first; nothing is shared before the yes.
+        card = chat.locator(".cobrowse-offer")
+        expect(card).to_contain_text("would like to see this page")
+        expect(card).to_contain_text("Passwords and card details stay hidden")
+        assert visitor.locator("[data-parley-ui=cobrowse-banner]").count() == 0
+        shoot(visitor, f"asked-{name}")
+        card.get_by_role("button", name="Share this page").click()
+
+        # The banner stays on the page while it runs.
+        banner = visitor.locator("[data-parley-ui=cobrowse-banner]")
+        expect(banner).to_contain_text("can see this page")
+        expect(banner.get_by_role("button", name="Stop")).to_be_visible()
+
+        # The agent sees the page, live.
+        frame = agent.frame_locator(".cobrowse-frame")
+        expect(frame.locator("h1")).to_have_text("Checkout", timeout=10000)
+        expect(viewer).to_have_attribute("data-state", "live")
+        expect(viewer.locator(".cobrowse-url")).to_have_text(f"{shop}/checkout.html")
+
+        # What the customer types: the name as it is, private fields as dots, masked in their browser.
+        visitor.locator("#name").fill("Ana Lopez")
+        visitor.locator("#card").fill("4242 4242 4242 4242")
+        visitor.locator("#password").fill("hunter2!")
+        visitor.locator("#loyalty").fill("LOYAL-778")
+        expect(frame.locator("#name")).to_have_value("Ana Lopez")
+        expect(frame.locator("#card")).to_have_value("•••• •••• •••• ••••")
+        expect(frame.locator("#password")).to_have_value("••••••••")
+        expect(frame.locator("#loyalty")).to_have_value("•••••••••")
+        shoot(visitor, f"customer-typing-{name}")
+        shoot(agent, f"agent-sees-{name}")
+
+        # The agent points; the customer sees the ring.
+        agent.locator(".cobrowse-overlay").click(position={"x": 40, "y": 40})
+        ring = visitor.locator("[data-parley-ui=cobrowse-pointer]")
+        expect(ring).to_be_visible()
+        shoot(visitor, f"agent-points-{name}")
+
+        # The customer moves to the site's next page: the session follows.
+        visitor.locator("#next").click()
+        expect(frame.locator("h1")).to_have_text("Delivery", timeout=15000)
+        expect(visitor.locator("[data-parley-ui=cobrowse-banner]")).to_contain_text("can see this page")
+        shoot(agent, f"next-page-{name}")
+
+        # The customer stops it from the banner.
+        visitor.locator("[data-parley-ui=cobrowse-banner]").get_by_role("button", name="Stop").click()
+        expect(viewer.locator(".cobrowse-status")).to_contain_text("stopped sharing")
+        expect(visitor.locator("[data-parley-ui=cobrowse-banner]")).to_have_count(0)
+        shoot(agent, f"stopped-{name}")
+        viewer.get_by_role("button", name="Stop co-browsing").click()
+        expect(agent.locator(".timeline")).to_contain_text("co-browsed the customer's page")
+        shoot(agent, f"recorded-{name}")
+        visitor.context.close()
+        agent.context.close()
+    assert console_errors.errors == []
+
+
+def test_cobrowse_declined_and_hostile_page_runs_nothing(server, browser, signed_in, shoot, console_errors):
+    marker = f"Hostile {uuid.uuid4().hex[:6]}"
+    with shop_site(server) as shop:
+        # Declined: nothing shared, the agent is told.
+        visitor, chat = visit(browser, console_errors, f"{shop}/hostile.html", DESKTOP, f"{marker}: help")
+        agent = agent_page(browser, server, signed_in, console_errors, DESKTOP)
+        dialogs = []
+        agent.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        viewer = offer(agent, marker)
+        chat.locator(".cobrowse-offer").get_by_role("button", name="Not now").click()
+        expect(viewer.locator(".cobrowse-status")).to_contain_text("said no")
+        shoot(agent, "declined")
+        viewer.get_by_role("button", name="Stop co-browsing").click()
+
+        # Accepted on the hostile page: it shows, and nothing of it runs.
+        agent.locator(".start-cobrowse").click()
+        chat.locator(".cobrowse-offer").get_by_role("button", name="Share this page").click()
+        frame = agent.frame_locator(".cobrowse-frame")
+        expect(frame.locator("#hostile")).to_have_text("Hostile page", timeout=10000)
+        shoot(agent, "hostile-page-shown")
+        built = agent.locator(".cobrowse-frame").evaluate("""(frame) => {
+            const doc = frame.contentDocument;
+            const attributes = [...doc.querySelectorAll('*')].flatMap((element) => [...element.attributes].map((a) => [a.name, a.value]));
+            return {
+                scripts: doc.querySelectorAll('script').length, frames: doc.querySelectorAll('iframe, frame, object, embed').length,
+                metas: doc.querySelectorAll('meta, base').length, handlers: attributes.filter(([name]) => name.startsWith('on')).length,
+                javascript: attributes.filter(([, value]) => /javascript:/i.test(value)).length,
+                formAction: doc.querySelector('#bad-form')?.getAttribute('action'), submitAction: doc.querySelector('#bad-submit')?.getAttribute('formaction'),
+                image: doc.querySelector('#bad-img')?.getAttribute('src'), link: doc.querySelector('#bad-link')?.getAttribute('href'),
+                sandbox: frame.getAttribute('sandbox'),
+            };
+        }""")
+        assert built == {"scripts": 0, "frames": 0, "metas": 0, "handlers": 0, "javascript": 0, "formAction": None,
+                         "submitAction": None, "image": None, "link": None, "sandbox": "allow-same-origin"}, built
+        # The page's own script ran on the customer's side (it is their page), never in the workspace.
+        assert visitor.evaluate("window.__shopScriptRan") is True
+        agent.wait_for_timeout(500)
+        assert agent.evaluate("window.__pwned") is None
+        assert dialogs == []
+        # The viewer's frame is served with a policy that runs no script at all.
+        policy = agent.request.get(f"{server.url}/cobrowse-view.html").headers["content-security-policy"]
+        assert "script-src 'none'" in policy and "form-action 'none'" in policy
+        expect(agent.locator(".topbar .status")).to_have_text("Online")
+        viewer.get_by_role("button", name="Stop co-browsing").click()
+        visitor.context.close()
+        agent.context.close()
+    # The hostile page's own failures (its javascript: image, its blocked frame) are the customer's page's, not Parley's.
+    assert [error for error in console_errors.errors if "127.0.0.1" in error and "hostile" not in error.lower()] == []
+
+
+def test_cobrowse_from_webkit(server, browser, signed_in, shoot, console_errors, webkit):
+    """The customer's side in WebKit (Safari's engine, every iPhone browser): the offer in the chat,
+    the yes, the banner, and the page with its card field masked, seen in the agent's workspace."""
+    import shutil
+    import time
+    folder = ARTIFACTS / "test_cobrowse_from_webkit-customer"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    step = 0
+
+    def shoot_webkit(name):
+        nonlocal step
+        step += 1
+        time.sleep(0.3)
+        webkit.save_screenshot(str(folder / f"{step:02d}-{name}.png"))
+
+    marker = f"Safari {uuid.uuid4().hex[:6]}"
+    with shop_site(server) as shop:
+        webkit.set_window_size(390, 844)
+        webkit.get(f"{shop}/checkout.html")
+        wait_until(webkit, "return Boolean(document.querySelector('[aria-label=\"Open chat\"]'))", what="the launcher")
+        webkit.execute_script("document.querySelector('[aria-label=\"Open chat\"]').click()")
+        webkit.switch_to.frame(webkit.find_element("css selector", "#parley-chat"))
+        wait_until(webkit, "return document.querySelector('.status')?.dataset.state === 'online'", what="the chat going online")
+        webkit.execute_script(
+            "const box = document.querySelector('#message'); box.value = arguments[0];"
+            "box.dispatchEvent(new Event('input', {bubbles: true})); document.querySelector('.composer').requestSubmit();", marker)
+        wait_until(webkit, "return document.querySelectorAll('.row.out:not(.pending)').length > 0", what="the sent message")
+
+        agent = agent_page(browser, server, signed_in, console_errors, DESKTOP)
+        viewer = offer(agent, marker)
+        wait_until(webkit, "return Boolean(document.querySelector('.cobrowse-offer'))", what="the offer")
+        shoot_webkit("asked")
+        webkit.execute_script("[...document.querySelectorAll('.cobrowse-offer button')].find(b => b.textContent.includes('Share')).click()")
+        webkit.switch_to.default_content()
+        wait_until(webkit, "return document.querySelector('[data-parley-ui=cobrowse-banner]')?.textContent.includes('can see this page')",
+                   what="the banner")
+        webkit.execute_script(
+            "for (const [id, value] of [['name', 'Ana Lopez'], ['card', '4242 4242 4242 4242']]) {"
+            "  const input = document.getElementById(id); input.value = value; input.dispatchEvent(new Event('input', {bubbles: true})); }")
+        shoot_webkit("sharing")
+        frame = agent.frame_locator(".cobrowse-frame")
+        expect(frame.locator("h1")).to_have_text("Checkout", timeout=10000)
+        expect(frame.locator("#name")).to_have_value("Ana Lopez")
+        expect(frame.locator("#card")).to_have_value("•••• •••• •••• ••••")
+        shoot(agent, "agent-sees-webkit-page")
+        webkit.execute_script("[...document.querySelectorAll('[data-parley-ui=cobrowse-banner] button')][0].click()")
+        expect(viewer.locator(".cobrowse-status")).to_contain_text("stopped sharing")
+        wait_until(webkit, "return !document.querySelector('[data-parley-ui=cobrowse-banner]')", what="the banner going away")
+        shoot_webkit("stopped")
+        agent.context.close()
+    assert console_errors.errors == []
