@@ -138,6 +138,8 @@
       const page = window.__parleyCobrowse;
       if (!page) return;
       if (message.action === "start") {
+        // On a phone the chat covers the page: it steps aside so the customer sees what they share.
+        if (phone.matches && !frame.hidden && !page.running) toggle(false);
         page.start({
           agentName: String(message.agentName ?? "An agent").slice(0, 80), brandName: String(message.brandName ?? "").slice(0, 80),
           maskSelectors: Array.isArray(message.maskSelectors) ? message.maskSelectors.map(String) : [],

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import pytest
 from playwright.sync_api import expect
 
-from conftest import ARTIFACTS
+from conftest import ARTIFACTS, login, running_parley
 from test_webkit import wait_until, webkit  # noqa: F401
 from test_workspace import DESKTOP, PHONE, agent_page, open_conversation, signed_in  # noqa: F401
 
@@ -45,6 +45,12 @@ DELIVERY = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>
 <main><h1>Delivery</h1><p>Choose a delivery day.</p></main>
 <script src="{parley}/embed.js" data-app="{app}" async></script></body></html>"""
 
+# A page far larger than the server below accepts for one snapshot.
+LARGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Catalogue · Example Shop</title>
+<style>{style}</style></head><body><header><strong>Example Shop</strong></header><main><h1>Catalogue</h1>
+""" + "".join(f"<p>Product {index}: a very fine thing, in stock.</p>" for index in range(4000)) + """
+</main><script src="{parley}/embed.js" data-app="{app}" async></script></body></html>"""
+
 # Everything a page could try to run in the agent's workspace.
 HOSTILE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Hostile</title>
 <meta http-equiv="refresh" content="3600; url={parley}/">
@@ -65,7 +71,7 @@ HOSTILE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>H
 def shop_site(server):
     """The brand's site on another loopback origin: a checkout, a delivery page, a hostile page."""
     pages = {
-        "/checkout.html": CHECKOUT, "/delivery.html": DELIVERY, "/hostile.html": HOSTILE,
+        "/checkout.html": CHECKOUT, "/delivery.html": DELIVERY, "/hostile.html": HOSTILE, "/large.html": LARGE,
     }
 
     class Shop(http.server.BaseHTTPRequestHandler):
@@ -284,4 +290,26 @@ def test_cobrowse_from_webkit(server, browser, signed_in, shoot, console_errors,
         wait_until(webkit, "return !document.querySelector('[data-parley-ui=cobrowse-banner]')", what="the banner going away")
         shoot_webkit("stopped")
         agent.context.close()
+    assert console_errors.errors == []
+
+
+def test_cobrowse_page_too_large_is_told_to_both_sides(browser, shoot, console_errors):
+    """A server that accepts 64 KB snapshots, a page of about 200 KB: the session ends, the customer's
+    chat and the agent's window both say why, and the banner goes."""
+    with running_parley("--cobrowse-snapshot-bytes", "65536") as small, shop_site(small) as shop:
+        marker = f"Large {uuid.uuid4().hex[:6]}"
+        visitor, chat = visit(browser, console_errors, f"{shop}/large.html", DESKTOP, f"{marker}: which one?")
+        context = browser.new_context(viewport=DESKTOP)
+        agent = console_errors(context.new_page())
+        login(agent, small)
+        viewer = offer(agent, marker)
+        chat.locator(".cobrowse-offer").get_by_role("button", name="Share this page").click()
+        expect(viewer.locator(".cobrowse-status")).to_contain_text("too large to show", timeout=10000)
+        expect(chat.locator(".cobrowse-note")).to_contain_text("too large to share")
+        expect(visitor.locator("[data-parley-ui=cobrowse-banner]")).to_have_count(0)
+        shoot(visitor, "customer-told")
+        shoot(agent, "agent-told")
+        visitor.context.close()
+        context.close()
+    # The server's refusal of the oversized part reaches the chat as an error frame, not a failed request.
     assert console_errors.errors == []

@@ -339,7 +339,10 @@ const cobrowse = {
           page_too_large: "This page is too large to share. Your agent can't see it.",
           not_allowed: "Sharing isn't available on this site.",
         }[session.endReason];
-        if (note) this.notice(note);
+        if (note) {
+          this.notice(note);
+          window.parent.postMessage("parley:ringing", "*");  // the chat opens (on a phone it stepped aside) to say why
+        }
       }
     }
   },
@@ -391,8 +394,6 @@ const cobrowse = {
     window.parent.postMessage({
       type: "parley:cobrowse", action: "start", agentName: accepted.agentName, brandName: brand.name, maskSelectors: accepted.maskSelectors,
     }, parentOrigin);
-    // On a phone the chat covers the page: it steps aside so the customer sees what they share.
-    if (matchMedia("(max-width: 480px)").matches && !session.consumerConnected) window.parent.postMessage("parley:close", "*");
   },
 
   /** A part of the page from the brand's page, for the agent. */
