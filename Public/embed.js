@@ -147,7 +147,7 @@
           onStop: () => toChat({ type: "parley:cobrowse-stop" }),
         });
       } else if (message.action === "stop") page.stop();
-      else if (message.action === "point") page.point(Number(message.x), Number(message.y));
+      else if (message.action === "point") page.point(Number(message.x), Number(message.y), Number(message.id));
       else if (message.action === "resync") page.resync();
     };
     if (window.__parleyCobrowse) return run();

@@ -164,10 +164,20 @@ def test_cobrowse_from_offer_to_stop(server, browser, signed_in, shoot, console_
         shoot(visitor, f"customer-typing-{name}")
         shoot(agent, f"agent-sees-{name}")
 
-        # The agent points; the customer sees the ring.
-        agent.locator(".cobrowse-overlay").click(position={"x": 40, "y": 40})
+        # The agent points at the name field; the customer sees the ring there and the field outlined.
+        # (Measured from the workspace's side: nothing, not even the test's own script, runs in the frame.)
+        spot = agent.locator(".cobrowse-frame").evaluate("""(frame) => {
+            const scale = frame.getBoundingClientRect().width / frame.offsetWidth;
+            const box = frame.contentDocument.getElementById('name').getBoundingClientRect();
+            return { x: (box.x + 20) * scale, y: (box.y + box.height / 2) * scale };
+        }""")
+        agent.locator(".cobrowse-overlay").click(position=spot)
         ring = visitor.locator("[data-parley-ui=cobrowse-pointer]")
         expect(ring).to_be_visible()
+        outline = visitor.locator("[data-parley-ui=cobrowse-highlight]")
+        expect(outline).to_be_visible()
+        box, name_box = outline.bounding_box(), visitor.locator("#name").bounding_box()
+        assert abs(box["x"] + 4 - name_box["x"]) < 2 and abs(box["width"] - 8 - name_box["width"]) < 2, (box, name_box)
         shoot(visitor, f"agent-points-{name}")
 
         # The customer moves to the site's next page: the session follows.

@@ -16,16 +16,19 @@
 
   let session = null;
   let ids = new WeakMap();
+  /** The other way, for the agent's highlight: weak, so that the page's removed nodes can go. */
+  let byId = new Map();
   let nextId = 1;
   let observer = null;
   let flushTimer = null;
   const changed = { children: new Set(), attributes: new Set(), text: new Set(), values: new Set(), scroll: false, viewport: false };
   let banner = null;
   let pointer = null;
+  let highlight = null;
 
   const idOf = (node) => {
     let id = ids.get(node);
-    if (!id) { id = nextId++; ids.set(node, id); }
+    if (!id) { id = nextId++; ids.set(node, id); byId.set(id, new WeakRef(node)); }
     return id;
   };
 
@@ -194,9 +197,28 @@
     document.body.append(banner);
   }
 
-  /** The agent's pointer: a ring at a point of the page, for a few seconds. */
-  function point(x, y) {
+  /** The agent's pointer: a ring at a point of the page, and the element there outlined, for a few seconds. */
+  function point(x, y, id) {
     if (!Number.isFinite(x) || !Number.isFinite(y)) return;
+    const element = Number.isInteger(id) ? byId.get(id)?.deref() : null;
+    if (element instanceof Element && element.isConnected && !ours(element) && element !== document.body && element !== document.documentElement) {
+      if (!highlight) {
+        highlight = document.createElement("div");
+        highlight.setAttribute("data-parley-ui", "cobrowse-highlight");
+        highlight.setAttribute("aria-hidden", "true");
+        Object.assign(highlight.style, {
+          position: "absolute", border: "3px solid #f59e0b", borderRadius: "6px", background: "rgb(245 158 11 / 12%)",
+          zIndex: "2147483001", pointerEvents: "none", boxSizing: "border-box",
+        });
+        document.body.append(highlight);
+      }
+      const box = element.getBoundingClientRect();
+      Object.assign(highlight.style, {
+        left: `${box.left + scrollX - 4}px`, top: `${box.top + scrollY - 4}px`, width: `${box.width + 8}px`, height: `${box.height + 8}px`, display: "block",
+      });
+    } else if (highlight) {
+      highlight.style.display = "none";
+    }
     if (!pointer) {
       pointer = document.createElement("div");
       pointer.setAttribute("data-parley-ui", "cobrowse-pointer");
@@ -210,7 +232,10 @@
     }
     Object.assign(pointer.style, { left: `${x}px`, top: `${y}px`, display: "block" });
     clearTimeout(point.timer);
-    point.timer = setTimeout(() => { if (pointer) pointer.style.display = "none"; }, 4000);
+    point.timer = setTimeout(() => {
+      if (pointer) pointer.style.display = "none";
+      if (highlight) highlight.style.display = "none";
+    }, 4000);
   }
 
   function start(options) {
@@ -239,14 +264,17 @@
     banner = null;
     pointer?.remove();
     pointer = null;
+    highlight?.remove();
+    highlight = null;
     session = null;
     ids = new WeakMap();
+    byId = new Map();
     nextId = 1;
   }
 
   window.__parleyCobrowse = {
     start, stop, point,
-    resync() { if (session) { ids = new WeakMap(); nextId = 1; snapshot(); } },
+    resync() { if (session) { ids = new WeakMap(); byId = new Map(); nextId = 1; snapshot(); } },
     get running() { return Boolean(session); },
     // For tests: what the page would send, without a session.
     serializeForTest(selectors = []) { const saved = session; session = { maskSelectors: selectors }; try { return serialize(document.documentElement); } finally { session = saved; } },

@@ -294,11 +294,11 @@ function receive(frame) {
   }
 }
 
-/** The agent's pointer: two numbers, whatever else the payload holds. */
+/** The agent's pointer: two numbers and an element's id, whatever else the payload holds. */
 function safePoint(payload) {
   try {
-    const { x, y } = JSON.parse(payload);
-    return { x: Number(x), y: Number(y) };
+    const { x, y, id } = JSON.parse(payload);
+    return { x: Number(x), y: Number(y), id: Number.isInteger(id) ? id : null };
   } catch { return {}; }
 }
 

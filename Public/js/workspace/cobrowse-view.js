@@ -28,6 +28,9 @@ export function safeCSS(text) {
     .replace(/expression\s*\(|behavior\s*:|-moz-binding/gi, "x-");
 }
 
+/** The page's id of each element built (for the agent's highlight). */
+const pageIds = new WeakMap();
+
 /** Builds one serialized node into `doc` through the allowlist; `nodes` maps the page's ids to what was built. */
 export function build(doc, item, nodes) {
   if (!Array.isArray(item)) return null;
@@ -48,6 +51,7 @@ export function build(doc, item, nodes) {
   }
   if (tag.toLowerCase() === "style") element.textContent = safeCSS(element.textContent);
   nodes.set(id, element);
+  pageIds.set(element, id);
   return element;
 }
 
@@ -220,7 +224,10 @@ export class CobrowseView {
     const [scrollX, scrollY] = this.scrolled ?? [0, 0];
     const x = Math.round(event.offsetX / this.scale + scrollX);
     const y = Math.round(event.offsetY / this.scale + scrollY);
-    this.realtime.post({ type: "cobrowse.point", sessionId: this.session.id, payload: JSON.stringify({ x, y }) });
+    // The element there, by the page's own id: the customer sees it outlined.
+    const target = this.frame?.contentDocument?.elementFromPoint(event.offsetX / this.scale, event.offsetY / this.scale);
+    const id = target ? pageIds.get(target) ?? null : null;
+    this.realtime.post({ type: "cobrowse.point", sessionId: this.session.id, payload: JSON.stringify({ x, y, id }) });
     Object.assign(this.ring.style, { left: `${event.offsetX}px`, top: `${event.offsetY}px` });
     this.ring.hidden = false;
     clearTimeout(this.ringTimer);
