@@ -156,6 +156,14 @@ def test_voice_call(call_server, browser, shoot, console_errors):
     assert wait_for_media(consumer, ["audio"])["audio"] > 0
     expect(consumer.locator(".call-overlay .call-name")).to_have_text(me)
     expect(agent.locator(".call-overlay .call-timer")).to_have_text(re.compile(r"0:0\d"))
+    # A web conversation: the agent may offer co-browse from the call bar too (the rest of it:
+    # e2e/test_cobrowse.py); the call goes on meanwhile.
+    expect(consumer.locator(".call-overlay .call-button.cobrowse")).to_be_hidden()
+    agent.locator(".call-overlay .call-button.cobrowse").click()
+    expect(agent.locator(".cobrowse-viewer .cobrowse-status")).to_contain_text("to accept")
+    agent.locator(".cobrowse-viewer").get_by_role("button", name="Stop co-browsing").click()
+    expect(agent.locator(".cobrowse-viewer")).to_be_hidden()
+    expect(agent.locator(".call-overlay[data-state=active]")).to_be_visible()
     # A voice call from an agent who may use video offers the camera; this one stays voice.
     expect(consumer.locator(".call-overlay .camera")).to_be_visible()
 

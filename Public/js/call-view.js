@@ -77,7 +77,10 @@ class CallView extends HTMLElement {
     const camera = iconButton("camera", "video", "Turn camera on");
     const switchCamera = iconButton("switch", "switch-camera", "Switch camera");
     const hangUp = iconButton("hang-up danger-fill", "hang-up", "Hang up");
-    controls.append(mute, camera, switchCamera, hangUp);
+    // Agents: co-browse from the call (the page asks `cobrowseAvailable` and listens for "cobrowse").
+    const cobrowse = iconButton("cobrowse", "cobrowse", "See the customer's page");
+    controls.append(mute, camera, switchCamera, cobrowse, hangUp);
+    cobrowse.onclick = () => this.dispatchEvent(new CustomEvent("cobrowse"));
     overlay.append(stage, controls);
     mute.onclick = () => this.session.toggleMute();
     camera.onclick = () => this.session.toggleCamera();
@@ -102,7 +105,7 @@ class CallView extends HTMLElement {
     accept.onclick = () => this.session.accept();
 
     this.append(overlay, sheet);
-    this.ui = { overlay, remoteVideo, remoteAudio, avatar, name, status, timer, badges, localVideo, notice, mute, camera, switchCamera, hangUp, sheet, sheetAvatar, sheetTitle, sheetKind, accept, decline };
+    this.ui = { overlay, remoteVideo, remoteAudio, avatar, name, status, timer, badges, localVideo, notice, mute, camera, switchCamera, cobrowse, hangUp, sheet, sheetAvatar, sheetTitle, sheetKind, accept, decline };
   }
 
   render() {
@@ -153,6 +156,7 @@ class CallView extends HTMLElement {
     ui.camera.title = ui.camera.getAttribute("aria-label");
     ui.camera.innerHTML = icon(session.cameraOn ? "video" : "video-off");
     ui.switchCamera.hidden = !live || !session.cameraOn || (session.cameras?.length ?? 0) < 2;
+    ui.cobrowse.hidden = !live || call.state !== "active" || !this.cobrowseAvailable?.();
     ui.hangUp.hidden = !live;
     ui.hangUp.setAttribute("aria-label", call.state === "ringing" || call.state === "starting" ? "Cancel call" : "Hang up");
     ui.hangUp.title = ui.hangUp.getAttribute("aria-label");

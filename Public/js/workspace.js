@@ -130,7 +130,11 @@ async function boot() {
   });
   calls = new CallSession({ realtime, api, role: "agent" });
   cobrowse = new CobrowseView({ realtime, store, dialog: $(".cobrowse-viewer") });
-  $(".conversation-pane").append(Object.assign(document.createElement("parley-call"), { session: calls }));
+  const callView = Object.assign(document.createElement("parley-call"), { session: calls });
+  // Co-browse from the call bar, where the conversation's own button would offer it.
+  callView.cobrowseAvailable = () => Boolean(store.current) && !$(".start-cobrowse").hidden && !$(".start-cobrowse").disabled && !cobrowse?.busy;
+  callView.addEventListener("cobrowse", () => $(".start-cobrowse").click());
+  $(".conversation-pane").append(callView);
   for (const name of ["call", "ended"]) calls.addEventListener(name, () => store.current && details.renderCallButtons(store.current));
   realtime.connect();
   await Promise.all([
