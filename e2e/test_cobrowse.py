@@ -13,7 +13,10 @@ from playwright.sync_api import expect
 
 from conftest import ARTIFACTS, login, running_parley
 from test_webkit import wait_until, webkit  # noqa: F401
-from test_workspace import DESKTOP, PHONE, agent_page, open_conversation, signed_in  # noqa: F401
+from test_workspace import DESKTOP, agent_page, open_conversation, signed_in  # noqa: F401
+
+# The sizes the issue names: an iPhone's 390 px and a laptop's 1280 px.
+PHONE = {"width": 390, "height": 844}
 
 SHOP_STYLE = """
   body { font-family: system-ui, sans-serif; margin: 0; color: #1c2230; background: #f6f7fb; }
