@@ -437,7 +437,7 @@ public actor Parley {
         // on a finished task does not suspend: a waiter that found it still set would spin).
         let drain = Task { () -> Bool in
             let stillPending = await self.drain()
-            await self.drainEnded()
+            self.drainEnded()
             return stillPending
         }
         drainTask = drain

@@ -275,7 +275,9 @@ public final class CobrowseService: Service, Sendable {
                 guard let record = try await repo.cobrowse(brandId: brandId, id: id) else { return nil }
                 return (record, try await repo.brandSettings(brandId: brandId))
             }
-            guard var (record, settings) = read else { throw Self.notFound }
+            guard let read else { throw Self.notFound }
+            var record = read.0
+            let settings = read.1
             let previous = record.session.version
             var machine = CobrowseMachine(record.session)
             try change(&machine, &record, settings)
