@@ -108,7 +108,7 @@ struct CobrowseTests {
                 party.page, .cobrowseAnswer(id: "yes", sessionId: offered.id, accept: true, origin: "https://Shop.Acme.test"), id: "yes"
             ).get()
             #expect(accepted.state == .active && accepted.consumerConnected && accepted.origin == "https://shop.acme.test")
-            #expect(try await party.agentSocket.next { Self.session($0, .active) != nil } != nil)
+            _ = try await party.agentSocket.next { Self.session($0, .active) != nil }
 
             // The page goes to the agent's connection only.
             try party.page.send(.cobrowseData(sessionId: offered.id, seq: 1, kind: .snapshot, last: true, payload: #"{"html":"<p>Coupon</p>"}"#))
@@ -141,7 +141,7 @@ struct CobrowseTests {
             let logged = try await party.agentSocket.next { if case .event(let event) = $0, event.kind == .cobrowse { true } else { false } }
             guard case .event(let event) = logged else { throw TestFailure("no event") }
             #expect(event.cobrowse?.id == offered.id && event.cobrowse?.endReason == .stoppedByConsumer)
-            #expect(try await party.agentSocket.next { Self.session($0, .ended) != nil } != nil)
+            _ = try await party.agentSocket.next { Self.session($0, .ended) != nil }
             try party.page.send(.cobrowseData(sessionId: offered.id, seq: 2, kind: .changes, last: false, payload: "{}"))
             #expect(try await Self.unansweredError(party.page) == "cobrowse_not_active")
 
@@ -192,7 +192,7 @@ struct CobrowseTests {
             let current = try await party.offer().get()
             #expect(Self.code(try await Self.request(
                 party.page, .cobrowseAnswer(id: "n", sessionId: current.id, accept: true, origin: "https://evil.test"), id: "n")) == "cobrowse_disabled")
-            #expect(try await party.agentSocket.next { Self.session($0, .ended)?.endReason == .notAllowed } != nil)
+            _ = try await party.agentSocket.next { Self.session($0, .ended)?.endReason == .notAllowed }
 
             // Turned off: no offers.
             #expect(try await server.request(.patch, "/v1/brand/settings", token: party.acme.adminToken,
@@ -240,7 +240,7 @@ struct CobrowseTests {
             let refused = try await party.page.next { if case .error(nil, let detail) = $0 { detail.code == .payloadTooLarge } else { false } }
             guard case .error(_, let detail) = refused else { throw TestFailure("no error") }
             #expect(detail.message.contains("larger than co-browse can show"))
-            #expect(try await party.agentSocket.next { Self.session($0, .ended)?.endReason == .pageTooLarge } != nil)
+            _ = try await party.agentSocket.next { Self.session($0, .ended)?.endReason == .pageTooLarge }
             await party.close()
         }
     }
@@ -252,31 +252,31 @@ struct CobrowseTests {
             let party = try await Party.make(server)
             let offered = try await party.offer().get()
             try await clock.advanceOnceSleeping(by: .seconds(CobrowseRules.offerSeconds))
-            #expect(try await party.page.next { Self.session($0, .ended)?.endReason == .unanswered } != nil)
+            _ = try await party.page.next { Self.session($0, .ended)?.endReason == .unanswered }
 
             // Accepted, then the customer moves to another page of the site.
             let session = try await party.started()
             #expect(session.id != offered.id)
             await party.page.close()
-            #expect(try await party.agentSocket.next { frame in
+            _ = try await party.agentSocket.next { frame in
                 if case .cobrowse(let changed) = frame { changed.state == .active && !changed.consumerConnected } else { false }
-            } != nil)
+            }
             let nextPage = try await RealtimeProbe.connect(port: server.port, token: party.consumerToken)
             // The new page hears of the session when it connects, and takes it over.
-            #expect(try await nextPage.next { Self.session($0, .active)?.id == session.id } != nil)
+            _ = try await nextPage.next { Self.session($0, .active)?.id == session.id }
             let resumed = try await Self.request(
                 nextPage, .cobrowseAnswer(id: "again", sessionId: session.id, accept: true, origin: "https://shop.acme.test"), id: "again"
             ).get()
             #expect(resumed.state == .active && resumed.consumerConnected)
             try nextPage.send(.cobrowseData(sessionId: session.id, seq: 1, kind: .snapshot, last: true, payload: "{}"))
-            #expect(try await party.agentSocket.next { if case .cobrowseData = $0 { true } else { false } } != nil)
+            _ = try await party.agentSocket.next { if case .cobrowseData = $0 { true } else { false } }
 
             // It leaves again, and nothing comes back in 30 s. (Other services sleep on the clock too:
             // it moves 30 s at a time until the deadline, armed once the page is seen gone, passes.)
             await nextPage.close()
-            #expect(try await party.agentSocket.next { frame in
+            _ = try await party.agentSocket.next { frame in
                 if case .cobrowse(let changed) = frame { changed.state == .active && !changed.consumerConnected } else { false }
-            } != nil)
+            }
             var ended: ServerFrame?
             for _ in 0..<20 where ended == nil {
                 clock.advance(by: .seconds(CobrowseRules.returnSeconds))
@@ -287,9 +287,9 @@ struct CobrowseTests {
             // The agent's connection closing ends the session it offered.
             let third = try await RealtimeProbe.connect(port: server.port, token: party.consumerToken)
             let last = try await party.offer().get()
-            #expect(try await third.next { Self.session($0, .offered)?.id == last.id } != nil)
+            _ = try await third.next { Self.session($0, .offered)?.id == last.id }
             await party.agentSocket.close()
-            #expect(try await third.next { Self.session($0, .ended)?.endReason == .agentLeft } != nil)
+            _ = try await third.next { Self.session($0, .ended)?.endReason == .agentLeft }
             await third.close()
         }
     }
