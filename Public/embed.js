@@ -26,7 +26,7 @@
   frame.id = "parley-chat";
   frame.setAttribute("data-parley-ui", "");
   frame.title = "Chat";
-  frame.allow = "microphone; camera; autoplay";
+  frame.allow = "microphone; camera; autoplay; display-capture";
   frame.hidden = true;
   const phone = matchMedia("(max-width: 480px)");
   const place = () => Object.assign(frame.style, phone.matches

@@ -383,3 +383,96 @@ def test_voice_call_through_turn_over_tls(turn_tls, browser, speech_wav, tmp_pat
             assert console_errors.errors == []
     finally:
         trusting.close()
+
+
+SCREEN_SIZE = """() => {
+    const track = window.__peers.at(-1).getSenders().map((sender) => sender.track).find((track) => track?.label.startsWith("screen:"));
+    return [track.getSettings().width, track.getSettings().height];
+}"""
+
+
+def shows_screen_of(viewer, sharer):
+    """Waits until the viewer's large video has the size of the sharer's screen (Chromium's fake
+    screen, whose size differs from the fake camera's 640x480)."""
+    width, height = sharer.evaluate(SCREEN_SIZE)
+    assert (width, height) != (640, 480)
+    viewer.wait_for_function(
+        "([w, h]) => { const v = document.querySelector('.remote-video'); return v.videoWidth === w && v.videoHeight === h; }",
+        arg=[width, height])
+
+
+def test_screen_share_both_ways(call_server, browser, shoot, console_errors):
+    """The agent shares a screen in a voice call (their profile allows it) and the customer on a phone
+    sees it large; the customer may not share until the brand allows it in Settings; then, in a video
+    call, the customer shares and the agent sees the screen over the conversation with the customer's
+    camera small; stopping returns both to the call. Chromium's fake display source is a 1280x720 screen."""
+    agent, consumer = open_pages(browser, call_server, console_errors)
+    start_call(agent, consumer, "voice").get_by_role("button", name=re.compile("^Accept")).click()
+    expect(consumer.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=30000)
+    wait_for_media(consumer, ["audio"])
+    # The brand has not let customers share: only the agent has the button.
+    expect(consumer.locator(".call-overlay .call-button.screen")).to_be_hidden()
+    share = agent.get_by_role("button", name="Share your screen")
+    share.click()
+    expect(agent.get_by_role("button", name="Stop sharing your screen")).to_have_attribute("aria-pressed", "true")
+    expect(agent.locator(".call-badges")).to_have_text("You're sharing your screen")
+    me = agent.locator(".topbar .me").inner_text()
+    # The customer sees the screen whole, large, and is told whose it is.
+    expect(consumer.locator(".call-overlay.has-screen .remote-video")).to_be_visible(timeout=15000)
+    expect(consumer.locator(".call-badges")).to_have_text(f"{me} is sharing their screen")
+    shows_screen_of(consumer, agent)
+    assert consumer.evaluate("() => getComputedStyle(document.querySelector('.remote-video')).objectFit") == "contain"
+    shoot(consumer, "screen-from-agent-360")
+    shoot(agent, "screen-sharing-agent-1280")
+    # A shared screen is not a camera: the call stays a voice call.
+    assert calls_of(agent, call_server)[0]["media"] == "voice"
+    agent.get_by_role("button", name="Stop sharing your screen").click()
+    expect(consumer.locator(".call-overlay.has-screen")).to_have_count(0)
+    expect(consumer.locator(".call-overlay.has-video")).to_have_count(0)
+    expect(consumer.locator(".call-badges")).to_have_text("")
+    shoot(consumer, "screen-stopped-back-to-call-360")
+    agent.get_by_role("button", name="Hang up").click()
+    expect(agent.locator(".call-record")).to_have_text(re.compile(r"Voice call · 0:\d\d"))
+    expect(agent.locator(".call-overlay")).to_be_hidden(timeout=5000)
+
+    # The admin lets customers share, in Settings.
+    agent.click(".account-open")
+    form = agent.locator(".widget-form")
+    box = form.get_by_label(re.compile("Customers may share their screen"))
+    expect(box).not_to_be_checked()
+    box.check()
+    form.get_by_role("button", name="Save widget settings").click()
+    expect(form.locator(".widget-note")).to_contain_text("Saved")
+    box.scroll_into_view_if_needed()
+    shoot(agent, "screen-share-setting-1280")
+    agent.click(".account-close")
+
+    # A video call: the customer shares, the agent sees the screen over the conversation with the
+    # customer's camera small beside their own.
+    start_call(agent, consumer, "video").get_by_role("button", name=re.compile("^Accept")).click()
+    expect(consumer.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=30000)
+    wait_for_media(agent, ["audio", "video"])
+    consumer.get_by_role("button", name="Share your screen").click()
+    expect(agent.locator(".call-overlay.has-screen.has-remote-camera")).to_be_visible(timeout=15000)
+    shows_screen_of(agent, consumer)
+    expect(agent.locator(".call-overlay .remote-camera")).to_be_visible()
+    expect(agent.locator(".call-overlay .local-video")).to_be_visible()
+    # Over the whole conversation, not docked beside it.
+    overlay, pane = agent.locator(".call-overlay").bounding_box(), agent.locator(".conversation-pane").bounding_box()
+    assert overlay["width"] >= pane["width"] - 2, (overlay, pane)
+    agent.wait_for_timeout(500)  # a few frames of the fake screen
+    shoot(agent, "screen-from-customer-1280")
+    shoot(consumer, "screen-sharing-customer-360")
+    consumer.get_by_role("button", name="Stop sharing your screen").click()
+    expect(agent.locator(".call-overlay.has-screen")).to_have_count(0)
+    expect(agent.locator(".call-overlay.has-video .remote-video")).to_be_visible()
+    # Docked beside the conversation again.
+    assert agent.locator(".call-overlay").bounding_box()["width"] < pane["width"] / 2
+    # Sharing again reuses the section the first share added.
+    consumer.get_by_role("button", name="Share your screen").click()
+    expect(agent.locator(".call-overlay.has-screen")).to_be_visible(timeout=15000)
+    transceivers = consumer.evaluate("() => window.__peers.at(-1).getTransceivers().length")
+    assert transceivers == 3, transceivers  # audio, camera, screen
+    consumer.get_by_role("button", name="Hang up").click()
+    expect(agent.locator(".call-record").last).to_have_text(re.compile(r"Video call · 0:\d\d"))
+    assert console_errors.errors == []

@@ -202,10 +202,18 @@ export class CallSession extends EventTarget {
     this.makingOffer = false;
     this.ignoreOffer = false;
     this.remote = new MediaStream();
+    this.remoteScreen = new MediaStream();
     this.changed("streams");
-    pc.ontrack = ({ track }) => {
-      this.remote.addTrack(track);
+    pc.ontrack = ({ track, streams }) => {
+      // The other side's microphone and camera share one stream; a shared screen comes in a
+      // stream of its own (see toggleScreenShare).
+      const stream = streams[0];
+      if (track.kind === "audio" && stream) this.mainStreamId = stream.id;
+      const screen = track.kind === "video" && Boolean(stream) && stream.id !== this.mainStreamId && stream.getAudioTracks().length === 0;
+      const target = screen ? this.remoteScreen : this.remote;
+      if (!target.getTrackById(track.id)) target.addTrack(track);
       track.onunmute = () => this.changed();
+      track.onmute = () => this.changed();
       this.changed();
     };
     pc.onicecandidate = ({ candidate }) => {
@@ -275,9 +283,13 @@ export class CallSession extends EventTarget {
     this.realtime.request({ type: "call.report", callId: this.call.id, report, reason }).then((ack) => this.adopt(ack.call)).catch(() => {});
   }
 
+  get mediaState() {
+    return { muted: Boolean(this.muted), cameraOn: Boolean(this.cameraOn), sharingScreen: Boolean(this.sharingScreen) };
+  }
+
   sendMedia() {
     if (!this.call?.id || this.call.state === "ended") return;
-    this.realtime.request({ type: "call.media", callId: this.call.id, media: { muted: this.muted, cameraOn: this.cameraOn } })
+    this.realtime.request({ type: "call.media", callId: this.call.id, media: this.mediaState })
       .then((ack) => this.adopt(ack.call)).catch((error) => this.notice(error.message));
   }
 
@@ -342,6 +354,78 @@ export class CallSession extends EventTarget {
     this.notice(`Camera: ${next.label || "next camera"}`);
   }
 
+  // MARK: Screen share
+
+  /** Whether this side may share its screen in this call (its profile or the brand), and the browser can. */
+  get canShareScreen() {
+    return Boolean(navigator.mediaDevices?.getDisplayMedia) && Boolean(this.call?.screenShare?.[this.role]);
+  }
+
+  /** Whether the other side's shared screen is coming in now. */
+  get remoteScreenLive() {
+    return Boolean(this.remoteMedia?.sharingScreen)
+      && Boolean(this.remoteScreen?.getVideoTracks().some((track) => track.readyState === "live" && !track.muted));
+  }
+
+  /**
+   * Shares a screen, window or tab the person picks: a video track in a stream of its own, sent
+   * on a transceiver of its own (the first share renegotiates; a later one reuses it). The server
+   * hears of it first: it refuses a share this call does not allow, and knows the new video
+   * section is the screen rather than a camera.
+   *
+   * The transceiver is sendrecv while sharing and recvonly after: the other side's browser may
+   * later put its own camera on that section (addTrack reuses a section it only received on),
+   * and this side must still receive it.
+   */
+  async toggleScreenShare() {
+    if (this.sharingScreen) { await this.stopScreenShare(); return; }
+    if (!this.pc || this.call?.state !== "active" || !this.canShareScreen) return;
+    let stream;
+    try {
+      stream = await navigator.mediaDevices.getDisplayMedia({ video: { frameRate: { ideal: 15, max: 30 } }, audio: false });
+    } catch (error) {
+      // Cancelling the browser's picker is a choice, not an error.
+      if (error.name !== "NotAllowedError" && error.name !== "AbortError") this.notice("The screen could not be shared.");
+      return;
+    }
+    const track = stream.getVideoTracks()[0];
+    try {
+      const ack = await this.realtime.request({ type: "call.media", callId: this.call.id, media: { ...this.mediaState, sharingScreen: true } });
+      this.adopt(ack.call);
+    } catch (error) {
+      track.stop();
+      this.notice(error.message);
+      return;
+    }
+    if (!this.pc) { track.stop(); return; }  // the call ended meanwhile
+    track.contentHint = "detail";
+    // The browser's own "Stop sharing" bar ends the track.
+    track.onended = () => this.stopScreenShare();
+    if (this.screenTransceiver) {
+      await this.screenTransceiver.sender.replaceTrack(track);
+      this.screenTransceiver.direction = "sendrecv";
+    } else {
+      this.screenTransceiver = this.pc.addTransceiver(track, { direction: "sendrecv", streams: [stream] });
+    }
+    this.screen = stream;
+    this.sharingScreen = true;
+    this.changed();
+  }
+
+  /** Stops sharing: the section stops sending (the call renegotiates) and the other side returns to the call. */
+  async stopScreenShare() {
+    if (!this.sharingScreen) return;
+    this.sharingScreen = false;
+    for (const track of this.screen?.getTracks() ?? []) track.stop();
+    this.screen = null;
+    if (this.pc && this.screenTransceiver) {
+      this.screenTransceiver.direction = "recvonly";
+      await this.screenTransceiver.sender.replaceTrack(null).catch(() => {});
+    }
+    this.changed();
+    this.sendMedia();
+  }
+
   attachLocal() {
     this.changed("streams");
   }
@@ -350,8 +434,14 @@ export class CallSession extends EventTarget {
     this.pc?.close();
     this.pc = null;
     for (const track of this.local?.getTracks() ?? []) track.stop();
+    for (const track of this.screen?.getTracks() ?? []) track.stop();
     this.local = null;
+    this.screen = null;
+    this.sharingScreen = false;
+    this.screenTransceiver = null;
     this.remote = null;
+    this.remoteScreen = null;
+    this.mainStreamId = null;
     this.changed("streams");
   }
 

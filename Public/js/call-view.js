@@ -1,8 +1,9 @@
 import { icon, clock } from "./icons.js";
 
 // <parley-call>: shows a CallSession (call-session.js): the call overlay (the peer, the state, the
-// timer, video, and the mute, camera, switch-camera and hang-up buttons) and, for consumers, the
-// incoming-call sheet. It draws on the session's "change" events and calls its methods; it holds
+// timer, video, and the mute, camera, switch-camera, screen-share and hang-up buttons) and, for
+// consumers, the incoming-call sheet. A screen the other side shares fills the stage, their camera
+// goes small beside one's own. It draws on the session's "change" events and calls its methods; it holds
 // no call state of its own.
 
 function element(tag, className, attributes = {}) {
@@ -40,8 +41,16 @@ class CallView extends HTMLElement {
   attachStreams() {
     const session = this.session;
     this.ui.remoteAudio.srcObject = session.remote ?? null;
-    this.ui.remoteVideo.srcObject = session.remote ?? null;
+    this.ui.remoteCamera.srcObject = session.remote ?? null;
     this.ui.localVideo.srcObject = session.cameraOn ? session.local : null;
+    this.showOnStage();
+  }
+
+  /** The large video: the other side's shared screen while there is one, else their camera. */
+  showOnStage() {
+    const session = this.session;
+    const stream = (session.remoteScreenLive ? session.remoteScreen : session.remote) ?? null;
+    if (this.ui.remoteVideo.srcObject !== stream) this.ui.remoteVideo.srcObject = stream;
   }
 
   showNotice(message) {
@@ -69,22 +78,28 @@ class CallView extends HTMLElement {
     identity.append(avatar, name, status, timer, badges);
     const localVideo = element("video", "local-video", { autoplay: true, playsInline: true, muted: true });
     localVideo.setAttribute("aria-label", "Your camera");
+    // While the other side shares a screen, their camera is a tile above one's own.
+    const remoteCamera = element("video", "remote-camera", { autoplay: true, playsInline: true, muted: true });
+    const tiles = element("div", "call-tiles");
+    tiles.append(remoteCamera, localVideo);
     const notice = element("p", "call-notice");
     notice.setAttribute("aria-live", "polite");
-    stage.append(remoteVideo, remoteAudio, identity, localVideo, notice);
+    stage.append(remoteVideo, remoteAudio, identity, tiles, notice);
     const controls = element("div", "call-controls");
     const mute = iconButton("mute", "mic", "Mute microphone");
     const camera = iconButton("camera", "video", "Turn camera on");
     const switchCamera = iconButton("switch", "switch-camera", "Switch camera");
+    const screen = iconButton("screen", "screen-share", "Share your screen");
     const hangUp = iconButton("hang-up danger-fill", "hang-up", "Hang up");
     // Agents: co-browse from the call (the page asks `cobrowseAvailable` and listens for "cobrowse").
     const cobrowse = iconButton("cobrowse", "cobrowse", "See the customer's page");
-    controls.append(mute, camera, switchCamera, cobrowse, hangUp);
+    controls.append(mute, camera, switchCamera, screen, cobrowse, hangUp);
     cobrowse.onclick = () => this.dispatchEvent(new CustomEvent("cobrowse"));
     overlay.append(stage, controls);
     mute.onclick = () => this.session.toggleMute();
     camera.onclick = () => this.session.toggleCamera();
     switchCamera.onclick = () => this.session.switchCamera();
+    screen.onclick = () => this.session.toggleScreenShare();
     hangUp.onclick = () => this.session.hangUp();
 
     const sheet = element("section", "call-incoming", { hidden: true });
@@ -105,7 +120,7 @@ class CallView extends HTMLElement {
     accept.onclick = () => this.session.accept();
 
     this.append(overlay, sheet);
-    this.ui = { overlay, remoteVideo, remoteAudio, avatar, name, status, timer, badges, localVideo, notice, mute, camera, switchCamera, cobrowse, hangUp, sheet, sheetAvatar, sheetTitle, sheetKind, accept, decline };
+    this.ui = { overlay, remoteVideo, remoteAudio, avatar, name, status, timer, badges, localVideo, remoteCamera, notice, mute, camera, switchCamera, screen, cobrowse, hangUp, sheet, sheetAvatar, sheetTitle, sheetKind, accept, decline };
   }
 
   render() {
@@ -138,9 +153,16 @@ class CallView extends HTMLElement {
     ui.status.textContent = session.statusText;
     const remoteVideoLive = session.remote?.getVideoTracks().some((track) => track.readyState === "live" && !track.muted)
       && (session.remoteMedia ? session.remoteMedia.cameraOn : call.media === "video");
-    ui.overlay.classList.toggle("has-video", Boolean(remoteVideoLive) && call.state !== "ended");
+    const remoteScreen = session.remoteScreenLive && call.state !== "ended";
+    this.showOnStage();
+    ui.remoteVideo.setAttribute("aria-label", remoteScreen ? `${session.peerName}'s screen` : `${session.peerName}'s camera`);
+    ui.overlay.classList.toggle("has-video", (Boolean(remoteVideoLive) || remoteScreen) && call.state !== "ended");
+    ui.overlay.classList.toggle("has-screen", remoteScreen);
+    ui.overlay.classList.toggle("has-remote-camera", remoteScreen && Boolean(remoteVideoLive));
     ui.overlay.classList.toggle("has-local-video", Boolean(session.cameraOn) && call.state !== "ended");
     const badges = [];
+    if (session.sharingScreen) badges.push("You're sharing your screen");
+    if (remoteScreen) badges.push(`${session.peerName} is sharing their screen`);
     if (session.remoteMedia?.muted) badges.push(`${session.peerName} muted`);
     if (call.media === "video" && session.remoteMedia && !session.remoteMedia.cameraOn) badges.push("Camera off");
     ui.badges.textContent = badges.join(" · ");
@@ -156,6 +178,10 @@ class CallView extends HTMLElement {
     ui.camera.title = ui.camera.getAttribute("aria-label");
     ui.camera.innerHTML = icon(session.cameraOn ? "video" : "video-off");
     ui.switchCamera.hidden = !live || !session.cameraOn || (session.cameras?.length ?? 0) < 2;
+    ui.screen.hidden = !live || call.state !== "active" || !session.canShareScreen;
+    ui.screen.setAttribute("aria-pressed", String(Boolean(session.sharingScreen)));
+    ui.screen.setAttribute("aria-label", session.sharingScreen ? "Stop sharing your screen" : "Share your screen");
+    ui.screen.title = ui.screen.getAttribute("aria-label");
     ui.cobrowse.hidden = !live || call.state !== "active" || !this.cobrowseAvailable?.();
     ui.hangUp.hidden = !live;
     ui.hangUp.setAttribute("aria-label", call.state === "ringing" || call.state === "starting" ? "Cancel call" : "Hang up");

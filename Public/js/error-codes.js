@@ -116,6 +116,7 @@ export const ErrorCode = Object.freeze({
   savedReplyLimit: "saved_reply_limit",
   scanPending: "scan_pending",
   scanUnavailable: "scan_unavailable",
+  screenShareNotAllowed: "screen_share_not_allowed",
   sequenceOutOfRange: "sequence_out_of_range",
   sessionExpired: "session_expired",
   sessionRevoked: "session_revoked",

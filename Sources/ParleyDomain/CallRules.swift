@@ -47,11 +47,44 @@ public enum CallRules {
         inviter.permissions.contains(.initiateVideoCall)
     }
 
-    /// Whether an SDP description sends or receives video (an `m=video` section with a non-zero port).
-    public static func sdpUsesVideo(_ sdp: String) -> Bool {
-        sdp.split(whereSeparator: \.isNewline).contains { line in
-            line.hasPrefix("m=video ") && !line.hasPrefix("m=video 0 ")
+    /// Who may share a screen in a call the agent starts: the agent with `share_screen`, the
+    /// customer when the brand allows it.
+    public static func screenShare(inviter: AgentPrincipal, settings: BrandSettingsDTO) -> CallScreenShare {
+        CallScreenShare(agent: inviter.permissions.contains(.shareScreen), consumer: settings.screenShareFromConsumers)
+    }
+
+    /// How many video sections the side that wrote this SDP sends on: `m=video` sections with a
+    /// non-zero port whose direction is `sendrecv` (the default) or `sendonly`. A camera is one;
+    /// a shared screen is another (sent `sendonly`); a section only received (`recvonly`, as the
+    /// answer to the other side's screen) or stopped (`inactive`, a share that ended) sends nothing.
+    public static func videoSectionsSent(_ sdp: String) -> Int {
+        var count = 0
+        var inVideo = false
+        var sending = false
+        var sessionSends = true
+        var inSession = true
+        func close() {
+            if inVideo, sending { count += 1 }
         }
+        for line in sdp.split(whereSeparator: \.isNewline) {
+            if line.hasPrefix("m=") {
+                close()
+                inSession = false
+                inVideo = line.hasPrefix("m=video ") && !line.hasPrefix("m=video 0 ")
+                sending = sessionSends
+                continue
+            }
+            let direction: Bool? =
+                switch line {
+                case "a=sendrecv", "a=sendonly": true
+                case "a=recvonly", "a=inactive": false
+                default: nil
+                }
+            guard let direction else { continue }
+            if inSession { sessionSends = direction } else { sending = direction }
+        }
+        close()
+        return count
     }
 
     /// Checks the size and shape of a signalling message.

@@ -244,8 +244,15 @@ struct CallNegotiationTests {
     func signals() throws {
         let audioOnly = "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\nm=video 0 UDP/TLS/RTP/SAVPF 96\r\n"
         let withVideo = "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\n"
-        #expect(CallRules.sdpUsesVideo(audioOnly) == false)
-        #expect(CallRules.sdpUsesVideo(withVideo))
+        #expect(CallRules.videoSectionsSent(audioOnly) == 0)
+        #expect(CallRules.videoSectionsSent(withVideo) == 1)
+        // A camera and a shared screen; a section only received or stopped sends nothing.
+        let cameraAndScreen = withVideo + "a=sendrecv\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=sendonly\r\n"
+        #expect(CallRules.videoSectionsSent(cameraAndScreen) == 2)
+        #expect(CallRules.videoSectionsSent(withVideo + "a=recvonly\r\n") == 0)
+        #expect(CallRules.videoSectionsSent(withVideo + "a=inactive\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\n") == 1)
+        // A direction at session level applies to sections that give none.
+        #expect(CallRules.videoSectionsSent("v=0\r\na=recvonly\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\n") == 0)
         try CallRules.validate(CallSignal(kind: .offer, sdp: withVideo))
         try CallRules.validate(CallSignal(kind: .candidate, candidate: "candidate:1 1 udp 2122260223 127.0.0.1 54321 typ host", sdpMid: "0", sdpMLineIndex: 0))
         try CallRules.validate(CallSignal(kind: .candidate, candidate: ""))

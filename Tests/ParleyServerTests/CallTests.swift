@@ -374,6 +374,71 @@ struct CallTests {
         }
     }
 
+    /// A screen offered as its own video section (call-session.js adds it sendrecv).
+    static let screenOffer = offer + "m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=mid:1\r\na=sendrecv\r\n"
+    /// The answer to it: the other side receives the screen and sends no video.
+    static let screenAnswer = offer + "m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=mid:1\r\na=recvonly\r\n"
+    /// The share ended: the section stays, receiving only.
+    static let screenStopped = offer + "m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=mid:1\r\na=recvonly\r\n"
+
+    @Test("screen share: the agent's profile and the brand decide who may share; a shared screen is not a camera")
+    func screenShare() async throws {
+        try await TestServer.run(configure: Self.configure) { server in
+            // A voice-only agent who may share their screen; the brand has not let customers share.
+            let party = try await Party.make(server, permissions: [.initiateVoiceCall, .shareScreen])
+            let started = try await party.invite(server).decode(CallSessionResponse.self).call
+            #expect(started.screenShare == CallScreenShare(agent: true, consumer: false))
+            let callId = started.id
+            _ = try await Self.request(party.consumerSocket, .callAccept(id: "a", callId: callId), id: "a").get()
+            _ = try await Self.request(party.agentSocket, .callSignal(id: "o1", callId: callId, CallSignal(kind: .offer, sdp: Self.offer)), id: "o1").get()
+            _ = try await Self.request(party.consumerSocket, .callSignal(id: "a1", callId: callId, CallSignal(kind: .answer, sdp: Self.offer)), id: "a1").get()
+
+            // Video not announced as a screen is a camera, which this voice-only call refuses.
+            #expect(Self.errorCode(try await Self.request(party.agentSocket, .callSignal(id: "x1", callId: callId, CallSignal(kind: .offer, sdp: Self.screenOffer)), id: "x1")) == "video_not_allowed")
+            // Announced first, it is the screen: the consumer hears of it, and the offer is relayed.
+            let announced = try await Self.request(party.agentSocket, .callMedia(id: "m1", callId: callId, CallMediaState(sharingScreen: true)), id: "m1").get().0
+            #expect(announced.agentMedia?.sharingScreen == true)
+            guard case .callMedia(_, .agent, let media) = try await party.consumerSocket.next(where: {
+                if case .callMedia = $0 { return true } else { return false }
+            }) else { throw TestFailure("no call.media") }
+            #expect(media.sharingScreen)
+            _ = try await Self.request(party.agentSocket, .callSignal(id: "o2", callId: callId, CallSignal(kind: .offer, sdp: Self.screenOffer)), id: "o2").get()
+            // The consumer receives it (a recvonly section sends nothing), and the call stays a voice call.
+            let answered = try await Self.request(party.consumerSocket, .callSignal(id: "a2", callId: callId, CallSignal(kind: .answer, sdp: Self.screenAnswer)), id: "a2").get().0
+            #expect(answered.media == .voice)
+            // A second video section beside the screen is a camera: still refused.
+            let twoSections = Self.screenOffer + "m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=mid:2\r\na=sendrecv\r\n"
+            #expect(Self.errorCode(try await Self.request(party.agentSocket, .callSignal(id: "x2", callId: callId, CallSignal(kind: .offer, sdp: twoSections)), id: "x2")) == "video_not_allowed")
+            // The customer may not share here: refused, and the agent hears nothing of it.
+            let refused = try await Self.request(party.consumerSocket, .callMedia(id: "m2", callId: callId, CallMediaState(sharingScreen: true)), id: "m2")
+            #expect(Self.errorCode(refused) == "screen_share_not_allowed")
+            // The agent stops: the section goes inactive and the announcement says so.
+            _ = try await Self.request(party.agentSocket, .callMedia(id: "m3", callId: callId, CallMediaState(sharingScreen: false)), id: "m3").get()
+            _ = try await Self.request(party.agentSocket, .callSignal(id: "o3", callId: callId, CallSignal(kind: .offer, sdp: Self.screenStopped)), id: "o3").get()
+            let ended = try await Self.request(party.agentSocket, .callHangUp(id: "h", callId: callId), id: "h").get().0
+            #expect(ended.screenShare == nil && ended.media == .voice)
+
+            // The brand lets customers share; an agent without share_screen may not.
+            let settings = try await server.request(
+                .patch, "/v1/brand/settings", token: party.acme.adminToken, json: UpdateBrandSettingsRequest(screenShareFromConsumers: true))
+            #expect(try settings.decode(BrandSettingsDTO.self).screenShareFromConsumers)
+            let (plainToken, _) = try await party.acme.agent(permissions: [.initiateVoiceCall, .initiateVideoCall])
+            let plainSocket = try await RealtimeProbe.connect(port: server.port, token: plainToken)
+            let second = try await server.post(
+                "/v1/conversations/\(party.conversation.id)/calls", token: plainToken,
+                json: StartCallRequest(media: .video, connectionId: plainSocket.connectionId)
+            ).decode(CallSessionResponse.self).call
+            #expect(second.screenShare == CallScreenShare(agent: false, consumer: true))
+            _ = try await Self.request(party.consumerSocket, .callAccept(id: "b", callId: second.id), id: "b").get()
+            #expect(Self.errorCode(try await Self.request(plainSocket, .callMedia(id: "m4", callId: second.id, CallMediaState(cameraOn: true, sharingScreen: true)), id: "m4")) == "screen_share_not_allowed")
+            let consumerShares = try await Self.request(party.consumerSocket, .callMedia(id: "m5", callId: second.id, CallMediaState(sharingScreen: true)), id: "m5").get().0
+            #expect(consumerShares.consumerMedia?.sharingScreen == true)
+            _ = try await Self.request(plainSocket, .callHangUp(id: "h2", callId: second.id), id: "h2").get()
+            await plainSocket.close()
+            await party.close()
+        }
+    }
+
     @Test("records a crash left open are closed at start-up; relay-only servers say so")
     func recovery() async throws {
         try await TestServer.run(configure: { Self.configure(&$0); $0.callRelayOnly = true }) { server in

@@ -55,14 +55,48 @@ public enum CallEndReason: String, Codable, Sendable, CaseIterable, Hashable {
     public static let reportableByClient: Set<CallEndReason> = [.iceFailed, .mediaUnavailable]
 }
 
-/// Microphone and camera state of one side, shown to the other.
+/// Microphone, camera and screen of one side, shown to the other.
 public struct CallMediaState: Codable, Sendable, Hashable {
     public var muted: Bool
     public var cameraOn: Bool
+    /// Whether this side shares its screen or a tab: a video track of its own stream, which the
+    /// other side shows large. A side announces it before adding the track (the server refuses a
+    /// share the call does not allow, see `CallDTO.screenShare`).
+    public var sharingScreen: Bool
 
-    public init(muted: Bool = false, cameraOn: Bool = false) {
+    public init(muted: Bool = false, cameraOn: Bool = false, sharingScreen: Bool = false) {
         self.muted = muted
         self.cameraOn = cameraOn
+        self.sharingScreen = sharingScreen
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        muted = try c.decode(Bool.self, forKey: .muted)
+        cameraOn = try c.decode(Bool.self, forKey: .cameraOn)
+        // Absent from clients made before screen share.
+        sharingScreen = try c.decodeIfPresent(Bool.self, forKey: .sharingScreen) ?? false
+    }
+}
+
+/// Who may share a screen in a call, fixed when it starts.
+public struct CallScreenShare: Codable, Sendable, Hashable {
+    /// The inviting agent's profile has `share_screen`.
+    public var agent: Bool
+    /// The brand lets customers share (`screenShareFromConsumers`).
+    public var consumer: Bool
+
+    public init(agent: Bool, consumer: Bool) {
+        self.agent = agent
+        self.consumer = consumer
+    }
+
+    public func allows(_ side: ParticipantKind) -> Bool {
+        switch side {
+        case .agent: agent
+        case .consumer: consumer
+        case .system: false
+        }
     }
 }
 
@@ -98,14 +132,17 @@ public struct CallDTO: Codable, Sendable, Hashable {
     public var consumerMedia: CallMediaState?
     /// The sequence number of the stored timeline event, once the call has ended.
     public var seq: Int64?
+    /// Who may share a screen, while the call is live (nil in stored records).
+    public var screenShare: CallScreenShare?
 
     public init(
         id: CallID, conversationId: ConversationID, media: CallMedia, videoAllowed: Bool = false, state: CallState, version: Int, invitedBy: String,
         inviterName: String, answeredBy: String? = nil, invitedAt: Date, answeredAt: Date? = nil, connectedAt: Date? = nil,
         endedAt: Date? = nil, outcome: CallOutcome? = nil, endReason: CallEndReason? = nil, endedBy: ParticipantKind? = nil,
         durationSeconds: Int? = nil, ringsUntil: Date? = nil, agentMedia: CallMediaState? = nil,
-        consumerMedia: CallMediaState? = nil, seq: Int64? = nil
+        consumerMedia: CallMediaState? = nil, seq: Int64? = nil, screenShare: CallScreenShare? = nil
     ) {
+        self.screenShare = screenShare
         self.id = id
         self.conversationId = conversationId
         self.media = media

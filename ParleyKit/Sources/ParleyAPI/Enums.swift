@@ -51,6 +51,8 @@ public enum AgentPermission: String, Codable, Sendable, CaseIterable, Hashable {
     case initiateVideoCall = "initiate_video_call"
     /// Offering co-browse: seeing the customer's page (on the brand's site), once they accept.
     case cobrowse
+    /// Sharing their screen (or a tab) during a call.
+    case shareScreen = "share_screen"
 }
 
 /// Who wrote a message or caused an event.

@@ -179,6 +179,7 @@ extension ErrorCode {
     public static let savedReplyLimit: ErrorCode = "saved_reply_limit"
     public static let scanPending: ErrorCode = "scan_pending"
     public static let scanUnavailable: ErrorCode = "scan_unavailable"
+    public static let screenShareNotAllowed: ErrorCode = "screen_share_not_allowed"
     public static let sequenceOutOfRange: ErrorCode = "sequence_out_of_range"
     public static let sessionExpired: ErrorCode = "session_expired"
     public static let sessionRevoked: ErrorCode = "session_revoked"
@@ -336,6 +337,7 @@ extension ErrorCode {
         Entry(.savedReplyLimit, .api, http: [409], meaning: "A brand has at most … saved replies; delete one first.", action: "Delete a saved reply first."),
         Entry(.scanPending, .api, http: [409], meaning: "This voice message is waiting for its malware scan; it can be played once the scan passes.", action: "Play it once the scan passes; the sender can play it already."),
         Entry(.scanUnavailable, .api, http: [503], meaning: "The malware scanner is unavailable; send the file again in a moment.", action: "Retry in a moment. Operator: clamd (PARLEY_CLAMD) is not answering; check it and its signatures."),
+        Entry(.screenShareNotAllowed, .api, http: [403], meaning: "Screen sharing is not allowed for this side of the call.", action: "Agents need share_screen in their profile; customers share when an admin allows it in the brand's settings."),
         Entry(.sequenceOutOfRange, .api, http: [422], meaning: "'upToSeq' … is past the last sequence … of this conversation.", action: "Acknowledge only sequence numbers you received."),
         Entry(.sessionExpired, .api, http: [401], meaning: "This session has expired. Sign in again.", action: "Sign in again."),
         Entry(.sessionRevoked, .api, http: [401], meaning: "This session was signed out. Sign in again.", action: "Sign in again."),

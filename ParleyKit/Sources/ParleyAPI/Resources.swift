@@ -501,6 +501,9 @@ public struct BrandSettingsDTO: Codable, Sendable, Hashable {
     /// CSS selectors of elements the customer's page masks during co-browse, beyond password and
     /// card fields and `data-parley-mask` (at most 20).
     public var cobrowseMaskSelectors: [String] = []
+    /// Whether customers may share their screen during a call (off by default; agents share with
+    /// the `share_screen` permission).
+    public var screenShareFromConsumers: Bool = false
 
     public static let defaultWidgetColor = "#4f46e5"
     public static let defaultAvailableText = "Typically replies in a few minutes"
@@ -553,6 +556,7 @@ public struct UpdateBrandSettingsRequest: Codable, Sendable {
     public var cobrowseEnabled: Bool? = nil
     public var cobrowseOrigins: [String]? = nil
     public var cobrowseMaskSelectors: [String]? = nil
+    public var screenShareFromConsumers: Bool? = nil
 
     public init(
         voiceMaxSeconds: Int? = nil, voiceFromConsumers: Bool? = nil, voiceFromAgents: Bool? = nil,
@@ -560,8 +564,9 @@ public struct UpdateBrandSettingsRequest: Codable, Sendable {
         autoAwayMinutes: Int? = nil, exposedClaims: [String]? = nil, widgetColor: String? = nil, availableText: String? = nil,
         awayText: String? = nil, attachmentGroups: [AttachmentGroup]? = nil, attachmentMaxMegabytes: Int? = nil,
         previewOrigins: [String]? = nil, pushPreview: PushPreview? = nil, cobrowseEnabled: Bool? = nil, cobrowseOrigins: [String]? = nil,
-        cobrowseMaskSelectors: [String]? = nil
+        cobrowseMaskSelectors: [String]? = nil, screenShareFromConsumers: Bool? = nil
     ) {
+        self.screenShareFromConsumers = screenShareFromConsumers
         self.cobrowseEnabled = cobrowseEnabled
         self.cobrowseOrigins = cobrowseOrigins
         self.cobrowseMaskSelectors = cobrowseMaskSelectors

@@ -144,6 +144,7 @@ export class AccountView {
     form.elements.cobrowseEnabled.checked = settings.cobrowseEnabled !== false;
     form.elements.cobrowseOrigins.value = (settings.cobrowseOrigins ?? []).join("\n");
     form.elements.cobrowseMaskSelectors.value = (settings.cobrowseMaskSelectors ?? []).join("\n");
+    form.elements.screenShareFromConsumers.checked = Boolean(settings.screenShareFromConsumers);
     this.renderLogo();
   }
 
@@ -183,6 +184,7 @@ export class AccountView {
           cobrowseEnabled: form.elements.cobrowseEnabled.checked,
           cobrowseOrigins: form.elements.cobrowseOrigins.value.split(/\s+/).filter(Boolean),
           cobrowseMaskSelectors: form.elements.cobrowseMaskSelectors.value.split("\n").map((line) => line.trim()).filter(Boolean),
+          screenShareFromConsumers: form.elements.screenShareFromConsumers.checked,
         });
         note.textContent = "Saved. Visitors see it the next time the chat opens.";
       } catch (failure) {

@@ -28,6 +28,11 @@ extension CallService {
             party == .agent ? agentConnection : consumerConnection
         }
 
+        /// Whether `party` has announced a shared screen (see `CallMediaState.sharingScreen`).
+        func sharingScreen(_ party: CallParty) -> Bool {
+            (party == .agent ? call.agentMedia : call.consumerMedia)?.sharingScreen == true
+        }
+
         /// The call as clients see it, refreshed from the machine.
         mutating func refresh() {
             call.state = machine.state
@@ -39,6 +44,8 @@ extension CallService {
             call.endedBy = machine.endedBy?.participantKind
             call.durationSeconds = machine.durationSeconds
             if machine.state != .ringing { call.ringsUntil = nil }
+            // Only the live call says who may share (the stored record does not keep it).
+            if machine.state == .ended { call.screenShare = nil }
             call.version += 1
         }
     }

@@ -86,9 +86,11 @@ public final class CallService: Service, Sendable {
     /// Starts the call on this node, which has the agent's connection.
     func startHere(_ agent: AgentPrincipal, conversationId: ConversationID, _ request: StartCallRequest) async throws -> CallSessionResponse {
         try CallRules.requirePermission(agent, media: request.media)
-        let (conversation, inviter) = try await store.read { repo in
+        let (conversation, inviter, settings) = try await store.read { repo in
             let conversation = try await ConversationService.authorizedConversation(.agent(agent), id: conversationId, in: repo, lock: false)
-            return (conversation, try await repo.agent(brandId: agent.brandId, id: agent.agentId))
+            return (
+                conversation, try await repo.agent(brandId: agent.brandId, id: agent.agentId), try await repo.brandSettings(brandId: agent.brandId)
+            )
         }
         guard ConnectionID.isWellFormed(request.connectionId),
             case .agent(let owner) = hub.principal(ofConnection: request.connectionId), owner.agentId == agent.agentId
@@ -102,7 +104,8 @@ public final class CallService: Service, Sendable {
             videoAllowed: CallRules.videoAllowed(inviter: agent), state: .ringing, version: 1,
             invitedBy: agent.agentId.rawValue, inviterName: inviter?.agent.name ?? "An agent", invitedAt: now,
             ringsUntil: now.addingTimeInterval(TimeInterval(configuration.callRingSeconds)),
-            agentMedia: CallMediaState(muted: false, cameraOn: request.media == .video))
+            agentMedia: CallMediaState(muted: false, cameraOn: request.media == .video),
+            screenShare: CallRules.screenShare(inviter: agent, settings: settings))
         let session = Session(
             call: call, machine: CallMachine(invitedAt: now), brandId: agent.brandId, consumerId: conversation.consumerId,
             agentId: agent.agentId, videoAllowed: CallRules.videoAllowed(inviter: agent), agentConnection: request.connectionId)
@@ -208,7 +211,7 @@ public final class CallService: Service, Sendable {
 
     func signalHere(_ principal: Principal, callId: CallID, _ signal: CallSignal, connection: ConnectionID) async throws -> CallDTO {
         try CallRules.validate(signal)
-        let usesVideo = signal.sdp.map(CallRules.sdpUsesVideo) ?? false
+        let videoSent = signal.sdp.map(CallRules.videoSectionsSent) ?? 0
         let (session, target, decision, upgraded) = try sessions.withLock { sessions throws(ParleyError) in
             var session = try Self.live(sessions, callId, principal)
             let party = try Self.bound(session, principal, connection: connection)
@@ -216,7 +219,10 @@ public final class CallService: Service, Sendable {
                 throw ParleyError(.conflict, code: .callNotAnswered, message: "Signalling starts once the call is answered.")
             }
             var upgraded = false
-            if usesVideo, session.call.media == .voice {
+            // A side that announced a shared screen (allowed, or `call.media` would have refused
+            // it) sends one video section for it; any other is a camera.
+            let cameras = videoSent - (session.sharingScreen(party) ? 1 : 0)
+            if cameras > 0, session.call.media == .voice {
                 guard session.videoAllowed else { throw Self.videoRefused }
                 session.call.media = .video
                 session.call.version += 1
@@ -243,6 +249,9 @@ public final class CallService: Service, Sendable {
             var session = try Self.live(sessions, callId, principal)
             let party = try Self.bound(session, principal, connection: connection)
             var upgraded = false
+            if state.sharingScreen, !session.sharingScreen(party), session.call.screenShare?.allows(party.participantKind) != true {
+                throw Self.screenShareRefused(party)
+            }
             if state.cameraOn, session.call.media == .voice {
                 guard session.videoAllowed else { throw Self.videoRefused }
                 session.call.media = .video
@@ -310,6 +319,14 @@ public final class CallService: Service, Sendable {
     private static let otherDevice = ParleyError(.conflict, code: .callOnOtherDevice, message: "This call is taking place on another device or tab.")
     private static let videoRefused = ParleyError(
         .forbidden, code: .videoNotAllowed, message: "Video is not allowed in this call: the inviting agent may make voice calls only.")
+
+    private static func screenShareRefused(_ party: CallParty) -> ParleyError {
+        ParleyError(
+            .forbidden, code: .screenShareNotAllowed,
+            message: party == .agent
+                ? "Your profile does not allow sharing your screen (share_screen)."
+                : "This brand does not let customers share their screen in calls.")
+    }
 
     /// The live session of a call the principal takes part in.
     private static func live(_ sessions: [CallID: Session], _ callId: CallID, _ principal: Principal) throws(ParleyError) -> Session {

@@ -68,6 +68,7 @@ public struct VoiceService: Sendable {
             if let value = change.attachmentMaxMegabytes { settings.attachmentMaxMegabytes = value }
             if let value = change.previewOrigins { settings.previewOrigins = try WorkspaceRules.origins(value) }
             if let value = change.cobrowseEnabled { settings.cobrowseEnabled = value }
+            if let value = change.screenShareFromConsumers { settings.screenShareFromConsumers = value }
             if let value = cobrowse.origins { settings.cobrowseOrigins = value }
             if let value = cobrowse.selectors { settings.cobrowseMaskSelectors = value }
             try await repo.saveBrandSettings(settings, brandId: agent.brandId, at: notes.clock.now())

@@ -260,6 +260,7 @@ struct BrandSettingsRow: TableRow {
     var cobrowseOrigins: String
     /// One selector a line.
     var cobrowseMaskSelectors: String
+    var screenShareFromConsumers: Int
     var updatedAt: Int64
 
     init(_ settings: BrandSettingsDTO, brandId: BrandID, at: Date) {
@@ -268,6 +269,7 @@ struct BrandSettingsRow: TableRow {
         cobrowseEnabled = settings.cobrowseEnabled ? 1 : 0
         cobrowseOrigins = settings.cobrowseOrigins.joined(separator: " ")
         cobrowseMaskSelectors = settings.cobrowseMaskSelectors.joined(separator: "\n")
+        screenShareFromConsumers = settings.screenShareFromConsumers ? 1 : 0
         self.brandId = brandId
         voiceMaxSeconds = settings.voiceMaxSeconds
         voiceFromConsumers = settings.voiceFromConsumers ? 1 : 0
@@ -301,6 +303,7 @@ struct BrandSettingsRow: TableRow {
         settings.cobrowseEnabled = cobrowseEnabled != 0
         settings.cobrowseOrigins = cobrowseOrigins.split(separator: " ").map(String.init)
         settings.cobrowseMaskSelectors = cobrowseMaskSelectors.split(separator: "\n").map(String.init)
+        settings.screenShareFromConsumers = screenShareFromConsumers != 0
         return settings
     }
 }
