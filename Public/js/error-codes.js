@@ -26,6 +26,7 @@ export const ErrorCode = Object.freeze({
   callNotFound: "call_not_found",
   callOnOtherDevice: "call_on_other_device",
   callPermissionMissing: "call_permission_missing",
+  cobrowseControlNotGranted: "cobrowse_control_not_granted",
   cobrowseDisabled: "cobrowse_disabled",
   cobrowseInProgress: "cobrowse_in_progress",
   cobrowseNeedsWeb: "cobrowse_needs_web",

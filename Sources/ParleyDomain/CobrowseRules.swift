@@ -14,6 +14,18 @@ public enum CobrowseRules {
     /// A pointer or highlight from the agent: a few coordinates or an element path.
     public static let maxPointBytes = 2_048
 
+    /// The agent's click or typing: an element's id and at most a field's worth of text.
+    public static let maxInputBytes = 16 * 1024
+
+    /// Asking to click and type on the customer's page needs its own permission.
+    public static func requireControlPermission(_ agent: AgentPrincipal) throws(ParleyError) {
+        guard agent.permissions.contains(.cobrowseControl) else {
+            throw ParleyError(
+                .forbidden, code: .cobrowsePermissionMissing,
+                message: "Your profile does not allow taking control of a customer's page (cobrowse_control).")
+        }
+    }
+
     public static func requirePermission(_ agent: AgentPrincipal) throws(ParleyError) {
         guard agent.permissions.contains(.cobrowse) else {
             throw ParleyError(.forbidden, code: .cobrowsePermissionMissing, message: "Your profile does not allow co-browse (cobrowse).")
@@ -85,6 +97,12 @@ public struct CobrowseMachine: Sendable, Equatable {
         case pageTooLarge
         case notAllowed
         case shutdown
+        /// The agent asks to click and type.
+        case requestControl
+        /// The customer's answer to the request.
+        case answerControl(Bool)
+        /// Either side gives control back (the agent releases, the customer takes it back).
+        case releaseControl
     }
 
     /// Applies `event` at `now`; throws when the session cannot take it (the error a client gets).
@@ -92,6 +110,20 @@ public struct CobrowseMachine: Sendable, Equatable {
         switch (session.state, event) {
         case (.ended, _):
             throw ParleyError(.conflict, code: .cobrowseNotActive, message: "This co-browse session is over.")
+        case (.offered, .requestControl), (.offered, .answerControl), (.offered, .releaseControl):
+            throw ParleyError(.conflict, code: .cobrowseNotActive, message: "The customer has not accepted co-browse yet.")
+        case (.active, .requestControl):
+            guard session.control == .none else { return }  // asked already, or granted
+            session.control = .requested
+        case (.active, .answerControl(let yes)):
+            guard session.control == .requested else {
+                throw ParleyError(.conflict, code: .cobrowseControlNotGranted, message: "There is no request for control to answer.")
+            }
+            session.control = yes ? .granted : .none
+            if yes, session.controlGrantedAt == nil { session.controlGrantedAt = now }
+        case (.active, .releaseControl):
+            guard session.control != .none else { return }
+            session.control = .none
         case (.offered, .accept(let origin)):
             session.state = .active
             session.startedAt = now
@@ -141,5 +173,6 @@ public struct CobrowseMachine: Sendable, Equatable {
         session.endedAt = now
         session.endReason = reason
         session.consumerConnected = false
+        session.control = .none
     }
 }

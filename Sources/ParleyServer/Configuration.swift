@@ -127,6 +127,9 @@ public struct ParleyConfiguration: Sendable {
     /// Bytes of page changes per second one co-browse session may relay; past it changes are
     /// dropped and the page is asked for a new snapshot.
     public var cobrowseBytesPerSecond: Int = 256 * 1024
+    /// Clicks and typing one agent in control may send to a customer's page per second (a burst of
+    /// as many); past it an input is refused with `rate_limited`.
+    public var cobrowseInputsPerSecond: Int = 20
     /// Seconds from the answer until media must be connected, else the call fails.
     public var callConnectSeconds: Int = 30
     /// STUN servers handed to browsers, e.g. `stun:turn.example.com:3478`.

@@ -96,6 +96,9 @@ extension ParleyConfiguration {
         Setting(flag: "cobrowse-bytes-per-second", environment: "PARLEY_COBROWSE_BYTES_PER_SECOND", help: "page changes one co-browse session may relay per second, in bytes (default 262144)") { c, v, name throws(ConfigurationError) in
             c.cobrowseBytesPerSecond = try parseInt(v, name, range: 4_096...16_777_216, what: "a number of bytes")
         },
+        Setting(flag: "cobrowse-inputs-per-second", environment: "PARLEY_COBROWSE_INPUTS_PER_SECOND", help: "clicks and typing an agent in control may send to a customer's page per second (default 20)") { c, v, name throws(ConfigurationError) in
+            c.cobrowseInputsPerSecond = try parseInt(v, name, range: 1...1_000, what: "a number of inputs")
+        },
         Setting(flag: "call-connect-timeout", environment: "PARLEY_CALL_CONNECT_TIMEOUT", help: "seconds from answer to connected media (default 30)") { c, v, name throws(ConfigurationError) in
             c.callConnectSeconds = try parseInt(v, name, range: 1...600, what: "a number of seconds")
         },

@@ -359,7 +359,7 @@ struct CreateAgent: AsyncParsableCommand {
     @Option(help: "The agent's email.") var email: String
     @Option(help: "The agent's name.") var name: String
     @Option(help: "agent, manager or admin.") var role: String = "agent"
-    @Option(name: .customLong("permission"), help: "send_audio, initiate_voice_call, initiate_video_call or cobrowse; repeat for several.") var permissions: [String] = []
+    @Option(name: .customLong("permission"), help: "send_audio, initiate_voice_call, initiate_video_call, cobrowse, cobrowse_control or share_screen; repeat for several.") var permissions: [String] = []
 
     func run() async throws {
         guard let role = AgentRole(rawValue: role) else { throw ValidationError("'\(role)' is not a role: use agent, manager or admin.") }

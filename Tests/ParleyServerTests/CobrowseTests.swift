@@ -86,6 +86,88 @@ struct CobrowseTests {
         return detail.code.rawValue
     }
 
+    /// The next error frame without an id whose code is not `skipping` (earlier refusals may still be queued).
+    static func unansweredError(_ socket: RealtimeProbe, skipping: String) async throws -> String {
+        while true {
+            let code = try await unansweredError(socket)
+            if code != skipping { return code }
+        }
+    }
+
+    @Test("control: its own permission, asked of the customer on the shared page, inputs relayed only while granted and limited, kept in the record")
+    func control() async throws {
+        try await TestServer.run(configure: { $0.cobrowseInputsPerSecond = 5 }) { server in
+            // An agent who may co-browse but not take control.
+            let viewer = try await Party.make(server)
+            let watched = try await viewer.started()
+            #expect(Self.code(try await Self.request(
+                viewer.agentSocket, .cobrowseControl(id: "c0", sessionId: watched.id, action: .request), id: "c0")) == "cobrowse_permission_missing")
+            try viewer.agentSocket.send(.cobrowseInput(sessionId: watched.id, payload: #"{"kind":"click","id":1}"#))
+            #expect(try await Self.unansweredError(viewer.agentSocket) == "cobrowse_control_not_granted")
+            await viewer.close()
+
+            let party = try await Party.make(server, permissions: [.cobrowse, .cobrowseControl])
+            let session = try await party.started()
+            #expect(session.control == .none)
+            // Nothing to grant before the agent asks; each side has its own actions.
+            #expect(Self.code(try await Self.request(
+                party.page, .cobrowseControl(id: "g0", sessionId: session.id, action: .grant), id: "g0")) == "cobrowse_control_not_granted")
+            #expect(Self.code(try await Self.request(
+                party.page, .cobrowseControl(id: "r0", sessionId: session.id, action: .request), id: "r0")) == "invalid_field")
+            #expect(Self.code(try await Self.request(
+                party.agentSocket, .cobrowseControl(id: "g1", sessionId: session.id, action: .grant), id: "g1")) == "invalid_field")
+
+            let requested = try await Self.request(party.agentSocket, .cobrowseControl(id: "r1", sessionId: session.id, action: .request), id: "r1").get()
+            #expect(requested.control == .requested)
+            _ = try await party.page.next { if case .cobrowse(let s) = $0 { s.control == .requested } else { false } }
+            // Asked is not granted.
+            try party.agentSocket.send(.cobrowseInput(sessionId: session.id, payload: #"{"kind":"click","id":1}"#))
+            #expect(try await Self.unansweredError(party.agentSocket) == "cobrowse_control_not_granted")
+            // The customer answers on the page that is shared, not from another tab.
+            let otherTab = try await RealtimeProbe.connect(port: server.port, token: party.consumerToken)
+            #expect(Self.code(try await Self.request(
+                otherTab, .cobrowseControl(id: "g2", sessionId: session.id, action: .grant), id: "g2")) == "cobrowse_on_other_page")
+            let granted = try await Self.request(party.page, .cobrowseControl(id: "g3", sessionId: session.id, action: .grant), id: "g3").get()
+            #expect(granted.control == .granted && granted.controlGrantedAt != nil)
+            _ = try await party.agentSocket.next { if case .cobrowse(let s) = $0 { s.control == .granted } else { false } }
+
+            // The agent's click reaches the shared page as it was sent, and no other tab.
+            let click = #"{"kind":"click","id":7}"#
+            try party.agentSocket.send(.cobrowseInput(sessionId: session.id, payload: click))
+            let relayed = try await party.page.next { if case .cobrowseInput = $0 { true } else { false } }
+            guard case .cobrowseInput(let relayedSession, let payload) = relayed else { throw TestFailure("no input") }
+            #expect(relayedSession == session.id && payload == click)
+            #expect(try await otherTab.expectSilence(for: 0.3).map { frame -> Bool in
+                if case .cobrowseInput = frame { return false }
+                return true
+            } ?? true)
+            // The customer cannot send inputs; an input has a size limit.
+            try party.page.send(.cobrowseInput(sessionId: session.id, payload: click))
+            #expect(try await Self.unansweredError(party.page) == "forbidden")
+            try party.agentSocket.send(.cobrowseInput(sessionId: session.id, payload: String(repeating: "x", count: CobrowseRules.maxInputBytes + 1)))
+            #expect(try await Self.unansweredError(party.agentSocket) == "invalid_field")
+            // Five a second (a burst of five; one is spent): a flood is refused.
+            for _ in 0..<10 { try party.agentSocket.send(.cobrowseInput(sessionId: session.id, payload: click)) }
+            #expect(try await Self.unansweredError(party.agentSocket) == "rate_limited")
+
+            // The customer takes control back, from any of their pages: inputs are refused again.
+            let released = try await Self.request(otherTab, .cobrowseControl(id: "t", sessionId: session.id, action: .release), id: "t").get()
+            #expect(released.control == .none)
+            // (Control is checked before the rate: no wait for the bucket to refill.)
+            try party.agentSocket.send(.cobrowseInput(sessionId: session.id, payload: click))
+            #expect(try await Self.unansweredError(party.agentSocket, skipping: "rate_limited") == "cobrowse_control_not_granted")
+
+            // Asked again and refused: nothing changes but the request.
+            _ = try await Self.request(party.agentSocket, .cobrowseControl(id: "r2", sessionId: session.id, action: .request), id: "r2").get()
+            #expect(try await Self.request(party.page, .cobrowseControl(id: "d", sessionId: session.id, action: .deny), id: "d").get().control == .none)
+            // The record keeps that the agent had control.
+            let ended = try await Self.request(party.agentSocket, .cobrowseEnd(id: "e", sessionId: session.id), id: "e").get()
+            #expect(ended.state == .ended && ended.control == .none && ended.controlGrantedAt != nil)
+            await otherTab.close()
+            await party.close()
+        }
+    }
+
     @Test("offered, accepted on one page, the page relayed to the offering agent only, the pointer back, stopped, and recorded for agents")
     func fullSession() async throws {
         try await TestServer.run { server in
@@ -185,6 +267,10 @@ struct CobrowseTests {
                 other.page, .cobrowseAnswer(id: "a", sessionId: offered.id, accept: true, origin: nil), id: "a")) == "cobrowse_not_found")
             #expect(Self.code(try await Self.request(
                 other.agentSocket, .cobrowseOffer(id: "x", conversationId: party.conversation.id), id: "x")) == "not_found")
+            #expect(Self.code(try await Self.request(
+                other.agentSocket, .cobrowseControl(id: "k", sessionId: offered.id, action: .release), id: "k")) == "cobrowse_not_found")
+            #expect(Self.code(try await Self.request(
+                other.page, .cobrowseControl(id: "g", sessionId: offered.id, action: .grant), id: "g")) == "cobrowse_not_found")
 
             // Only the brand's listed sites: accepting elsewhere ends the session, and the page is told.
             #expect(try await server.request(.patch, "/v1/brand/settings", token: party.acme.adminToken,
@@ -346,6 +432,33 @@ struct CobrowseRulesTests {
         var declined = CobrowseMachine(Self.session())
         try declined.apply(.decline, now: now)
         #expect(declined.session.endReason == .declined)
+    }
+
+    @Test("control: only in an active session, asked before granted, given back by either side, none once over")
+    func controlMachine() throws {
+        let now = Date(timeIntervalSince1970: 1_790_000_010)
+        var machine = CobrowseMachine(Self.session())
+        #expect(throws: ParleyError.self) { try machine.apply(.requestControl, now: now) }
+        try machine.apply(.accept(origin: nil), now: now)
+        #expect(throws: ParleyError.self) { try machine.apply(.answerControl(true), now: now) }
+        try machine.apply(.requestControl, now: now)
+        let asked = machine.session.version
+        try machine.apply(.requestControl, now: now)  // asked again: nothing changes
+        #expect(machine.session.control == .requested && machine.session.version == asked)
+        try machine.apply(.answerControl(true), now: now)
+        #expect(machine.session.control == .granted && machine.session.controlGrantedAt == now)
+        try machine.apply(.releaseControl, now: now)
+        #expect(machine.session.control == .none)
+        try machine.apply(.requestControl, now: now)
+        try machine.apply(.answerControl(true), now: now.addingTimeInterval(60))
+        #expect(machine.session.controlGrantedAt == now)  // the first time is kept
+        try machine.apply(.stop(.consumer), now: now)
+        #expect(machine.session.control == .none && machine.session.controlGrantedAt == now)
+        // A record from before agent control decodes with none.
+        var json = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(Self.session())) as! [String: Any]
+        json["control"] = nil
+        let old = try JSONDecoder().decode(CobrowseSessionDTO.self, from: try JSONSerialization.data(withJSONObject: json))
+        #expect(old.control == .none && old.controlGrantedAt == nil)
     }
 
     @Test("mask selectors: selectors only, trimmed, without duplicates")

@@ -186,6 +186,8 @@ struct CrossTenantTests {
                     // (CobrowseTests.refusals does it with a live one).
                     .cobrowseOffer(id: "o", conversationId: sent.conversation.id),
                     .cobrowseEnd(id: "e", sessionId: "cob_aaaaaaaaaaaaaaaaaaaaaaaa"),
+                    .cobrowseControl(id: "k", sessionId: "cob_aaaaaaaaaaaaaaaaaaaaaaaa", action: .release),
+                    .cobrowseInput(sessionId: "cob_aaaaaaaaaaaaaaaaaaaaaaaa", payload: "{}"),
                 ]
                 for frame in frames {
                     try socket.send(frame)

@@ -29,6 +29,25 @@ public enum CobrowseEndReason: String, Codable, Sendable, CaseIterable, Hashable
     case serverShutdown = "server_shutdown"
 }
 
+/// Whether the agent may click and type on the customer's page.
+public enum CobrowseControl: String, Codable, Sendable, CaseIterable, Hashable {
+    /// The agent sees and points only.
+    case none
+    /// The agent asked; the customer has not answered.
+    case requested
+    /// The customer lets the agent click and type (never on masked elements) until either gives it back.
+    case granted
+}
+
+/// What a `cobrowse.control` frame does. The agent requests and releases; the customer grants,
+/// denies, and releases (takes control back).
+public enum CobrowseControlAction: String, Codable, Sendable, CaseIterable, Hashable {
+    case request
+    case grant
+    case deny
+    case release
+}
+
 /// A co-browse session as both sides see it. Nothing of the page is stored: this is the record of
 /// who saw a customer's page, when, and how it ended (it goes into the conversation's log, for
 /// agents, when the session ends).
@@ -54,12 +73,20 @@ public struct CobrowseSessionDTO: Codable, Sendable, Hashable {
     /// CSS selectors whose elements the customer's page masks, beyond passwords and card fields
     /// (the brand's setting, for embed.js).
     public var maskSelectors: [String]
+    /// Whether the agent may click and type on the page (asked of the customer separately).
+    public var control: CobrowseControl
+    /// When the customer first let the agent take control (kept in the record: the conversation's
+    /// log says the agent had control).
+    public var controlGrantedAt: Date?
 
     public init(
         id: CobrowseID, conversationId: ConversationID, state: CobrowseState, version: Int, agentId: AgentID, agentName: String,
         offeredAt: Date, startedAt: Date? = nil, endedAt: Date? = nil, endReason: CobrowseEndReason? = nil,
-        consumerConnected: Bool = false, origin: String? = nil, maskSelectors: [String] = []
+        consumerConnected: Bool = false, origin: String? = nil, maskSelectors: [String] = [], control: CobrowseControl = .none,
+        controlGrantedAt: Date? = nil
     ) {
+        self.control = control
+        self.controlGrantedAt = controlGrantedAt
         self.id = id
         self.conversationId = conversationId
         self.state = state
@@ -73,6 +100,28 @@ public struct CobrowseSessionDTO: Codable, Sendable, Hashable {
         self.consumerConnected = consumerConnected
         self.origin = origin
         self.maskSelectors = maskSelectors
+    }
+}
+
+extension CobrowseSessionDTO {
+    private enum CodingKeys: String, CodingKey {
+        case id, conversationId, state, version, agentId, agentName, offeredAt, startedAt, endedAt, endReason
+        case consumerConnected, origin, maskSelectors, control, controlGrantedAt
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            id: try c.decode(CobrowseID.self, forKey: .id), conversationId: try c.decode(ConversationID.self, forKey: .conversationId),
+            state: try c.decode(CobrowseState.self, forKey: .state), version: try c.decode(Int.self, forKey: .version),
+            agentId: try c.decode(AgentID.self, forKey: .agentId), agentName: try c.decode(String.self, forKey: .agentName),
+            offeredAt: try c.decode(Date.self, forKey: .offeredAt), startedAt: try c.decodeIfPresent(Date.self, forKey: .startedAt),
+            endedAt: try c.decodeIfPresent(Date.self, forKey: .endedAt), endReason: try c.decodeIfPresent(CobrowseEndReason.self, forKey: .endReason),
+            consumerConnected: try c.decode(Bool.self, forKey: .consumerConnected), origin: try c.decodeIfPresent(String.self, forKey: .origin),
+            maskSelectors: try c.decode([String].self, forKey: .maskSelectors),
+            // Absent before agent control.
+            control: try c.decodeIfPresent(CobrowseControl.self, forKey: .control) ?? .none,
+            controlGrantedAt: try c.decodeIfPresent(Date.self, forKey: .controlGrantedAt))
     }
 }
 

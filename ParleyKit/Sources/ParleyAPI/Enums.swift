@@ -53,6 +53,9 @@ public enum AgentPermission: String, Codable, Sendable, CaseIterable, Hashable {
     case cobrowse
     /// Sharing their screen (or a tab) during a call.
     case shareScreen = "share_screen"
+    /// Asking a customer in co-browse to let them click and type on the page (off by default, even
+    /// for a new brand's first admin: an admin grants it per agent).
+    case cobrowseControl = "cobrowse_control"
 }
 
 /// Who wrote a message or caused an event.

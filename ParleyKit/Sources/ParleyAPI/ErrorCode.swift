@@ -89,6 +89,7 @@ extension ErrorCode {
     public static let callNotFound: ErrorCode = "call_not_found"
     public static let callOnOtherDevice: ErrorCode = "call_on_other_device"
     public static let callPermissionMissing: ErrorCode = "call_permission_missing"
+    public static let cobrowseControlNotGranted: ErrorCode = "cobrowse_control_not_granted"
     public static let cobrowseDisabled: ErrorCode = "cobrowse_disabled"
     public static let cobrowseInProgress: ErrorCode = "cobrowse_in_progress"
     public static let cobrowseNeedsWeb: ErrorCode = "cobrowse_needs_web"
@@ -247,6 +248,7 @@ extension ErrorCode {
         Entry(.callNotFound, .api, http: [404], meaning: "There is no live call with this id.", action: "The call ended or is not yours; list the conversation's calls again."),
         Entry(.callOnOtherDevice, .api, http: [409], meaning: "This call is taking place on another device or tab.", action: "Continue on the device that answered."),
         Entry(.callPermissionMissing, .api, http: [403], meaning: "Your profile does not allow … calls (…).", action: "The signed-in user may not do this; an admin can change what their profile allows."),
+        Entry(.cobrowseControlNotGranted, .api, http: [409], meaning: "The customer has not let you click and type on their page (or there is no request to answer).", action: "Ask for control; the customer answers in the chat."),
         Entry(.cobrowseDisabled, .api, http: [403], meaning: "Co-browse is off for this brand, or not allowed on this site.", action: "An admin can turn co-browse on, or add the site, in the brand's settings."),
         Entry(.cobrowseInProgress, .api, http: [409], meaning: "This conversation already has a co-browse session. End it before offering another.", action: "End the current session first."),
         Entry(.cobrowseNeedsWeb, .api, http: [422], meaning: "Co-browse needs a web conversation: it shows the page of the brand's site where the customer chats.", action: "Offer co-browse in a conversation from the web widget; in apps, use a call."),

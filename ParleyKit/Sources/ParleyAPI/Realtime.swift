@@ -61,6 +61,12 @@ public enum ClientFrame: Sendable, Hashable {
     case cobrowsePoint(sessionId: CobrowseID, payload: String)
     /// The agent's view needs the whole page again (it reloaded, or fell behind).
     case cobrowseResync(sessionId: CobrowseID)
+    /// Control of the customer's page: the agent (with `cobrowse_control`) asks for it or gives it
+    /// back; the customer grants it (from the shared page's connection), refuses, or takes it back.
+    case cobrowseControl(id: String, sessionId: CobrowseID, action: CobrowseControlAction)
+    /// While the customer lets them: the agent's click or typing, relayed to the customer's page,
+    /// which carries it out (never on a masked element).
+    case cobrowseInput(sessionId: CobrowseID, payload: String)
 }
 
 /// A frame sent by the server.
@@ -101,6 +107,8 @@ public enum ServerFrame: Sendable {
     /// The customer's page should send a whole snapshot again: `reason` is `agent` (the agent's
     /// view asked) or `budget` (changes came faster than the per-second budget and some were dropped).
     case cobrowseResync(sessionId: CobrowseID, reason: String)
+    /// The agent's click or typing, for the customer's page (only while control is granted).
+    case cobrowseInput(sessionId: CobrowseID, payload: String)
 }
 
 
@@ -122,6 +130,8 @@ public enum ClientFrameType: String, Codable, Sendable, CaseIterable {
     case cobrowseData = "cobrowse.data"
     case cobrowsePoint = "cobrowse.point"
     case cobrowseResync = "cobrowse.resync"
+    case cobrowseControl = "cobrowse.control"
+    case cobrowseInput = "cobrowse.input"
 }
 
 /// The `type` of a server frame: the one list of tags the coder and the pre-encoded fast path use.
@@ -132,6 +142,7 @@ public enum ServerFrameType: String, Codable, Sendable, CaseIterable {
     case cobrowseData = "cobrowse.data"
     case cobrowsePoint = "cobrowse.point"
     case cobrowseResync = "cobrowse.resync"
+    case cobrowseInput = "cobrowse.input"
 }
 
 extension ClientFrame {
@@ -140,9 +151,9 @@ extension ClientFrame {
         switch self {
         case .send(let id, _), .receipt(let id, _, _), .resume(let id, _), .callAccept(let id, _), .callReject(let id, _),
             .callHangUp(let id, _), .callSignal(let id, _, _), .callMedia(let id, _, _), .callReport(let id, _, _, _),
-            .cobrowseOffer(let id, _), .cobrowseAnswer(let id, _, _, _), .cobrowseEnd(let id, _):
+            .cobrowseOffer(let id, _), .cobrowseAnswer(let id, _, _, _), .cobrowseEnd(let id, _), .cobrowseControl(let id, _, _):
             id
-        case .typing, .view, .cobrowseData, .cobrowsePoint, .cobrowseResync:
+        case .typing, .view, .cobrowseData, .cobrowsePoint, .cobrowseResync, .cobrowseInput:
             nil
         }
     }
@@ -166,6 +177,8 @@ extension ClientFrame {
         case .cobrowseData: .cobrowseData
         case .cobrowsePoint: .cobrowsePoint
         case .cobrowseResync: .cobrowseResync
+        case .cobrowseControl: .cobrowseControl
+        case .cobrowseInput: .cobrowseInput
         }
     }
 }
@@ -191,6 +204,7 @@ extension ServerFrame {
         case .cobrowseData: .cobrowseData
         case .cobrowsePoint: .cobrowsePoint
         case .cobrowseResync: .cobrowseResync
+        case .cobrowseInput: .cobrowseInput
         }
     }
 }
@@ -201,7 +215,7 @@ private enum FrameKeys: String, CodingKey {
     case type, id, conversationId, clientMessageId, text, channel, upToSeq, state, isTyping, cursors
     case complete, connectionId, participant, brandId, heartbeatSeconds, message, conversation, event, error
     case callId, call, ice, signal, media, report, reason, from, presence, queue
-    case sessionId, accept, origin, seq, kind, last, payload, cobrowse
+    case sessionId, accept, origin, seq, kind, last, payload, cobrowse, action
 }
 
 extension KeyedDecodingContainer where K == FrameKeys {
@@ -269,6 +283,10 @@ extension ClientFrame: Codable {
             self = .cobrowsePoint(sessionId: try sessionId(), payload: try c.decode(String.self, forKey: .payload))
         case .cobrowseResync:
             self = .cobrowseResync(sessionId: try sessionId())
+        case .cobrowseControl:
+            self = .cobrowseControl(id: try id(), sessionId: try sessionId(), action: try c.decode(CobrowseControlAction.self, forKey: .action))
+        case .cobrowseInput:
+            self = .cobrowseInput(sessionId: try sessionId(), payload: try c.decode(String.self, forKey: .payload))
         }
     }
 
@@ -333,6 +351,13 @@ extension ClientFrame: Codable {
             try c.encode(payload, forKey: .payload)
         case .cobrowseResync(let sessionId):
             try c.encode(sessionId, forKey: .sessionId)
+        case .cobrowseControl(let id, let sessionId, let action):
+            try c.encode(id, forKey: .id)
+            try c.encode(sessionId, forKey: .sessionId)
+            try c.encode(action, forKey: .action)
+        case .cobrowseInput(let sessionId, let payload):
+            try c.encode(sessionId, forKey: .sessionId)
+            try c.encode(payload, forKey: .payload)
         }
     }
 }
@@ -403,6 +428,8 @@ extension ServerFrame: Codable {
             self = .cobrowsePoint(sessionId: try c.decode(CobrowseID.self, forKey: .sessionId), payload: try c.decode(String.self, forKey: .payload))
         case .cobrowseResync:
             self = .cobrowseResync(sessionId: try c.decode(CobrowseID.self, forKey: .sessionId), reason: try c.decode(String.self, forKey: .reason))
+        case .cobrowseInput:
+            self = .cobrowseInput(sessionId: try c.decode(CobrowseID.self, forKey: .sessionId), payload: try c.decode(String.self, forKey: .payload))
         }
     }
 
@@ -474,6 +501,9 @@ extension ServerFrame: Codable {
         case .cobrowseResync(let sessionId, let reason):
             try c.encode(sessionId, forKey: .sessionId)
             try c.encode(reason, forKey: .reason)
+        case .cobrowseInput(let sessionId, let payload):
+            try c.encode(sessionId, forKey: .sessionId)
+            try c.encode(payload, forKey: .payload)
         }
     }
 }

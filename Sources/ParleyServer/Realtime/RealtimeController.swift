@@ -156,7 +156,7 @@ struct RealtimeController {
                 try await resume(id: id, cursors: cursors, principal: principal, outbox: outbox)
             case .callAccept, .callReject, .callHangUp, .callSignal, .callMedia, .callReport:
                 try await handleCall(frame, principal: principal, outbox: outbox)
-            case .cobrowseOffer, .cobrowseAnswer, .cobrowseEnd, .cobrowseData, .cobrowsePoint, .cobrowseResync:
+            case .cobrowseOffer, .cobrowseAnswer, .cobrowseEnd, .cobrowseData, .cobrowsePoint, .cobrowseResync, .cobrowseControl, .cobrowseInput:
                 try await handleCobrowse(frame, principal: principal, outbox: outbox)
             }
         } catch {
@@ -246,7 +246,8 @@ struct RealtimeController {
         case .callReport(let id, let callId, let report, let reason):
             let call = try await calls.report(principal, callId: callId, report, reason: reason, connection: connection)
             send(.callAck(id: id, call: call, ice: nil), to: outbox)
-        case .send, .receipt, .typing, .view, .resume, .cobrowseOffer, .cobrowseAnswer, .cobrowseEnd, .cobrowseData, .cobrowsePoint, .cobrowseResync:
+        case .send, .receipt, .typing, .view, .resume, .cobrowseOffer, .cobrowseAnswer, .cobrowseEnd, .cobrowseData, .cobrowsePoint, .cobrowseResync,
+            .cobrowseControl, .cobrowseInput:
             preconditionFailure("not a call frame")
         }
     }
@@ -270,6 +271,12 @@ struct RealtimeController {
             try await cobrowse.point(agent, sessionId: sessionId, payload: payload, connection: connection)
         case (.cobrowseResync(let sessionId), .agent(let agent)):
             try await cobrowse.resync(agent, sessionId: sessionId, connection: connection)
+        case (.cobrowseControl(let id, let sessionId, let action), _):
+            send(.cobrowseAck(id: id, session: try await cobrowse.control(principal, sessionId: sessionId, action: action, connection: connection)), to: outbox)
+        case (.cobrowseInput(let sessionId, let payload), .agent(let agent)):
+            try await cobrowse.input(agent, sessionId: sessionId, payload: payload, connection: connection)
+        case (.cobrowseInput, .consumer):
+            throw ParleyError(.forbidden, code: .forbidden, message: "Only the agent in control clicks and types on the customer's page.")
         case (.cobrowseOffer, .consumer), (.cobrowsePoint, .consumer), (.cobrowseResync, .consumer):
             throw ParleyError(.forbidden, code: .forbidden, message: "Only agents offer co-browse and point at the page.")
         case (.cobrowseAnswer, .agent), (.cobrowseData, .agent):

@@ -34,6 +34,9 @@ public final class CobrowseService: Service, Sendable {
     private let budgets = Mutex<[CobrowseID: PageBudget]>([:])
     /// Offer and return deadlines started on this node.
     private let timers = Mutex<[CobrowseID: Task<Void, Never>]>([:])
+    /// The agent's clicks and typing per session (`cobrowseInputsPerSecond`), on the node with
+    /// the agent's connection (the only one that takes its frames).
+    private let inputs = LocalTokenBuckets()
 
     init(
         store: Store, hub: RealtimeHub, bus: any EventBus, conversations: ConversationService, configuration: ParleyConfiguration,
@@ -175,6 +178,59 @@ public final class CobrowseService: Service, Sendable {
         }
         guard let page = record.consumerConnection, record.session.consumerConnected else { return }
         await bus.publish(.cobrowsePoint(sessionId: sessionId, payload: payload), to: .connection(page), logger: logger)
+    }
+
+    // MARK: Control
+
+    /// Control of the page: the agent requests or releases it; the customer grants or denies a
+    /// request (from the shared page, where the question is asked) or takes control back.
+    func control(_ principal: Principal, sessionId: CobrowseID, action: CobrowseControlAction, connection: ConnectionID) async throws -> CobrowseSessionDTO {
+        let now = clock.now()
+        switch principal {
+        case .agent(let agent):
+            guard action == .request || action == .release else {
+                throw ParleyError.invalidField("action", "An agent requests or releases control; the customer grants or denies it.")
+            }
+            if action == .request { try CobrowseRules.requireControlPermission(agent) }
+            return try await transition(sessionId, brandId: agent.brandId, actor: principal.participant) { machine, record, _ throws(ParleyError) in
+                guard record.session.agentId == agent.agentId else { throw Self.notFound }
+                guard record.agentConnection == connection else { throw Self.otherPage }
+                try machine.apply(action == .request ? .requestControl : .releaseControl, now: now)
+            }.session
+        case .consumer(let consumer):
+            guard action != .request else {
+                throw ParleyError.invalidField("action", "The customer grants, denies or takes back control; only the agent requests it.")
+            }
+            return try await transition(sessionId, brandId: consumer.brandId, actor: principal.participant) { machine, record, _ throws(ParleyError) in
+                guard record.consumerId == consumer.consumerId else { throw Self.notFound }
+                switch action {
+                case .grant:
+                    // Asked and answered on the page that is shared: the customer sees what they allow.
+                    guard record.consumerConnection == connection else { throw Self.otherPage }
+                    try machine.apply(.answerControl(true), now: now)
+                case .deny: try machine.apply(.answerControl(false), now: now)
+                case .release, .request: try machine.apply(.releaseControl, now: now)
+                }
+            }.session
+        }
+    }
+
+    /// The agent's click or typing, relayed to the customer's shared page while control is granted.
+    /// The page carries it out only on elements it does not mask.
+    func input(_ agent: AgentPrincipal, sessionId: CobrowseID, payload: String, connection: ConnectionID) async throws {
+        let record = try await agentsLive(agent, sessionId: sessionId, connection: connection)
+        guard record.session.control == .granted else {
+            throw ParleyError(
+                .conflict, code: .cobrowseControlNotGranted, message: "The customer has not let you click and type on their page.")
+        }
+        guard payload.utf8.count <= CobrowseRules.maxInputBytes else {
+            throw ParleyError.invalidField("payload", "An input is at most \(CobrowseRules.maxInputBytes) bytes.")
+        }
+        if let wait = inputs.take(sessionId.rawValue, limit: configuration.cobrowseInputsPerSecond, per: .seconds(1), now: .now) {
+            throw ParleyError.rateLimited("clicks and typing on the customer's page", retryAfter: wait)
+        }
+        guard let page = record.consumerConnection, record.session.consumerConnected else { return }
+        await bus.publish(.cobrowseInput(sessionId: sessionId, payload: payload), to: .connection(page), logger: logger)
     }
 
     /// The agent's view asks the page for a whole snapshot.

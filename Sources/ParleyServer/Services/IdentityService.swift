@@ -397,7 +397,8 @@ public struct IdentityService: Sendable {
             brandId: brand.id,
             CreateAgentRequest(
                 email: adminEmail, name: adminName, password: password, role: .admin,
-                permissions: AgentPermission.allCases))
+                // Everything but taking control of a customer's page, which is off until an admin grants it.
+                permissions: AgentPermission.allCases.filter { $0 != .cobrowseControl }))
         return NewBrand(brand: brand, app: app, admin: admin, adminPassword: password)
     }
 

@@ -103,6 +103,8 @@ struct CobrowseRow: TableRow {
     var startedAt: Int64?
     var endedAt: Int64?
     var endReason: CobrowseEndReason?
+    var control: CobrowseControl
+    var controlGrantedAt: Int64?
 
     init(_ record: CobrowseSessionRecord) {
         let s = record.session
@@ -114,6 +116,8 @@ struct CobrowseRow: TableRow {
         startedAt = s.startedAt.map(StoredTime.millis)
         endedAt = s.endedAt.map(StoredTime.millis)
         endReason = s.endReason
+        control = s.control
+        controlGrantedAt = s.controlGrantedAt.map(StoredTime.millis)
     }
 
     /// The brand's mask selectors are not part of the record: the service adds the current ones.
@@ -122,7 +126,8 @@ struct CobrowseRow: TableRow {
             session: CobrowseSessionDTO(
                 id: id, conversationId: conversationId, state: state, version: version, agentId: agentId, agentName: agentName,
                 offeredAt: StoredTime.date(offeredAt), startedAt: startedAt.map(StoredTime.date), endedAt: endedAt.map(StoredTime.date),
-                endReason: endReason, consumerConnected: consumerConnected != 0, origin: origin),
+                endReason: endReason, consumerConnected: consumerConnected != 0, origin: origin, control: control,
+                controlGrantedAt: controlGrantedAt.map(StoredTime.date)),
             brandId: brandId, consumerId: consumerId, agentConnection: agentConnection, consumerConnection: consumerConnection)
     }
 }

@@ -1,0 +1,10 @@
+extension Migration {
+    /// Version 31: co-browse control. Whether the agent may click and type on the customer's page
+    /// (`none`, `requested`, `granted`), and when the customer first allowed it (the record keeps it).
+    static let v31 = Migration(
+        version: 31, name: "cobrowse_control",
+        statements: [
+            "ALTER TABLE cobrowse_sessions ADD COLUMN control TEXT NOT NULL DEFAULT 'none'",
+            "ALTER TABLE cobrowse_sessions ADD COLUMN control_granted_at BIGINT",
+        ])
+}
