@@ -145,8 +145,15 @@
           maskSelectors: Array.isArray(message.maskSelectors) ? message.maskSelectors.map(String) : [],
           send: (kind, payload, last) => toChat({ type: "parley:cobrowse-data", kind, payload, last }),
           onStop: () => toChat({ type: "parley:cobrowse-stop" }),
+          onRelease: () => toChat({ type: "parley:cobrowse-release" }),
         });
+        if (message.granted) page.control(true);
       } else if (message.action === "stop") page.stop();
+      else if (message.action === "control") {
+        page.control(message.granted === true);
+        // On a phone the chat steps aside once the agent may act, so the customer watches the page.
+        if (message.granted === true && phone.matches && !frame.hidden) toggle(false);
+      } else if (message.action === "input") page.input({ kind: String(message.kind), id: Number(message.id), value: message.value });
       else if (message.action === "point") page.point(Number(message.x), Number(message.y), Number(message.id));
       else if (message.action === "resync") page.resync();
     };

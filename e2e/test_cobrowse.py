@@ -24,7 +24,8 @@ SHOP_STYLE = """
   main { padding: 24px 32px; max-width: 640px; }
   form { display: grid; gap: 12px; background: #fff; padding: 20px; border-radius: 12px; box-shadow: 0 1px 3px rgb(0 0 0 / 10%); }
   label { display: grid; gap: 4px; font-weight: 600; }
-  input { font: inherit; padding: 8px 10px; border: 1px solid #cbd5e1; border-radius: 8px; }
+  input, select { font: inherit; padding: 8px 10px; border: 1px solid #cbd5e1; border-radius: 8px; }
+  button { font: inherit; padding: 8px 14px; border: 0; border-radius: 8px; background: #0f766e; color: #fff; }
 """
 
 CHECKOUT = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Checkout · Example Shop</title>
@@ -36,6 +37,8 @@ CHECKOUT = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>
   <label>Card number <input id="card" name="card" autocomplete="cc-number" inputmode="numeric"></label>
   <label>Password <input id="password" type="password" name="password"></label>
   <label>Loyalty code <input id="loyalty" name="loyalty" data-parley-mask></label>
+  <label>Country <select id="country" name="country"><option value="GB">United Kingdom</option><option value="ES">Spain</option><option value="FR">France</option></select></label>
+  <p><button id="apply" type="button" onclick="document.getElementById('applied').textContent = 'Coupon applied'">Apply coupon</button> <span id="applied"></span></p>
 </form>
 <p class="account">Account <span id="iban">GB33 BUKB 2020 1555 5555 55</span></p>
 <p><a id="next" href="/delivery.html">Continue to delivery</a></p>
@@ -194,9 +197,107 @@ def test_cobrowse_from_offer_to_stop(server, browser, signed_in, shoot, console_
         expect(viewer.locator(".cobrowse-status")).to_contain_text("stopped sharing")
         expect(visitor.locator("[data-parley-ui=cobrowse-banner]")).to_have_count(0)
         shoot(agent, f"stopped-{name}")
-        viewer.get_by_role("button", name="Stop co-browsing").click()
+        # Over: the window's button closes it.
+        viewer.get_by_role("button", name="Close").click()
         expect(agent.locator(".timeline")).to_contain_text("co-browsed the customer's page")
         shoot(agent, f"recorded-{name}")
+        visitor.context.close()
+        agent.context.close()
+    assert console_errors.errors == []
+
+
+def click_in_view(agent, selector):
+    """Clicks, in the agent's view, the middle of the element `selector` of the customer's page (measured
+    from the workspace: the view's frame runs no script)."""
+    x, y = agent.evaluate("""(selector) => {
+        const frame = document.querySelector('.cobrowse-frame');
+        const scale = frame.getBoundingClientRect().width / frame.offsetWidth;
+        const box = frame.contentDocument.querySelector(selector).getBoundingClientRect();
+        const stage = frame.getBoundingClientRect();
+        return [stage.left + (box.left + box.width / 2) * scale, stage.top + (box.top + box.height / 2) * scale];
+    }""", selector)
+    agent.mouse.click(x, y)
+
+
+@pytest.mark.parametrize("name,size", [("phone", PHONE), ("desktop", DESKTOP)])
+def test_cobrowse_control_asked_separately_never_private_fields(server, browser, signed_in, shoot, console_errors, name, size):
+    """An agent whose profile allows control (cobrowse_control, which nobody has by default) asks; the
+    customer says yes in the chat, separately from sharing; the agent types in the name field, picks a
+    country and presses a button on the customer's page, but cannot reach the card field; the customer
+    takes control back from the banner."""
+    marker = f"Control {uuid.uuid4().hex[:6]}"
+    email = f"sam-{uuid.uuid4().hex[:6]}@demo.test"
+    admin = agent_page(browser, server, signed_in, console_errors, DESKTOP)
+    created = admin.request.post(f"{server.url}/v1/agents", data={
+        "email": email, "name": "Sam Control", "password": "a long password", "role": "agent",
+        "permissions": ["cobrowse", "cobrowse_control"]})
+    assert created.status == 201, created.text()
+    admin.context.close()
+    with shop_site(server) as shop:
+        visitor, chat = visit(browser, console_errors, f"{shop}/checkout.html", size, f"{marker}: can you fill it in?")
+        agent = console_errors(browser.new_context(viewport=size).new_page())
+        agent.goto(server.url + "/")
+        agent.fill("input[name=email]", email)
+        agent.fill("input[name=password]", "a long password")
+        agent.click("button[type=submit]")
+        expect(agent.locator(".topbar .status")).to_have_text("Online", timeout=10000)
+        viewer = offer(agent, marker)
+        chat.locator(".cobrowse-offer").get_by_role("button", name="Share this page").click()
+        frame = agent.frame_locator(".cobrowse-frame")
+        expect(frame.locator("h1")).to_have_text("Checkout", timeout=10000)
+
+        # Seeing is not acting: the agent asks, and the customer is asked in the chat, separately.
+        ask = viewer.get_by_role("button", name="Ask for control")
+        ask.click()
+        expect(viewer.locator(".cobrowse-control")).to_be_disabled()
+        expect(viewer.locator(".cobrowse-control")).to_contain_text("Waiting for")
+        card = chat.locator(".cobrowse-control")
+        expect(card).to_contain_text("Sam Control asks to click and type on this page for you")
+        expect(card).to_contain_text("never passwords or card details")
+        shoot(visitor, f"control-asked-{name}")
+        card.get_by_role("button", name="Allow").click()
+        banner = visitor.locator("[data-parley-ui=cobrowse-banner]")
+        expect(banner).to_contain_text("can see this page and click and type for you")
+        expect(banner.get_by_role("button", name="Take back control")).to_be_visible()
+        release = viewer.get_by_role("button", name="Release control")
+        expect(release).to_have_attribute("aria-pressed", "true")
+
+        # The agent types in the name field: the customer's field fills in.
+        click_in_view(agent, "#name")
+        editor = viewer.locator(".cobrowse-type")
+        expect(editor).to_be_focused()
+        editor.type("Ana Lopez")
+        expect(visitor.locator("#name")).to_have_value("Ana Lopez")
+        expect(frame.locator("#name")).to_have_value("Ana Lopez")
+        shoot(agent, f"control-typing-{name}")
+        editor.press("Enter")
+        expect(editor).to_have_count(0)
+        # Picks a country, and presses the page's button: its own script runs, on the customer's side.
+        click_in_view(agent, "#country")
+        viewer.locator("select.cobrowse-type").select_option("ES")
+        expect(visitor.locator("#country")).to_have_value("ES")
+        click_in_view(agent, "#apply")
+        expect(visitor.locator("#applied")).to_have_text("Coupon applied")
+        expect(frame.locator("#applied")).to_have_text("Coupon applied")
+        # The card field is the customer's alone: refused in the workspace, and the page would refuse it too.
+        click_in_view(agent, "#card")
+        expect(viewer.locator(".cobrowse-status")).to_contain_text("That field is private")
+        expect(viewer.locator(".cobrowse-type")).to_have_count(0)
+        shoot(agent, f"control-private-field-{name}")
+        sent = visitor.evaluate("() => window.__parleyCobrowse.input({ kind: 'value', id: -1, value: 'x' })")
+        assert sent is False
+        assert visitor.locator("#card").input_value() == ""
+        shoot(visitor, f"control-customer-page-{name}")
+
+        # The customer takes control back from the banner: the agent is back to pointing.
+        banner.get_by_role("button", name="Take back control").click()
+        expect(viewer.get_by_role("button", name="Ask for control")).to_be_visible()
+        expect(banner).not_to_contain_text("click and type")
+        click_in_view(agent, "#name")
+        expect(viewer.locator(".cobrowse-type")).to_have_count(0)
+        viewer.get_by_role("button", name="Stop co-browsing").click()
+        expect(agent.locator(".timeline")).to_contain_text("co-browsed the customer's page for under a minute, with control")
+        shoot(agent, f"control-recorded-{name}")
         visitor.context.close()
         agent.context.close()
     assert console_errors.errors == []
@@ -214,7 +315,7 @@ def test_cobrowse_declined_and_hostile_page_runs_nothing(server, browser, signed
         chat.locator(".cobrowse-offer").get_by_role("button", name="Not now").click()
         expect(viewer.locator(".cobrowse-status")).to_contain_text("said no")
         shoot(agent, "declined")
-        viewer.get_by_role("button", name="Stop co-browsing").click()
+        viewer.get_by_role("button", name="Close").click()
 
         # Accepted on the hostile page: it shows, and nothing of it runs.
         agent.locator(".start-cobrowse").click()
@@ -298,7 +399,7 @@ def test_cobrowse_from_webkit(server, browser, signed_in, shoot, console_errors,
         expect(frame.locator("#name")).to_have_value("Ana Lopez")
         expect(frame.locator("#card")).to_have_value("•••• •••• •••• ••••")
         shoot(agent, "agent-sees-webkit-page")
-        webkit.execute_script("[...document.querySelectorAll('[data-parley-ui=cobrowse-banner] button')][0].click()")
+        webkit.execute_script("[...document.querySelectorAll('[data-parley-ui=cobrowse-banner] button')].find((b) => b.textContent === 'Stop').click()")
         expect(viewer.locator(".cobrowse-status")).to_contain_text("stopped sharing")
         wait_until(webkit, "return !document.querySelector('[data-parley-ui=cobrowse-banner]')", what="the banner going away")
         shoot_webkit("stopped")

@@ -6,6 +6,10 @@
 // sent at all. The page goes to the chat frame by postMessage (the chat sends it on its real-time
 // connection); the agent's pointer comes back the same way. A banner stays on the page while it
 // runs, with Stop.
+//
+// When the customer has also said yes to control (a second question in the chat), the agent's
+// clicks and typing come back the same way and are carried out here, by the page's own ids, never
+// on a masked element (nor a file input) and only while this page's own state says control is on.
 (() => {
   if (window.__parleyCobrowse) return;
   const DOT = "•";
@@ -23,8 +27,12 @@
   let flushTimer = null;
   const changed = { children: new Set(), attributes: new Set(), text: new Set(), values: new Set(), scroll: false, viewport: false };
   let banner = null;
+  let bannerText = null;
+  let takeBack = null;
   let pointer = null;
   let highlight = null;
+  /** Whether the customer lets the agent click and type (the chat says so). */
+  let controlled = false;
 
   const idOf = (node) => {
     let id = ids.get(node);
@@ -184,7 +192,7 @@
     const dot = document.createElement("span");
     Object.assign(dot.style, { width: "8px", height: "8px", borderRadius: "50%", background: "#ef4444", flex: "none" });
     const text = document.createElement("span");
-    text.textContent = `${agentName}${brandName ? ` from ${brandName}` : ""} can see this page`;
+    bannerText = text;
     const button = document.createElement("button");
     button.type = "button";
     button.textContent = "Stop";
@@ -193,8 +201,75 @@
       cursor: "pointer", flex: "none",
     });
     button.addEventListener("click", stop);
-    banner.append(dot, text, button);
+    takeBack = document.createElement("button");
+    takeBack.type = "button";
+    takeBack.textContent = "Take back control";
+    Object.assign(takeBack.style, {
+      border: "1px solid rgb(255 255 255 / 55%)", borderRadius: "999px", padding: "5px 13px", background: "transparent", color: "#fff",
+      font: "600 14px/1 system-ui, sans-serif", cursor: "pointer", flex: "none", display: "none",
+    });
+    takeBack.addEventListener("click", () => session?.onRelease?.());
+    banner.append(dot, text, takeBack, button);
     document.body.append(banner);
+    describe();
+  }
+
+  /** What the banner says: who sees the page, and whether they may also act on it. */
+  function describe() {
+    if (!bannerText || !session) return;
+    const who = `${session.agentName}${session.brandName ? ` from ${session.brandName}` : ""}`;
+    bannerText.textContent = controlled ? `${who} can see this page and click and type for you` : `${who} can see this page`;
+    takeBack.style.display = controlled ? "" : "none";
+  }
+
+  /** The chat says whether control is on (the customer allowed it) or off (declined, taken back). */
+  function control(granted) {
+    controlled = Boolean(granted) && Boolean(session);
+    describe();
+  }
+
+  /** Parley's elements, masked ones, file pickers: never acted on by the agent. */
+  function actionable(element) {
+    if (!(element instanceof Element) || !element.isConnected || ours(element) || masked(element)) return false;
+    if (element === document.documentElement || element === document.body) return false;
+    if (element.matches("input[type=file]")) return false;
+    // A field inside a masked form part (a card block marked as a whole) counts as masked too.
+    return !element.closest("[data-parley-mask]");
+  }
+
+  /** Sets a field as typing would, so that the page's own scripts (frameworks' listeners) see it. */
+  function setValue(element, value) {
+    if (element instanceof HTMLSelectElement) {
+      if (![...element.options].some((option) => option.value === value)) return false;
+      element.value = value;
+    } else if (element instanceof HTMLTextAreaElement || (element instanceof HTMLInputElement && !/^(checkbox|radio|submit|button|reset|image|hidden|file|password)$/i.test(element.type))) {
+      const prototype = element instanceof HTMLTextAreaElement ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
+      Object.getOwnPropertyDescriptor(prototype, "value").set.call(element, value);
+    } else {
+      return false;
+    }
+    element.dispatchEvent(new Event("input", { bubbles: true }));
+    element.dispatchEvent(new Event("change", { bubbles: true }));
+    return true;
+  }
+
+  /** The agent's click or typing, carried out while control is on. Returns whether it was. */
+  function input({ kind, id, value }) {
+    if (!controlled || !session) return false;
+    const element = Number.isInteger(id) ? byId.get(id)?.deref() : null;
+    if (!actionable(element)) return false;
+    if (kind === "click") {
+      const box = element.getBoundingClientRect();
+      point(box.left + box.width / 2 + scrollX, box.top + box.height / 2 + scrollY, id);
+      element.focus?.({ preventScroll: true });
+      element.click();
+      return true;
+    }
+    if (kind === "value") {
+      element.focus?.({ preventScroll: true });
+      return setValue(element, String(value ?? "").slice(0, 10000));
+    }
+    return false;
   }
 
   /** The agent's pointer: a ring at a point of the page, and the element there outlined, for a few seconds. */
@@ -241,6 +316,7 @@
   function start(options) {
     if (session) stop();
     session = options;
+    controlled = false;
     showBanner(options.agentName, options.brandName, options.onStop);
     snapshot();
     observer = new MutationObserver(onMutations);
@@ -267,13 +343,17 @@
     highlight?.remove();
     highlight = null;
     session = null;
+    controlled = false;
+    bannerText = null;
+    takeBack = null;
     ids = new WeakMap();
     byId = new Map();
     nextId = 1;
   }
 
   window.__parleyCobrowse = {
-    start, stop, point,
+    start, stop, point, control, input,
+    get controlled() { return controlled; },
     resync() { if (session) { ids = new WeakMap(); byId = new Map(); nextId = 1; snapshot(); } },
     get running() { return Boolean(session); },
     // For tests: what the page would send, without a session.

@@ -67,6 +67,7 @@ if (embedded) {
     if (event.data?.type === "parley:page") reportPage(String(event.data.url ?? ""), String(event.data.title ?? ""));
     if (event.data?.type === "parley:cobrowse-data") cobrowse.data(event.data);
     if (event.data?.type === "parley:cobrowse-stop") cobrowse.stop();
+    if (event.data?.type === "parley:cobrowse-release") cobrowse.control("release");
   });
   // A close button, and Escape as for a dialog, hand focus back to the launcher.
   const closeChat = () => window.parent.postMessage("parley:close", "*");
@@ -289,6 +290,9 @@ function receive(frame) {
     cobrowse.toPage(frame.sessionId, { action: "point", ...safePoint(frame.payload) });
   } else if (frame.type === "cobrowse.resync") {
     cobrowse.toPage(frame.sessionId, { action: "resync" });
+  } else if (frame.type === "cobrowse.input") {
+    const input = safeInput(frame.payload);
+    if (input) cobrowse.toPage(frame.sessionId, { action: "input", ...input });
   } else if (frame.type === "typing" && frame.participant.kind === "agent" && frame.conversationId === conversationId) {
     showTyping(frame.isTyping);
   }
@@ -300,6 +304,15 @@ function safePoint(payload) {
     const { x, y, id } = JSON.parse(payload);
     return { x: Number(x), y: Number(y), id: Number.isInteger(id) ? id : null };
   } catch { return {}; }
+}
+
+/** The agent's click or typing: a kind, an element's id and a string, whatever else the payload holds. */
+function safeInput(payload) {
+  try {
+    const { kind, id, value } = JSON.parse(payload);
+    if (!Number.isInteger(id) || (kind !== "click" && kind !== "value")) return null;
+    return kind === "click" ? { kind, id } : { kind, id, value: String(value ?? "").slice(0, 10000) };
+  } catch { return null; }
 }
 
 /**
@@ -329,9 +342,18 @@ const cobrowse = {
       const consented = (() => { try { return sessionStorage.getItem(this.consentKey(session.id)) === "1"; } catch { return false; } })();
       // Another page of the site had it, and the customer said yes in this tab: this page takes over.
       if (!session.consumerConnected && consented) this.accept(session);
+      // Control is asked separately, in the chat of the page that is shared.
+      if (session.control === "requested" && this.sharing) this.askControl(session);
+      else { this.controlCard?.remove(); this.controlCard = null; }
+      if (this.sharing && previous?.control !== session.control) {
+        window.parent.postMessage({ type: "parley:cobrowse", action: "control", granted: session.control === "granted" }, parentOrigin);
+      }
     } else {
       this.card?.remove();
       this.card = null;
+      this.controlCard?.remove();
+      this.controlCard = null;
+      this.sharing = false;
       if (previous) {
         window.parent.postMessage({ type: "parley:cobrowse", action: "stop" }, parentOrigin);
         try { sessionStorage.removeItem(this.consentKey(session.id)); } catch {}
@@ -390,10 +412,52 @@ const cobrowse = {
     if (accepted?.state !== "active") return;
     this.session = accepted;
     this.seq = 0;
+    this.sharing = true;
     try { sessionStorage.setItem(this.consentKey(session.id), "1"); } catch {}
     window.parent.postMessage({
       type: "parley:cobrowse", action: "start", agentName: accepted.agentName, brandName: brand.name, maskSelectors: accepted.maskSelectors,
+      granted: accepted.control === "granted",
     }, parentOrigin);
+    if (accepted.control === "requested") this.askControl(accepted);
+  },
+
+  /** The agent asks to click and type: a second yes, in the chat, separate from sharing the page. */
+  askControl(session) {
+    if (this.controlCard?.dataset.session === session.id) return;
+    this.controlCard?.remove();
+    const card = document.createElement("div");
+    card.className = "cobrowse-offer cobrowse-control";
+    card.dataset.session = session.id;
+    card.setAttribute("role", "alertdialog");
+    card.setAttribute("aria-labelledby", "cobrowse-control-title");
+    card.setAttribute("aria-describedby", "cobrowse-control-text");
+    const title = Object.assign(document.createElement("p"), { id: "cobrowse-control-title", className: "cobrowse-title" });
+    title.textContent = `${session.agentName} asks to click and type on this page for you`;
+    const text = Object.assign(document.createElement("p"), { id: "cobrowse-control-text", className: "cobrowse-text" });
+    text.textContent = "They could press buttons and fill in fields, but never passwords or card details. You see everything they do, and can take control back at any time.";
+    const actions = Object.assign(document.createElement("div"), { className: "cobrowse-actions" });
+    const deny = Object.assign(document.createElement("button"), { type: "button", className: "button", textContent: "No thanks" });
+    const allow = Object.assign(document.createElement("button"), { type: "button", className: "button primary", textContent: "Allow" });
+    deny.onclick = () => this.control("deny");
+    allow.onclick = () => this.control("grant");
+    actions.append(deny, allow);
+    card.append(title, text, actions);
+    $(".composer").before(card);
+    this.controlCard = card;
+    allow.focus({ preventScroll: true });
+    window.parent.postMessage("parley:ringing", "*");
+  },
+
+  async control(action) {
+    const session = this.session;
+    this.controlCard?.remove();
+    this.controlCard = null;
+    if (!session) return;
+    try {
+      this.changed((await realtime.request({ type: "cobrowse.control", sessionId: session.id, action })).cobrowse);
+    } catch (error) {
+      this.notice(error.message);
+    }
   },
 
   /** A part of the page from the brand's page, for the agent. */

@@ -423,7 +423,7 @@ async function showEvent(event) {
     const who = await store.agentName(session.agentId);
     const minutes = session.startedAt && session.endedAt ? Math.round((Date.parse(session.endedAt) - Date.parse(session.startedAt)) / 60000) : 0;
     line = session.startedAt
-      ? `${who === "You" ? "You" : who} co-browsed the customer's page for ${minutes < 1 ? "under a minute" : `${minutes} min`}`
+      ? `${who === "You" ? "You" : who} co-browsed the customer's page for ${minutes < 1 ? "under a minute" : `${minutes} min`}${session.controlGrantedAt ? ", with control" : ""}`
       : `${who === "You" ? "Your" : `${who}'s`} co-browse offer ${session.endReason === "declined" ? "was declined" : "got no answer"}`;
   } else if (event.kind === "rated" && event.rating) {
     line = `The customer rated it ${event.rating.score} out of 5${event.rating.comment ? `: “${event.rating.comment}”` : ""}`;

@@ -6,6 +6,11 @@
 // allow-scripts, allow-forms or navigation, and it takes no pointer events (the agent points on an
 // overlay above it). What is built never carries a script, a frame, an event handler, a `srcdoc`,
 // a `<meta>` (refresh or policy), a `<base>`, or a URL that is not http(s) or a data: image.
+//
+// When the customer also lets the agent take control, a click on the overlay presses the element
+// under it on the customer's page (by the page's own id), and a click on a field opens an editor
+// over it whose text is set on the customer's field as the agent types. Fields the page masks are
+// refused here first (and again by the customer's page, which decides).
 
 const SVG = "http://www.w3.org/2000/svg";
 const BLOCKED = new Set([
@@ -91,9 +96,13 @@ export class CobrowseView {
     this.status = dialog.querySelector(".cobrowse-status");
     this.address = dialog.querySelector(".cobrowse-url");
     this.ring = dialog.querySelector(".cobrowse-ring");
-    dialog.querySelector(".cobrowse-stop").addEventListener("click", () => this.stop());
+    this.hint = dialog.querySelector(".cobrowse-hint");
+    this.stopButton = dialog.querySelector(".cobrowse-stop");
+    this.controlButton = dialog.querySelector(".cobrowse-control");
+    this.stopButton.addEventListener("click", () => this.stop());
+    this.controlButton.addEventListener("click", () => this.toggleControl());
     dialog.addEventListener("close", () => { if (this.session) this.stop(); });
-    this.overlay.addEventListener("click", (event) => this.point(event));
+    this.overlay.addEventListener("click", (event) => (this.session?.control === "granted" ? this.act(event) : this.point(event)));
     new ResizeObserver(() => this.fit()).observe(dialog.querySelector(".cobrowse-body"));
   }
 
@@ -118,6 +127,7 @@ export class CobrowseView {
     this.customerName = customerName || "The customer";
     this.dialog.querySelector(".cobrowse-title").textContent = `${this.customerName}'s page`;
     this.reset();
+    this.stopButton.textContent = "Stop co-browsing";
     this.showStatus(`Waiting for ${this.customerName} to accept…`);
     this.dialog.showModal();
     try {
@@ -125,7 +135,9 @@ export class CobrowseView {
       this.session = ack.cobrowse;
     } catch (error) {
       this.showStatus(error.message);
+      this.stopButton.textContent = "Close";
     }
+    this.renderControl();
   }
 
   /** A `cobrowse` frame: the session changed. */
@@ -144,7 +156,122 @@ export class CobrowseView {
       this.session = null;
       this.showStatus(reasons[session.endReason] ?? "Co-browse ended.");
       this.dialog.dataset.state = "ended";
+      // Nothing left to stop: the button closes the window.
+      this.stopButton.textContent = "Close";
+      this.closeEditor();
     }
+    this.renderControl();
+  }
+
+  // MARK: Control
+
+  get mayControl() { return Boolean(this.store.me?.permissions?.includes("cobrowse_control")); }
+
+  /** The control button and the hint follow the session: ask, waiting, or in control. */
+  renderControl() {
+    const control = this.session?.state === "active" ? this.session.control ?? "none" : "none";
+    const button = this.controlButton;
+    button.hidden = !this.mayControl || this.session?.state !== "active";
+    button.disabled = control === "requested";
+    button.textContent = { none: "Ask for control", requested: `Waiting for ${this.customerName}…`, granted: "Release control" }[control];
+    button.setAttribute("aria-pressed", String(control === "granted"));
+    this.dialog.dataset.control = control;
+    this.hint.textContent = control === "granted"
+      ? "Click to press for the customer; click a field to type in it. Private fields stay theirs."
+      : "Click on the page to point at something.";
+    if (control !== "granted") this.closeEditor();
+  }
+
+  async toggleControl() {
+    if (!this.session) return;
+    const action = this.session.control === "granted" ? "release" : "request";
+    try {
+      const ack = await this.realtime.request({ type: "cobrowse.control", sessionId: this.session.id, action });
+      this.changed(ack.cobrowse);
+    } catch (error) {
+      this.flash(error.message);
+    }
+  }
+
+  /** Whether the customer's page keeps this element to itself (its rules, as cobrowse-page.js applies them). */
+  isPrivate(element) {
+    if (element.closest("[data-parley-mask]") || element.matches("input[type=password], input[type=file]")) return true;
+    if ((element.getAttribute("autocomplete") ?? "").toLowerCase().split(/\s+/).some((token) => token.startsWith("cc-"))) return true;
+    return (this.session?.maskSelectors ?? []).some((selector) => { try { return Boolean(element.closest(selector)); } catch { return false; } });
+  }
+
+  /** In control: a click presses the element under it; a field opens an editor laid over it. */
+  act(event) {
+    const doc = this.frame?.contentDocument;
+    const target = doc?.elementFromPoint(event.offsetX / this.scale, event.offsetY / this.scale);
+    const id = target ? pageIds.get(target) : undefined;
+    if (!target || id === undefined) return;
+    this.point(event);
+    if (this.isPrivate(target)) {
+      this.flash(`That field is private: only ${this.customerName} can fill it in.`);
+      return;
+    }
+    const typable = target.localName === "textarea" || target.localName === "select"
+      || (target.localName === "input" && !/^(checkbox|radio|submit|button|reset|image|hidden)$/i.test(target.type));
+    if (typable) this.openEditor(target, id);
+    else this.send({ kind: "click", id });
+  }
+
+  send(input) {
+    if (this.session?.control === "granted") {
+      this.realtime.post({ type: "cobrowse.input", sessionId: this.session.id, payload: JSON.stringify(input) });
+    }
+  }
+
+  /** An editor over the customer's field: what the agent types is set on it (a moment after they stop). */
+  openEditor(field, id) {
+    this.closeEditor();
+    const box = field.getBoundingClientRect();
+    const select = field.localName === "select";
+    const editor = document.createElement(select ? "select" : field.localName === "textarea" ? "textarea" : "input");
+    editor.className = "cobrowse-type";
+    editor.setAttribute("aria-label", `Type for ${this.customerName}`);
+    if (select) {
+      for (const option of field.options) editor.append(new Option(option.text, option.value, false, option.value === field.value));
+    } else {
+      editor.value = field.value ?? "";
+    }
+    Object.assign(editor.style, {
+      left: `${box.left * this.scale}px`, top: `${box.top * this.scale}px`,
+      width: `${Math.max(box.width * this.scale, 160)}px`, height: field.localName === "textarea" ? `${Math.max(box.height * this.scale, 64)}px` : "",
+    });
+    let timer = null;
+    const push = () => { clearTimeout(timer); timer = null; this.send({ kind: "value", id, value: editor.value }); };
+    editor.addEventListener(select ? "change" : "input", () => {
+      if (select) { push(); return; }
+      clearTimeout(timer);
+      timer = setTimeout(push, 250);
+    });
+    editor.addEventListener("keydown", (key) => {
+      if (key.key === "Escape") { key.preventDefault(); key.stopPropagation(); this.closeEditor(); }
+      if (key.key === "Enter" && !select && field.localName !== "textarea") { key.preventDefault(); push(); this.closeEditor(); }
+    });
+    editor.addEventListener("blur", () => { if (timer) push(); setTimeout(() => { if (this.editor === editor) this.closeEditor(); }, 0); });
+    this.stage.append(editor);
+    this.editor = editor;
+    editor.focus();
+  }
+
+  closeEditor() {
+    const editor = this.editor;
+    this.editor = null;
+    editor?.remove();
+  }
+
+  /** A short message over the page (a refusal, an error), gone after a few seconds. */
+  flash(text) {
+    this.showStatus(text);
+    this.status.classList.add("flash");
+    clearTimeout(this.flashTimer);
+    this.flashTimer = setTimeout(() => {
+      this.status.classList.remove("flash");
+      if (this.session?.state === "active" && this.nodes.size) this.showStatus("");
+    }, 3000);
   }
 
   /** A part of the customer's page. */
@@ -241,6 +368,7 @@ export class CobrowseView {
   async stop() {
     const session = this.session;
     this.session = null;
+    this.closeEditor();
     if (session) await this.realtime.request({ type: "cobrowse.end", sessionId: session.id }).catch(() => {});
     if (this.dialog.open) this.dialog.close();
   }
