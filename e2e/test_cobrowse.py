@@ -206,6 +206,25 @@ def test_cobrowse_from_offer_to_stop(server, browser, signed_in, shoot, console_
     assert console_errors.errors == []
 
 
+def control_agent(browser, server, signed_in, console_errors, size):
+    """A new agent, Sam Control, whose profile allows co-browse and control (which no profile has by
+    default), signed in to the workspace."""
+    email = f"sam-{uuid.uuid4().hex[:6]}@demo.test"
+    admin = agent_page(browser, server, signed_in, console_errors, DESKTOP)
+    created = admin.request.post(f"{server.url}/v1/agents", data={
+        "email": email, "name": "Sam Control", "password": "a long password", "role": "agent",
+        "permissions": ["cobrowse", "cobrowse_control"]})
+    assert created.status == 201, created.text()
+    admin.context.close()
+    agent = console_errors(browser.new_context(viewport=size).new_page())
+    agent.goto(server.url + "/")
+    agent.fill("input[name=email]", email)
+    agent.fill("input[name=password]", "a long password")
+    agent.click("button[type=submit]")
+    expect(agent.locator(".topbar .status")).to_have_text("Online", timeout=10000)
+    return agent
+
+
 def click_in_view(agent, selector):
     """Clicks, in the agent's view, the middle of the element `selector` of the customer's page (measured
     from the workspace: the view's frame runs no script)."""
@@ -226,21 +245,9 @@ def test_cobrowse_control_asked_separately_never_private_fields(server, browser,
     country and presses a button on the customer's page, but cannot reach the card field; the customer
     takes control back from the banner."""
     marker = f"Control {uuid.uuid4().hex[:6]}"
-    email = f"sam-{uuid.uuid4().hex[:6]}@demo.test"
-    admin = agent_page(browser, server, signed_in, console_errors, DESKTOP)
-    created = admin.request.post(f"{server.url}/v1/agents", data={
-        "email": email, "name": "Sam Control", "password": "a long password", "role": "agent",
-        "permissions": ["cobrowse", "cobrowse_control"]})
-    assert created.status == 201, created.text()
-    admin.context.close()
     with shop_site(server) as shop:
         visitor, chat = visit(browser, console_errors, f"{shop}/checkout.html", size, f"{marker}: can you fill it in?")
-        agent = console_errors(browser.new_context(viewport=size).new_page())
-        agent.goto(server.url + "/")
-        agent.fill("input[name=email]", email)
-        agent.fill("input[name=password]", "a long password")
-        agent.click("button[type=submit]")
-        expect(agent.locator(".topbar .status")).to_have_text("Online", timeout=10000)
+        agent = control_agent(browser, server, signed_in, console_errors, size)
         viewer = offer(agent, marker)
         chat.locator(".cobrowse-offer").get_by_role("button", name="Share this page").click()
         frame = agent.frame_locator(".cobrowse-frame")
@@ -382,7 +389,7 @@ def test_cobrowse_from_webkit(server, browser, signed_in, shoot, console_errors,
             "box.dispatchEvent(new Event('input', {bubbles: true})); document.querySelector('.composer').requestSubmit();", marker)
         wait_until(webkit, "return document.querySelectorAll('.row.out:not(.pending)').length > 0", what="the sent message")
 
-        agent = agent_page(browser, server, signed_in, console_errors, DESKTOP)
+        agent = control_agent(browser, server, signed_in, console_errors, DESKTOP)
         viewer = offer(agent, marker)
         wait_until(webkit, "return Boolean(document.querySelector('.cobrowse-offer'))", what="the offer")
         shoot_webkit("asked")
@@ -399,6 +406,25 @@ def test_cobrowse_from_webkit(server, browser, signed_in, shoot, console_errors,
         expect(frame.locator("#name")).to_have_value("Ana Lopez")
         expect(frame.locator("#card")).to_have_value("•••• •••• •••• ••••")
         shoot(agent, "agent-sees-webkit-page")
+        # Control, asked and allowed in Safari's engine: the agent's typing fills the customer's field
+        # there, and the card field stays out of reach.
+        viewer.get_by_role("button", name="Ask for control").click()
+        webkit.switch_to.frame(webkit.find_element("css selector", "#parley-chat"))
+        wait_until(webkit, "return Boolean(document.querySelector('.cobrowse-control'))", what="the control question")
+        shoot_webkit("control-asked")
+        webkit.execute_script("[...document.querySelectorAll('.cobrowse-control button')].find(b => b.textContent === 'Allow').click()")
+        webkit.switch_to.default_content()
+        wait_until(webkit, "return document.querySelector('[data-parley-ui=cobrowse-banner]')?.textContent.includes('click and type')",
+                   what="the banner saying so")
+        expect(viewer.get_by_role("button", name="Release control")).to_be_visible()
+        click_in_view(agent, "#name")
+        viewer.locator(".cobrowse-type").fill("Ana María López")
+        viewer.locator(".cobrowse-type").press("Enter")
+        wait_until(webkit, "return document.getElementById('name').value === 'Ana María López'", what="the agent's typing")
+        click_in_view(agent, "#card")
+        expect(viewer.locator(".cobrowse-status")).to_contain_text("That field is private")
+        assert webkit.execute_script("return document.getElementById('card').value") == "4242 4242 4242 4242"
+        shoot_webkit("control-typed")
         webkit.execute_script("[...document.querySelectorAll('[data-parley-ui=cobrowse-banner] button')].find((b) => b.textContent === 'Stop').click()")
         expect(viewer.locator(".cobrowse-status")).to_contain_text("stopped sharing")
         wait_until(webkit, "return !document.querySelector('[data-parley-ui=cobrowse-banner]')", what="the banner going away")

@@ -186,12 +186,15 @@
     Object.assign(banner.style, {
       position: "fixed", top: "12px", left: "12px", right: "12px", width: "fit-content", margin: "0 auto", zIndex: "2147483002",
       display: "flex", alignItems: "center", boxSizing: "border-box",
-      gap: "12px", padding: "8px 8px 8px 16px", borderRadius: "999px", background: "#1c2230", color: "#fff",
+      // On a narrow phone the buttons wrap under the words.
+      flexWrap: "wrap", justifyContent: "flex-end", rowGap: "8px",
+      gap: "12px", padding: "8px 8px 8px 16px", borderRadius: "22px", background: "#1c2230", color: "#fff",
       font: "500 14px/1.3 system-ui, -apple-system, sans-serif", boxShadow: "0 6px 24px rgb(0 0 0 / 25%)", maxWidth: "calc(100vw - 24px)",
     });
     const dot = document.createElement("span");
     Object.assign(dot.style, { width: "8px", height: "8px", borderRadius: "50%", background: "#ef4444", flex: "none" });
     const text = document.createElement("span");
+    text.style.flex = "1 1 14em";
     bannerText = text;
     const button = document.createElement("button");
     button.type = "button";
