@@ -197,18 +197,25 @@ def login(page, server):
 
 
 @contextmanager
-def brand_site(server):
-    """A brand's own page, on another loopback origin, with Parley's one-tag embed. Yields its URL."""
-    page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Example Shop</title></head>
+def brand_site(server, pages=None):
+    """A brand's own site, on another loopback origin, with Parley's one-tag embed. Yields its URL
+    (ending in /). Without `pages`, one page at every path; with them ({"/checkout.html": html}),
+    those pages and 404 elsewhere."""
+    default = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Example Shop</title></head>
         <body style="font-family: sans-serif; margin: 40px"><h1>Example Shop</h1><p>Our products.</p>
-        <script src="{server.url}/embed.js" data-app="{server.app_id}" async></script></body></html>""".encode()
+        <script src="{server.url}/embed.js" data-app="{server.app_id}" async></script></body></html>"""
 
     class Shop(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
+            page = default if pages is None else pages.get(self.path.split("?")[0])
+            if page is None:
+                self.send_response(204 if self.path == "/favicon.ico" else 404)
+                self.end_headers()
+                return
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.end_headers()
-            self.wfile.write(page)
+            self.wfile.write(page.encode())
 
         def log_message(self, *args):
             pass

@@ -1,17 +1,16 @@
 """Co-browse (issue 29): the agent offers from the conversation, the customer says yes in the chat on
 the brand's own site (another origin, with embed.js), the agent sees the page live in the workspace
 with private fields masked in the customer's browser, points at something, follows the customer to
-the site's next page, and the customer stops it from the banner. A hostile page runs nothing in the
-agent's workspace."""
-import http.server
-import threading
+the site's next page, and the customer stops it from the banner. An agent allowed to take control
+asks, the customer says yes separately, and the agent types and presses on the customer's page but
+never reaches a private field. A hostile page runs nothing in the agent's workspace."""
 import uuid
 from contextlib import contextmanager
 
 import pytest
 from playwright.sync_api import expect
 
-from conftest import ARTIFACTS, login, running_parley
+from conftest import ARTIFACTS, brand_site, login, running_parley
 from test_webkit import wait_until, webkit  # noqa: F401
 from test_workspace import DESKTOP, agent_page, open_conversation, signed_in  # noqa: F401
 
@@ -75,37 +74,10 @@ HOSTILE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>H
 
 @contextmanager
 def shop_site(server):
-    """The brand's site on another loopback origin: a checkout, a delivery page, a hostile page."""
-    pages = {
-        "/checkout.html": CHECKOUT, "/delivery.html": DELIVERY, "/hostile.html": HOSTILE, "/large.html": LARGE,
-    }
-
-    class Shop(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            page = pages.get(self.path.split("?")[0])
-            if self.path == "/favicon.ico":
-                self.send_response(204)
-                self.end_headers()
-                return
-            if page is None:
-                self.send_response(404)
-                self.end_headers()
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.end_headers()
-            self.wfile.write(page.format(style=SHOP_STYLE, parley=server.url, app=server.app_id).encode())
-
-        def log_message(self, *args):
-            pass
-
-    shop = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Shop)
-    threading.Thread(target=shop.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{shop.server_address[1]}"
-    finally:
-        shop.shutdown()
-        shop.server_close()
+    """The brand's site on another loopback origin: a checkout, a delivery page, a hostile page, a large one."""
+    pages = {"/checkout.html": CHECKOUT, "/delivery.html": DELIVERY, "/hostile.html": HOSTILE, "/large.html": LARGE}
+    with brand_site(server, {path: page.format(style=SHOP_STYLE, parley=server.url, app=server.app_id) for path, page in pages.items()}) as url:
+        yield url.rstrip("/")
 
 
 def visit(browser, console_errors, url, viewport, text):

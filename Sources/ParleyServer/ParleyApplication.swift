@@ -267,7 +267,8 @@ public struct ParleyServices: Sendable {
                 relay: clusterBus.flatMap { bus in clusterPresence.map { BusCallRelay(bus: bus, presence: $0) } }, logger: logger),
             cobrowse: CobrowseService(
                 store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock,
-                clustered: clusterBus != nil, logger: logger),
+                cluster: clusterBus.flatMap { bus in clusterPresence.map { presence in (node: bus.node, liveNodes: { presence.liveNodes() }) } },
+                logger: logger),
             workspace: WorkspaceService(store: store, presence: presence, bus: bus, clock: clock, logger: logger),
             whatsapp: whatsapp, messenger: messenger, sms: sms, apple: apple, push: push,
             activity: ActivityService(store: store.access { $0 }, conversations: conversations, limits: limits, clock: clock, logger: logger),

@@ -1,7 +1,9 @@
 import Foundation
 import ParleyAPI
 import ParleyDomain
+import ParleyStore
 @testable import ParleyServer
+import Synchronization
 import Testing
 
 @Suite("Co-browse: offer, consent, the page relayed to one agent, limits and the record")
@@ -165,6 +167,52 @@ struct CobrowseTests {
             #expect(ended.state == .ended && ended.control == .none && ended.controlGrantedAt != nil)
             await otherTab.close()
             await party.close()
+        }
+    }
+
+    @Test("several nodes: a node learns the sessions begun before it started; a node that is gone leaves none open")
+    func orphans() async throws {
+        try await TestServer.run { server in
+            let services = server.services
+            let here = services.cobrowse.node
+            // Two sessions; the database says the first's agent, and the second's page, were on a node now gone.
+            let first = try await Party.make(server)
+            let second = try await Party.make(server)
+            let agentGone = try await first.started()
+            let pageGone = try await second.started()
+            for (party, session, agentsNode) in [(first, agentGone, true), (second, pageGone, false)] {
+                try await services.store.write { repo in
+                    var record = try #require(try await repo.cobrowse(brandId: party.acme.brand.id, id: session.id))
+                    #expect(record.agentNode == here && record.consumerNode == here)
+                    if agentsNode { record.agentNode = "node_gone" } else { record.consumerNode = "node_gone" }
+                    record.session.version += 1
+                    #expect(try await repo.updateCobrowse(record, previousVersion: session.version))
+                }
+            }
+            // Another node, started after both began.
+            let alive = Mutex<Set<String>?>(nil)
+            let other = CobrowseService(
+                store: services.store, hub: services.hub, bus: services.bus, conversations: services.conversations,
+                configuration: services.configuration, clock: services.cobrowse.clock,
+                cluster: (node: "node_b", liveNodes: { alive.withLock { $0 } }), logger: services.cobrowse.logger)
+            let consumer = ConsumerPrincipal(consumerId: first.consumer.id, brandId: first.acme.brand.id, appId: first.consumer.appId)
+            #expect(await other.sessions(for: consumer).isEmpty)
+            await other.adoptLive()
+            #expect(await other.sessions(for: consumer).map(\.id) == [agentGone.id])
+
+            // Too new to know who is alive: nothing is touched.
+            await other.endOrphaned()
+            #expect(try await services.store.read { repo in try await repo.liveCobrowses(limit: 10) }.count == 2)
+            // This node and node_b are alive, node_gone is not: the agent's session ends, the page's waits for the next page.
+            alive.withLock { $0 = [here, "node_b"] }
+            await other.endOrphaned()
+            let ended = try await first.agentSocket.next { Self.session($0, .ended) != nil }
+            #expect(Self.session(ended, .ended)?.endReason == .agentLeft)
+            _ = try await second.agentSocket.next { if case .cobrowse(let s) = $0 { s.id == pageGone.id && !s.consumerConnected } else { false } }
+            let waiting = try await services.store.read { repo in try await repo.cobrowse(brandId: second.acme.brand.id, id: pageGone.id) }
+            #expect(waiting?.session.state == .active && waiting?.session.consumerConnected == false)
+            await first.close()
+            await second.close()
         }
     }
 

@@ -23,7 +23,11 @@ public final class CobrowseService: Service, Sendable {
     let hub: RealtimeHub
     let bus: any EventBus
     /// Several nodes: sessions are not this node's alone.
-    let clustered: Bool
+    var clustered: Bool { liveNodes != nil }
+    /// This node's name, written in the sessions whose connections are here.
+    let node: String
+    /// The nodes heard from lately (nil on one node, and while this node is too new to know).
+    let liveNodes: (@Sendable () -> Set<String>?)?
     let conversations: ConversationService
     let configuration: ParleyConfiguration
     let clock: any WallClock
@@ -40,11 +44,12 @@ public final class CobrowseService: Service, Sendable {
 
     init(
         store: Store, hub: RealtimeHub, bus: any EventBus, conversations: ConversationService, configuration: ParleyConfiguration,
-        clock: any WallClock, clustered: Bool, logger: Logger
+        clock: any WallClock, cluster: (node: String, liveNodes: @Sendable () -> Set<String>?)?, logger: Logger
     ) {
+        self.node = cluster?.node ?? "node_" + Identifier.random(12)
+        self.liveNodes = cluster?.liveNodes
         self.store = store.access { $0 as Stores }
         self.hub = hub
-        self.clustered = clustered
         self.bus = bus
         self.conversations = conversations
         self.configuration = configuration
@@ -64,8 +69,8 @@ public final class CobrowseService: Service, Sendable {
     func offer(_ agent: AgentPrincipal, conversationId: ConversationID, connection: ConnectionID) async throws -> CobrowseSessionDTO {
         try CobrowseRules.requirePermission(agent)
         // The agent's own earlier session (their page reloaded, their connection changed) gives way.
-        if ConversationID.isWellFormed(conversationId),
-            let earlier = try await store.read({ repo in try await repo.liveCobrowse(conversationId: conversationId) }),
+        // Every node knows the sessions under way (memory); the write below checks the database.
+        if let earlier = live.withLock({ $0.values.first { $0.session.conversationId == conversationId } }),
             earlier.brandId == agent.brandId, earlier.session.agentId == agent.agentId
         {
             _ = try? await transition(earlier.session.id, brandId: agent.brandId, actor: ParticipantRef(kind: .agent, id: agent.agentId.rawValue)) {
@@ -86,7 +91,7 @@ public final class CobrowseService: Service, Sendable {
                 session: CobrowseSessionDTO(
                     id: CobrowseID.make(), conversationId: conversation.id, state: .offered, version: 1, agentId: agent.agentId,
                     agentName: name, offeredAt: now, maskSelectors: settings.cobrowseMaskSelectors),
-                brandId: agent.brandId, consumerId: conversation.consumerId, agentConnection: connection)
+                brandId: agent.brandId, consumerId: conversation.consumerId, agentConnection: connection, agentNode: self.node)
             try await repo.insertCobrowse(record)
             return record
         }
@@ -111,6 +116,7 @@ public final class CobrowseService: Service, Sendable {
             }
             try machine.apply(.accept(origin: origin), now: self.clock.now())
             record.consumerConnection = connection
+            record.consumerNode = self.node
         }
         if accept, record.session.endReason == .notAllowed {
             throw ParleyError(.forbidden, code: .cobrowseDisabled, message: "Co-browse is not allowed on this site.")
@@ -285,10 +291,24 @@ public final class CobrowseService: Service, Sendable {
         }
     }
 
+    /// How often a node of several looks for sessions whose connections' node has gone.
+    static let orphanSweep = Duration.seconds(30)
+
     /// Start-up and shutdown. On one node, sessions a stopped server left open end at start (their
-    /// connections are gone). At shutdown the sessions of this node's connections end.
+    /// connections are gone). On several, the node learns the sessions begun before it started (a
+    /// page connecting here must hear of them), and now and then ends those whose agent's node has
+    /// gone and leaves waiting those whose page's node has. At shutdown the sessions of this
+    /// node's connections end.
     public func run() async throws {
-        if !clustered {
+        if clustered {
+            await adoptLive()
+            try? await cancelWhenGracefulShutdown {
+                while !Task.isCancelled {
+                    try await self.clock.sleep(for: Self.orphanSweep)
+                    await self.endOrphaned()
+                }
+            }
+        } else {
             do {
                 let stale = try await store.read { repo in try await repo.liveCobrowses(limit: 1_000) }
                 for record in stale { remember(record) }
@@ -296,8 +316,8 @@ public final class CobrowseService: Service, Sendable {
             } catch {
                 logger.warning("could not read co-browse sessions left open", metadata: ["error": "\(error)"])
             }
+            try? await gracefulShutdown()
         }
-        try? await gracefulShutdown()
         let hub = hub
         await end(live.withLock { live in
             live.values.filter { record in
@@ -305,6 +325,42 @@ public final class CobrowseService: Service, Sendable {
                     || record.consumerConnection.map { hub.principal(ofConnection: $0) != nil } == true
             }
         })
+    }
+
+    /// The sessions not over, from the database (those begun before this node started).
+    func adoptLive() async {
+        do {
+            for record in try await store.read({ repo in try await repo.liveCobrowses(limit: 10_000) }) { remember(record) }
+        } catch {
+            logger.warning("could not read the co-browse sessions under way", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Sessions whose agent's node is gone end (`agent_left`: the connection went with it); those
+    /// whose shared page's node is gone wait for the customer's next page, as when a page closes.
+    /// Every node sweeps; each change is written over the version read, so one of them wins.
+    func endOrphaned() async {
+        guard let alive = liveNodes?() else { return }  // too new to know who is alive
+        let records = live.withLock { Array($0.values) }
+        let server = ParticipantRef(kind: .system, id: "cobrowse")
+        for record in records {
+            if let agentNode = record.agentNode, !alive.contains(agentNode) {
+                _ = try? await transition(record.session.id, brandId: record.brandId, actor: server) { machine, _, _ throws(ParleyError) in
+                    try machine.apply(.agentLeft, now: self.clock.now())
+                }
+                logger.notice("co-browse ended: the agent's server has gone", metadata: ["cobrowse": "\(record.session.id)", "node": "\(agentNode)"])
+            } else if let pageNode = record.consumerNode, !alive.contains(pageNode), record.session.state == .active, record.session.consumerConnected,
+                let page = record.consumerConnection
+            {
+                let moved = try? await transition(record.session.id, brandId: record.brandId, actor: server) { machine, stored, _ throws(ParleyError) in
+                    guard stored.consumerConnection == page else { throw Self.otherPage }
+                    machine.pageLeft()
+                }
+                if let moved, moved.session.state == .active {
+                    schedule(.consumerLeft, for: moved, after: CobrowseRules.returnSeconds)
+                }
+            }
+        }
     }
 
     private func end(_ records: [CobrowseSessionRecord]) async {

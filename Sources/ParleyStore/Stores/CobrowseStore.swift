@@ -30,10 +30,16 @@ public struct CobrowseSessionRecord: Sendable, Codable, Hashable {
     public var agentConnection: ConnectionID
     /// The customer's connection whose page is shared (nil until accepted).
     public var consumerConnection: ConnectionID?
+    /// The nodes those connections are on (several nodes: a node that goes away takes them with it).
+    public var agentNode: String?
+    public var consumerNode: String?
 
     public init(
-        session: CobrowseSessionDTO, brandId: BrandID, consumerId: ConsumerID, agentConnection: ConnectionID, consumerConnection: ConnectionID? = nil
+        session: CobrowseSessionDTO, brandId: BrandID, consumerId: ConsumerID, agentConnection: ConnectionID, consumerConnection: ConnectionID? = nil,
+        agentNode: String? = nil, consumerNode: String? = nil
     ) {
+        self.agentNode = agentNode
+        self.consumerNode = consumerNode
         self.session = session
         self.brandId = brandId
         self.consumerId = consumerId
@@ -105,8 +111,11 @@ struct CobrowseRow: TableRow {
     var endReason: CobrowseEndReason?
     var control: CobrowseControl
     var controlGrantedAt: Int64?
+    var agentNode: String?
+    var consumerNode: String?
 
     init(_ record: CobrowseSessionRecord) {
+        (agentNode, consumerNode) = (record.agentNode, record.consumerNode)
         let s = record.session
         (id, brandId, conversationId, consumerId) = (s.id, record.brandId, s.conversationId, record.consumerId)
         (agentId, agentName, state, version) = (s.agentId, s.agentName, s.state, s.version)
@@ -128,6 +137,7 @@ struct CobrowseRow: TableRow {
                 offeredAt: StoredTime.date(offeredAt), startedAt: startedAt.map(StoredTime.date), endedAt: endedAt.map(StoredTime.date),
                 endReason: endReason, consumerConnected: consumerConnected != 0, origin: origin, control: control,
                 controlGrantedAt: controlGrantedAt.map(StoredTime.date)),
-            brandId: brandId, consumerId: consumerId, agentConnection: agentConnection, consumerConnection: consumerConnection)
+            brandId: brandId, consumerId: consumerId, agentConnection: agentConnection, consumerConnection: consumerConnection,
+            agentNode: agentNode, consumerNode: consumerNode)
     }
 }
