@@ -26,6 +26,7 @@ public struct ParleyServices: Sendable {
     public let identity: IdentityService
     public let conversations: ConversationService
     public let voice: VoiceService
+    public let brandSettings: BrandSettingsService
     public let voiceProcessor: VoiceProcessor
     public let blobs: any BlobStore
     public let calls: CallService
@@ -173,6 +174,7 @@ public struct ParleyServices: Sendable {
             analyses: WorkSlots(limit: configuration.voiceAnalyses, queueLimit: configuration.voiceQueue),
             uploads: UploadGate(perConsumer: configuration.uploadsPerConsumer, perAddress: configuration.uploadsPerAddress),
             limits: limits, metrics: metrics, drain: drain, logger: logger)
+        let brandSettings = BrandSettingsService(store: store, clock: clock)
         let attachments = AttachmentService(
                 store: store.access { $0 }, blobs: blobs, conversations: conversations, scanning: scanning,
                 thumbnailer: ffmpeg.flatMap { ffmpeg in
@@ -185,6 +187,7 @@ public struct ParleyServices: Sendable {
                             timeout: .seconds(min(30, configuration.ffmpegTimeoutSeconds)))
                     }
                 },
+                brandSettings: brandSettings,
                 maxUploadBytes: configuration.maxAttachmentBytes, receiver: UploadReceiver(pace: voice.pace, metrics: metrics, drain: drain),
                 thumbnails: WorkSlots(limit: configuration.voiceAnalyses, queueLimit: configuration.voiceQueue), uploads: voice.uploads,
                 limits: limits, clock: clock, logger: logger)
@@ -261,7 +264,7 @@ public struct ParleyServices: Sendable {
             configuration: configuration, store: store, bus: bus, hub: hub, presence: presence,
             cluster: [clusterBus as (any Service)?, clusterPresence, sharedBuckets].compactMap { $0 }, metrics: metrics,
             identity: IdentityService(store: store, configuration: configuration, metrics: metrics, clock: clock),
-            conversations: conversations, voice: voice, voiceProcessor: processor, blobs: blobs,
+            conversations: conversations, voice: voice, brandSettings: brandSettings, voiceProcessor: processor, blobs: blobs,
             calls: CallService(
                 store: store, hub: hub, bus: bus, conversations: conversations, configuration: configuration, clock: clock,
                 relay: clusterBus.flatMap { bus in clusterPresence.map { BusCallRelay(bus: bus, presence: $0) } }, logger: logger),
@@ -337,6 +340,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     ).addRoutes(to: routes)
     CallController(calls: services.calls, configuration: services.configuration).addRoutes(to: routes)
     AttachmentController(attachments: services.attachments, blobs: services.blobs, configuration: services.configuration).addRoutes(to: routes)
+    BrandSettingsController(settings: services.brandSettings, attachments: services.attachments).addRoutes(to: routes)
     ChannelController(
         whatsapp: services.whatsapp, messenger: services.messenger, sms: services.sms, apple: services.apple, conversations: services.conversations, store: services.store,
         configuration: services.configuration
@@ -350,7 +354,7 @@ public func buildRouter(_ services: ParleyServices) -> Router<ParleyRequestConte
     RecordsController(records: services.records, configuration: services.configuration).addRoutes(to: routes)
     ReportsController(reports: services.reports).addRoutes(to: routes)
     WorkspaceController(
-        workspace: services.workspace, voice: services.voice, identity: services.identity, limits: services.limits,
+        workspace: services.workspace, brandSettings: services.brandSettings, identity: services.identity, limits: services.limits,
         configuration: services.configuration
     ).addRoutes(to: routes)
     return router

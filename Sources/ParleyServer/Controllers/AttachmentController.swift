@@ -13,18 +13,7 @@ struct AttachmentController {
         routes.consumers.post("/v1/consumer/attachments", use: upload)
         routes.agents.post("/v1/conversations/{conversationId}/attachments", use: upload)
         routes.anyone.get("/v1/files/{messageId}/{variant}", use: file)
-        routes.admins.put("/v1/brand/logo", use: setLogo)
-        routes.admins.delete("/v1/brand/logo", use: removeLogo)
         routes.open.get("/v1/logos/{brandId}", use: logo)
-    }
-
-    @Sendable func setLogo(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<BrandSettingsDTO> {
-        let admin = try context.requireAgent()
-        return JSONResponse(.ok, try await attachments.setLogo(admin, contentLength: request.headers[.contentLength].flatMap { Int($0) }, body: request.body))
-    }
-
-    @Sendable func removeLogo(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<BrandSettingsDTO> {
-        JSONResponse(.ok, try await attachments.removeLogo(context.requireAgent()))
     }
 
     /// Public: a logo is shown on the brand's own pages, to anyone.

@@ -5,7 +5,7 @@ import ParleyAPI
 import ParleyDomain
 import ParleyMedia
 
-/// Voice uploads (raw audio bodies), playback with Range requests, and the brand's voice settings.
+/// Voice uploads (raw audio bodies) and playback with Range requests.
 struct VoiceController {
     let voice: VoiceService
     let identity: IdentityService
@@ -16,8 +16,6 @@ struct VoiceController {
         routes.consumers.post("/v1/consumer/voice-messages", use: upload)
         routes.agents.post("/v1/conversations/{conversationId}/voice-messages", use: upload)
         routes.anyone.get("/v1/media/{messageId}/{format}", use: media)
-        routes.agents.get("/v1/brand/settings", use: brandSettings)
-        routes.admins.patch("/v1/brand/settings", use: updateBrandSettings)
     }
 
     // MARK: Uploads
@@ -45,18 +43,6 @@ struct VoiceController {
             request, blobs: blobs, key: file.key, contentType: file.contentType, bytes: file.bytes,
             etag: "\"\(messageId)-\(format.rawValue)-\(file.bytes)\"",
             disposition: download ? "attachment; filename=\"voice-\(messageId).\(file.fileExtension)\"" : nil)
-    }
-
-    // MARK: Settings
-
-    @Sendable func brandSettings(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<BrandSettingsDTO> {
-        JSONResponse(.ok, try await voice.settings(brandId: context.requireAgent().brandId))
-    }
-
-    @Sendable func updateBrandSettings(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<BrandSettingsDTO> {
-        let agent = try context.requireAgent()
-        let change = try await request.decodeJSON(UpdateBrandSettingsRequest.self, limit: 8192)
-        return JSONResponse(.ok, try await voice.updateSettings(agent, change))
     }
 }
 

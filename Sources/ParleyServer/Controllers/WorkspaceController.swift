@@ -5,7 +5,7 @@ import ParleyDomain
 /// Saved replies, search and presence for agents; availability, agents' names and visits for the widget.
 struct WorkspaceController {
     let workspace: WorkspaceService
-    let voice: VoiceService
+    let brandSettings: BrandSettingsService
     let identity: IdentityService
     let limits: RateLimits
     let configuration: ParleyConfiguration
@@ -71,7 +71,7 @@ struct WorkspaceController {
 
     @Sendable func consumerSettings(_ request: Request, context: ParleyRequestContext) async throws -> JSONResponse<ConsumerSettingsDTO> {
         let consumer = try context.requireConsumer()
-        let settings = try await voice.settings(brandId: consumer.brandId)
+        let settings = try await brandSettings.settings(brandId: consumer.brandId)
         let brand = try await identity.brandName(consumer.brandId)
         let available = try await workspace.agentsAvailable(brandId: consumer.brandId)
         var answer = ConsumerSettingsDTO(

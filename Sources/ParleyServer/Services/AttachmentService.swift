@@ -18,6 +18,8 @@ public struct AttachmentService: Sendable {
     let conversations: ConversationService
     let scanning: MalwareScanning
     let thumbnailer: ImageThumbnailer?
+    /// The logo is a brand setting: written through its owner.
+    let brandSettings: BrandSettingsService
     /// The server's cap, whatever a brand allows.
     let maxUploadBytes: Int
     let receiver: UploadReceiver
@@ -208,15 +210,13 @@ extension AttachmentService {
         } catch ImageThumbnailer.Failure.undecodable {
             throw ParleyError(.unprocessable, code: .corruptImage, message: "The image is damaged and cannot be shown.")
         }
-        let now = clock.now()
-        let (settings, previous) = try await store.write { repo -> (BrandSettingsDTO, String?) in
-            var settings = try await repo.brandSettings(brandId: admin.brandId)
+        let (blobs, brandId) = (blobs, admin.brandId)
+        let (settings, previous) = try await brandSettings.change(brandId: brandId) { settings -> String? in
             let previous = settings.logoUrl
             let version = MediaPaths.logoVersion(of: previous) + 1
-            try await blobs.putFile(png, key: Self.logoKey(admin.brandId, version))
-            settings.logoUrl = MediaPaths.logo(brandId: admin.brandId, version: version)
-            try await repo.saveBrandSettings(settings, brandId: admin.brandId, at: now)
-            return (settings, previous)
+            try await blobs.putFile(png, key: Self.logoKey(brandId, version))
+            settings.logoUrl = MediaPaths.logo(brandId: brandId, version: version)
+            return previous
         }
         if let previous { try? await blobs.delete(key: Self.logoKey(admin.brandId, MediaPaths.logoVersion(of: previous))) }
         return settings
@@ -224,13 +224,10 @@ extension AttachmentService {
 
     public func removeLogo(_ admin: AgentPrincipal) async throws -> BrandSettingsDTO {
         try admin.require(.admin)
-        let now = clock.now()
-        let (settings, previous) = try await store.write { repo -> (BrandSettingsDTO, String?) in
-            var settings = try await repo.brandSettings(brandId: admin.brandId)
+        let (settings, previous) = try await brandSettings.change(brandId: admin.brandId) { settings -> String? in
             let previous = settings.logoUrl
             settings.logoUrl = nil
-            try await repo.saveBrandSettings(settings, brandId: admin.brandId, at: now)
-            return (settings, previous)
+            return previous
         }
         if let previous { try? await blobs.delete(key: Self.logoKey(admin.brandId, MediaPaths.logoVersion(of: previous))) }
         return settings

@@ -39,43 +39,6 @@ public struct VoiceService: Sendable {
         var deadline: Duration
     }
 
-    public func settings(brandId: BrandID) async throws -> BrandSettingsDTO {
-        try await store.read { repo in try await repo.brandSettings(brandId: brandId) }
-    }
-
-    public func updateSettings(_ agent: AgentPrincipal, _ change: UpdateBrandSettingsRequest) async throws -> BrandSettingsDTO {
-        try agent.require(.admin)
-        try VoiceRules.validate(change)
-        try WorkspaceRules.validate(change)
-        try AttachmentRules.validate(change)
-        let cobrowse = try CobrowseRules.validate(change)
-        return try await store.write { repo in
-            var settings = try await repo.brandSettings(brandId: agent.brandId)
-            if let value = change.voiceMaxSeconds { settings.voiceMaxSeconds = value }
-            if let value = change.voiceMinSeconds { settings.voiceMinSeconds = value }
-            if let value = change.voiceFromConsumers { settings.voiceFromConsumers = value }
-            if let value = change.voiceFromAgents { settings.voiceFromAgents = value }
-            if let value = change.scanFailurePolicy { settings.scanFailurePolicy = value }
-            if let value = change.cardMasking { settings.cardMasking = value }
-            if let value = change.openConversationsPerConsumer { settings.openConversationsPerConsumer = value }
-            if let value = change.autoAwayMinutes { settings.autoAwayMinutes = value }
-            if let value = change.exposedClaims { settings.exposedClaims = value }
-            if let value = change.widgetColor { settings.widgetColor = value.lowercased() }
-            if let value = change.pushPreview { settings.pushPreview = value }
-            if let value = change.availableText { settings.availableText = value }
-            if let value = change.awayText { settings.awayText = value }
-            if let value = change.attachmentGroups { settings.attachmentGroups = AttachmentGroup.allCases.filter(value.contains) }
-            if let value = change.attachmentMaxMegabytes { settings.attachmentMaxMegabytes = value }
-            if let value = change.previewOrigins { settings.previewOrigins = try WorkspaceRules.origins(value) }
-            if let value = change.cobrowseEnabled { settings.cobrowseEnabled = value }
-            if let value = change.screenShareFromConsumers { settings.screenShareFromConsumers = value }
-            if let value = cobrowse.origins { settings.cobrowseOrigins = value }
-            if let value = cobrowse.selectors { settings.cobrowseMaskSelectors = value }
-            try await repo.saveBrandSettings(settings, brandId: agent.brandId, at: notes.clock.now())
-            return settings
-        }
-    }
-
     /// Receives a voice note. In order: permission and settings, idempotency (a retry returns the
     /// original without reading the body), the size cap while the body streams in, the real format
     /// from the bytes, decoding (duration and waveform), the brand's length limit; then the original
@@ -97,7 +60,7 @@ public struct VoiceService: Sendable {
         guard let analyzer else {
             throw ParleyError(.unavailable, code: .voiceUnavailable, message: "Voice messages are unavailable: the server has no ffmpeg.")
         }
-        let settings = try await settings(brandId: principal.brandId)
+        let settings = try await store.read { repo in try await repo.brandSettings(brandId: principal.brandId) }
         try VoiceRules.authorize(principal, settings: settings)
         let request = SendMessageRequest(clientMessageId: clientMessageId, text: "", conversationId: conversationId)
         if let original = try await conversations.retriedUpload(principal, clientMessageId: clientMessageId, kind: .voice) { return original }
@@ -124,7 +87,7 @@ public struct VoiceService: Sendable {
             throw ParleyError(.unavailable, code: .voiceUnavailable, message: "Voice messages are unavailable: the server has no ffmpeg.")
         }
         if let original = try await conversations.retriedUpload(principal, clientMessageId: clientMessageId, kind: .voice) { return original }
-        let settings = try await settings(brandId: consumer.brandId)
+        let settings = try await store.read { repo in try await repo.brandSettings(brandId: consumer.brandId) }
         try VoiceRules.authorize(principal, settings: settings)
         guard size <= maxUploadBytes else { throw tooLarge() }
         let request = SendMessageRequest(clientMessageId: clientMessageId, text: "")
