@@ -47,13 +47,13 @@ extension BlobStore {
     public func scratchFile() -> URL { scratchFile("") }
 
     /// Removes everything stored for one message (a voice note's original, renditions and quarantine
-    /// copy; a file and its thumbnail): `voice/`, `quarantine/voice/` and `files/` under
-    /// `BRAND/MESSAGE/`. Returns how many blobs went.
+    /// copy; a file and its thumbnail): its folder of every kind (`BlobKey.messageFolders`).
+    /// Returns how many blobs went.
     public func removeMessageMedia(brandId: String, messageId: String) async throws -> Int {
         guard LocalBlobStore.isValidKey("\(brandId)/\(messageId)") else { return 0 }
         var removed = 0
-        for prefix in LocalBlobStore.messagePrefixes {
-            removed += try await deletePrefix("\(prefix)/\(brandId)/\(messageId)")
+        for folder in BlobKey.messageFolders(brandId: brandId, messageId: messageId) {
+            removed += try await deletePrefix(folder)
         }
         return removed
     }
@@ -185,7 +185,6 @@ public struct LocalBlobStore: BlobStore {
 
     /// Where a message's media lives: `voice/BRAND/MESSAGE/…` (a voice note's original and
     /// renditions), the same under `quarantine/`, and `files/BRAND/MESSAGE/…` (attachments).
-    public static let messagePrefixes = ["voice", "quarantine/voice", "files"]
 
     /// Keys cannot climb out of the root: no empty, `.`-led or oddly spelled segments.
     public static func isValidKey(_ key: String) -> Bool {

@@ -147,6 +147,22 @@ public struct VoiceRecord: Sendable, Hashable {
     public static func contentType(ofContainer container: String) -> String {
         AudioContainer(rawValue: container)?.contentType ?? "application/octet-stream"
     }
+
+    /// A rendition's stored file, once it is made.
+    public func rendition(_ rendition: VoiceRendition) -> (key: String, bytes: Int)? {
+        switch rendition {
+        case .opus: opusKey.flatMap { key in opusBytes.map { (key, $0) } }
+        case .aac: aacKey.flatMap { key in aacBytes.map { (key, $0) } }
+        }
+    }
+
+    /// Records a rendition's stored file.
+    public mutating func setRendition(_ rendition: VoiceRendition, key: String, bytes: Int) {
+        switch rendition {
+        case .opus: (opusKey, opusBytes) = (key, bytes)
+        case .aac: (aacKey, aacBytes) = (key, bytes)
+        }
+    }
 }
 
 /// Which conversations an agent's list shows. Newest activity first; `before` continues a page.

@@ -257,9 +257,7 @@ struct ChannelConnector: Sendable {
 /// What an outbound connector sends for a voice note or an attachment: the stored file, once the
 /// voice note's renditions are ready.
 enum OutboundMedia {
-    enum Rendition { case opus, aac }
-
-    static func voice(_ message: MessageDTO, brandId: BrandID, rendition: Rendition, store: Store, blobs: any BlobStore) async throws -> Data {
+    static func voice(_ message: MessageDTO, brandId: BrandID, rendition: VoiceRendition, store: Store, blobs: any BlobStore) async throws -> Data {
         guard let record = try await store.read({ repo in try await repo.voice(messageId: message.id, brandId: brandId) }) else {
             throw JobFailure.permanent("the voice note is gone")
         }
@@ -269,7 +267,7 @@ enum OutboundMedia {
             throw DeliveryRefused(code: ErrorCode.voiceUnavailable.rawValue, message: "The voice note could not be converted, so it was not sent.", retryable: false)
         case .ready: break
         }
-        guard let key = rendition == .opus ? record.opusKey : record.aacKey, let data = try await blobs.get(key: key) else {
+        guard let (key, _) = record.rendition(rendition), let data = try await blobs.get(key: key) else {
             throw JobFailure.permanent("the voice note's \(rendition == .opus ? "Ogg/Opus" : "AAC") rendition is missing")
         }
         return data

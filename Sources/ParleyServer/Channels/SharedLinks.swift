@@ -86,7 +86,7 @@ struct SharedLinkController {
                 guard let message = try await repo.message(brandId: brandId, id: messageId), message.senderKind == .agent,
                     let brand = try await repo.brand(id: brandId)
                 else { return nil }
-                if let voice = try await repo.voice(messageId: messageId, brandId: brandId), voice.state == .ready, voice.aacKey != nil,
+                if let voice = try await repo.voice(messageId: messageId, brandId: brandId), voice.state == .ready, voice.rendition(.aac) != nil,
                     voice.scan == .clean || voice.scan == .unscanned
                 {
                     return .voice(voice, brand: brand.name)
@@ -104,9 +104,9 @@ struct SharedLinkController {
     @Sendable func media(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         switch try await target(context) {
         case .voice(let voice, _):
-            guard let key = voice.aacKey, let bytes = voice.aacBytes else { throw ParleyError.notFound("Link") }
+            guard let (key, bytes) = voice.rendition(.aac) else { throw ParleyError.notFound("Link") }
             return try await MediaResponse.make(
-                request, blobs: blobs, key: key, contentType: "audio/mp4", bytes: bytes, etag: "\"\(voice.messageId)-aac\"",
+                request, blobs: blobs, key: key, contentType: VoiceRendition.aac.contentType, bytes: bytes, etag: "\"\(voice.messageId)-aac\"",
                 disposition: "inline; filename=\"voice-message.m4a\"")
         case .file(let file, _):
             let name = file.fileName.replacingOccurrences(of: "\"", with: "")

@@ -116,7 +116,6 @@ public struct AttachmentService: Sendable {
         }
 
         let messageId = MessageID.make()
-        let base = "files/\(principal.brandId)/\(messageId)"
         var (width, height, thumbnailKey, thumbnailBytes): (Int?, Int?, String?, Int?) = (nil, nil, nil, nil)
         if type.isImage {
             guard let thumbnailer else {
@@ -136,13 +135,14 @@ public struct AttachmentService: Sendable {
             }
             (width, height) = (made.width, made.height)
             if let thumbnail = made.thumbnail {
-                let key = "\(base)/thumbnail.jpg"
+                let key = BlobKey.thumbnail(brandId: principal.brandId.rawValue, messageId: messageId.rawValue).rawValue
                 thumbnailBytes = (try FileManager.default.attributesOfItem(atPath: thumbnail.path)[.size] as? Int) ?? 0
                 try await blobs.putFile(thumbnail, key: key)
                 thumbnailKey = key
             }
         }
-        let originalKey = "\(base)/original.\(AttachmentRules.defaultExtension(type))"
+        let originalKey = BlobKey.attachment(
+            brandId: principal.brandId.rawValue, messageId: messageId.rawValue, fileExtension: AttachmentRules.defaultExtension(type)).rawValue
         try await blobs.putFile(partial, key: originalKey)
         let record = AttachmentRecord(
             messageId: messageId, brandId: principal.brandId, type: type, fileName: AttachmentRules.cleanFileName(fileName, type: type),
@@ -243,5 +243,5 @@ extension AttachmentService {
         return (key, bytes, version)
     }
 
-    static func logoKey(_ brandId: BrandID, _ version: Int) -> String { "logos/\(brandId)/\(version).png" }
+    static func logoKey(_ brandId: BrandID, _ version: Int) -> String { BlobKey.logo(brandId: brandId.rawValue, version: version).rawValue }
 }

@@ -24,7 +24,8 @@ public struct MediaJanitor: Service {
     @discardableResult
     public func sweep(now: Date = Date()) async throws -> Int {
         var removed = 0
-        for prefix in LocalBlobStore.messagePrefixes {
+        for kind in BlobKey.Kind.allCases {
+            let prefix = kind.rawValue
             // PREFIX/BRAND/MESSAGE/NAME: grouped by message, judged by the newest write.
             var newest: [String: Date] = [:]
             for blob in try await blobs.list(prefix: prefix) {
@@ -35,10 +36,10 @@ public struct MediaJanitor: Service {
                 newest[folder] = max(newest[folder] ?? .distantPast, blob.modified)
             }
             for (folder, modified) in newest.sorted(by: { $0.key < $1.key }) where now.timeIntervalSince(modified) >= minimumAge {
-                let segments = folder.split(separator: "/")
-                let (brand, message) = (BrandID(rawValue: String(segments[segments.count - 2])), MessageID(rawValue: String(segments[segments.count - 1])))
+                guard let parsed = BlobKey.messageFolder(folder) else { continue }
+                let (brand, message) = (BrandID(rawValue: parsed.brandId), MessageID(rawValue: parsed.messageId))
                 let referenced = try await store.read { repo in
-                    prefix == "files"
+                    kind == .files
                         ? try await repo.attachment(messageId: message, brandId: brand) != nil
                         : try await repo.voice(messageId: message, brandId: brand) != nil
                 }

@@ -62,10 +62,10 @@ struct VoiceNotes: Sendable {
     }
 
     private func quarantine(_ voice: inout VoiceRecord) async throws {
-        guard !voice.originalKey.hasPrefix("quarantine/") else { return }
-        let key = "quarantine/" + voice.originalKey
-        try await blobs.move(key: voice.originalKey, to: key)
-        voice.originalKey = key
+        let original = BlobKey(rawValue: voice.originalKey)
+        guard !original.isQuarantined else { return }
+        try await blobs.move(key: original.rawValue, to: original.quarantined.rawValue)
+        voice.originalKey = original.quarantined.rawValue
     }
 
     /// Stores a record whose change nobody sees yet (a note still waiting for the scanner).

@@ -101,15 +101,12 @@ public struct VoiceProcessor: Sendable {
             logger.warning("voice processing failed", metadata: ["message": "\(job.messageId)", "error": "\(failure)"])
         }
         if converted {
-            let base = "voice/\(voice.brandId)/\(voice.messageId)"
             for (rendition, url) in outputs.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-                let key = "\(base)/voice.\(rendition.fileExtension)"
+                let key = BlobKey.voiceRendition(
+                    brandId: voice.brandId.rawValue, messageId: voice.messageId.rawValue, fileExtension: rendition.fileExtension).rawValue
                 let bytes = (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue ?? 0
                 try await blobs.putFile(url, key: key)
-                switch rendition {
-                case .opus: (voice.opusKey, voice.opusBytes) = (key, bytes)
-                case .aac: (voice.aacKey, voice.aacBytes) = (key, bytes)
-                }
+                voice.setRendition(rendition, key: key, bytes: bytes)
             }
             voice.state = .ready
         } else {

@@ -143,7 +143,7 @@ public struct VoiceService: Sendable {
         analysis: AudioAnalysis, outcome: MalwareScanning.Outcome
     ) async throws -> SendMessageResponse {
         let messageId = MessageID.make()
-        let key = "voice/\(principal.brandId)/\(messageId)/original.\(fileExtension)"
+        let key = BlobKey.voiceOriginal(brandId: principal.brandId.rawValue, messageId: messageId.rawValue, fileExtension: fileExtension).rawValue
         try await blobs.putFile(partial, key: key)
         let voice = try await notes.make(
             messageId: messageId, brandId: principal.brandId, container: container, originalKey: key, bytes: size,
@@ -189,12 +189,10 @@ public struct VoiceService: Sendable {
         case .original:
             let fileExtension = AudioContainer(rawValue: voice.container)?.fileExtension ?? "bin"
             return (voice.originalKey, VoiceRecord.contentType(ofContainer: voice.container), voice.originalBytes, fileExtension)
-        case .opus:
-            guard let key = voice.opusKey, let bytes = voice.opusBytes else { throw renditionNotReady(voice) }
-            return (key, VoiceRendition.opus.contentType, bytes, VoiceRendition.opus.fileExtension)
-        case .aac:
-            guard let key = voice.aacKey, let bytes = voice.aacBytes else { throw renditionNotReady(voice) }
-            return (key, VoiceRendition.aac.contentType, bytes, VoiceRendition.aac.fileExtension)
+        case .opus, .aac:
+            let rendition: VoiceRendition = format == .opus ? .opus : .aac
+            guard let (key, bytes) = voice.rendition(rendition) else { throw renditionNotReady(voice) }
+            return (key, rendition.contentType, bytes, rendition.fileExtension)
         }
     }
 
