@@ -4,6 +4,7 @@ with private fields masked in the customer's browser, points at something, follo
 the site's next page, and the customer stops it from the banner. An agent allowed to take control
 asks, the customer says yes separately, and the agent types and presses on the customer's page but
 never reaches a private field. A hostile page runs nothing in the agent's workspace."""
+import re
 import uuid
 from contextlib import contextmanager
 
@@ -178,15 +179,30 @@ def test_cobrowse_from_offer_to_stop(server, browser, signed_in, shoot, console_
     assert console_errors.errors == []
 
 
-def control_agent(browser, server, signed_in, console_errors, size):
-    """A new agent, Sam Control, whose profile allows co-browse and control (which no profile has by
-    default), signed in to the workspace."""
+def control_agent(browser, server, signed_in, console_errors, size, shoot=None):
+    """A new agent, Sam Control, who may co-browse; the admin then allows control too (which no
+    profile has by default) in Settings → Team. Returns Sam's workspace, signed in."""
     email = f"sam-{uuid.uuid4().hex[:6]}@demo.test"
     admin = agent_page(browser, server, signed_in, console_errors, DESKTOP)
     created = admin.request.post(f"{server.url}/v1/agents", data={
-        "email": email, "name": "Sam Control", "password": "a long password", "role": "agent",
-        "permissions": ["cobrowse", "cobrowse_control"]})
+        "email": email, "name": "Sam Control", "password": "a long password", "role": "agent", "permissions": ["cobrowse"]})
     assert created.status == 201, created.text()
+    agent_id = created.json()["id"]
+    admin.click(".account-open")
+    row = admin.locator(f".team-list li[data-agent={agent_id}]")
+    row.get_by_label("What Sam Control may do").click()
+    control = row.get_by_label(re.compile("Co-browse control"))
+    expect(control).not_to_be_checked()
+    control.check()
+    expect(admin.locator(".team-note")).to_contain_text("Sam Control's profile was saved")
+    row = admin.locator(f".team-list li[data-agent={agent_id}]")
+    expect(row.get_by_label(re.compile("Co-browse control"))).to_be_checked()
+    expect(row.locator("summary")).to_contain_text("co-browse control")
+    if shoot:
+        row.scroll_into_view_if_needed()
+        shoot(admin, "team-permissions-1280")
+    granted = next(agent for agent in admin.request.get(f"{server.url}/v1/agents").json()["items"] if agent["id"] == agent_id)
+    assert sorted(granted["permissions"]) == ["cobrowse", "cobrowse_control"], granted
     admin.context.close()
     agent = console_errors(browser.new_context(viewport=size).new_page())
     agent.goto(server.url + "/")
@@ -219,7 +235,7 @@ def test_cobrowse_control_asked_separately_never_private_fields(server, browser,
     marker = f"Control {uuid.uuid4().hex[:6]}"
     with shop_site(server) as shop:
         visitor, chat = visit(browser, console_errors, f"{shop}/checkout.html", size, f"{marker}: can you fill it in?")
-        agent = control_agent(browser, server, signed_in, console_errors, size)
+        agent = control_agent(browser, server, signed_in, console_errors, size, shoot)
         viewer = offer(agent, marker)
         chat.locator(".cobrowse-offer").get_by_role("button", name="Share this page").click()
         frame = agent.frame_locator(".cobrowse-frame")

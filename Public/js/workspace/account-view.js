@@ -61,7 +61,7 @@ export class AccountView {
     } catch {}
   }
 
-  /** Admins see the team: each agent with enable/disable, a password reset and delete. */
+  /** Admins see the team: each agent with what their profile allows, enable/disable, a password reset and delete. */
   async renderTeam() {
     const store = this.store;
     const team = $(".team");
@@ -98,7 +98,7 @@ export class AccountView {
     const open = member?.openConversations ?? 0;
     const load = Object.assign(document.createElement("span"), { className: "load", textContent: `${open} open conversation${open === 1 ? "" : "s"}` });
     who.append(name, availability, status, load, detail);
-    item.append(who);
+    item.append(who, this.permissionsEditor(agent));
     if (agent.id === store.me.id) return item;
     const actions = document.createElement("div");
     actions.className = "team-actions";
@@ -122,6 +122,37 @@ export class AccountView {
       }));
     item.append(actions);
     return item;
+  }
+
+  /** What an agent's profile allows, as checkboxes saved as they change (an admin's own too). */
+  permissionsEditor(agent) {
+    const labels = {
+      send_audio: "Send voice notes", initiate_voice_call: "Voice calls", initiate_video_call: "Video calls",
+      share_screen: "Share their screen in calls", cobrowse: "Co-browse: see the customer's page",
+      cobrowse_control: "Co-browse control: click and type on it, with the customer's yes",
+    };
+    const granted = new Set(agent.permissions ?? []);
+    const details = Object.assign(document.createElement("details"), { className: "team-permissions" });
+    details.open = this.openPermissions === agent.id;
+    details.addEventListener("toggle", () => { if (details.open) this.openPermissions = agent.id; else if (this.openPermissions === agent.id) this.openPermissions = null; });
+    const summary = document.createElement("summary");
+    const names = Object.keys(labels).filter((key) => granted.has(key));
+    summary.textContent = `Allowed: ${names.length ? names.map((key) => labels[key].split(":")[0].toLowerCase()).join(", ") : "messages only"}`;
+    summary.setAttribute("aria-label", `What ${agent.name} may do`);
+    const boxes = Object.assign(document.createElement("div"), { className: "checks" });
+    for (const [key, label] of Object.entries(labels)) {
+      const box = Object.assign(document.createElement("input"), { type: "checkbox", name: key, checked: granted.has(key) });
+      box.addEventListener("change", () => {
+        const permissions = [...boxes.querySelectorAll("input:checked")].map((input) => input.name);
+        this.teamRequest(() => this.store.api.json("PATCH", `/v1/agents/${agent.id}`, { permissions }),
+          `${agent.name}'s profile was saved; it applies from their next sign-in or reload.`);
+      });
+      const row = Object.assign(document.createElement("label"), { className: "check" });
+      row.append(box, ` ${label}`);
+      boxes.append(row);
+    }
+    details.append(summary, boxes);
+    return details;
   }
 
   async teamRequest(request, done) {
