@@ -354,7 +354,7 @@ extension ErrorCode {
         Entry(.tokenExpired, .api, http: [401], meaning: "The Authorization header's JWT is expired, older than … s, or issued in the future.", action: "The provider's clock or token age is off; check the provider's settings."),
         Entry(.tooManyEvents, .api, http: [413], meaning: "A batch has at most … events.", action: "Send less: the message says the limit."),
         Entry(.tooManyFrames, .api, http: [429], meaning: "This session sent too many real-time frames; wait … s before connecting again.", action: "Reconnect after the wait the message gives; a client should never send this fast."),
-        Entry(.tooManyUploads, .api, http: [429], meaning: "Too many voice messages are being uploaded at once; wait for one to finish.", action: "Wait for an upload to finish, then send."),
+        Entry(.tooManyUploads, .api, http: [429], meaning: "Too many files are being uploaded at once; wait for one to finish.", action: "Wait for an upload to finish, then send."),
         Entry(.unauthenticated, .api, http: [401], meaning: "Sign in first: no valid session or token was given.", action: "Sign in again, or get a new token, then retry."),
         Entry(.unexpectedAnswer, .delivery, http: [], meaning: "WhatsApp answered with something Parley does not understand.", action: "Operator: the provider's answer changed; the log has it. The message is marked failed."),
         Entry(.unreachable, .delivery, http: [], meaning: "The provider could not be reached when the connection was tested.", action: "Check the server's outbound network and the provider's base URL setting, then test again."),

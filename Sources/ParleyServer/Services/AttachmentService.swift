@@ -29,69 +29,56 @@ public struct AttachmentService: Sendable {
     let clock: any WallClock
     let logger: Logger
 
+    /// The steps at the door (`MediaIntake`), with an attachment's rules: the brand takes
+    /// attachments, its size cap within the server's.
+    var intake: MediaIntake {
+        let store = store
+        return MediaIntake(
+            settings: { brandId in try await store.read { repo in try await repo.brandSettings(brandId: brandId) } },
+            conversations: conversations, blobs: blobs, receiver: receiver, uploads: uploads, limits: limits)
+    }
+
+    var rules: MediaIntake.Rules {
+        let maxUploadBytes = maxUploadBytes
+        let cap: @Sendable (BrandSettingsDTO) -> Int = { settings in min(maxUploadBytes, settings.attachmentMaxMegabytes * 1024 * 1024) }
+        return MediaIntake.Rules(
+            kind: .attachment,
+            authorize: { _, settings in
+                if settings.attachmentGroups.isEmpty {
+                    throw ParleyError(.forbidden, code: .attachmentsDisabled, message: "This brand does not accept attachments.")
+                }
+            },
+            cap: cap,
+            tooLarge: { settings in AttachmentRules.tooLarge(megabytes: cap(settings) / (1024 * 1024)) },
+            empty: "The attachment has no bytes.", emptyCode: .emptyAttachment)
+    }
+
     public func upload(
         _ principal: Principal, clientMessageId: String, conversationId: ConversationID?, fileName: String?, contentLength: Int?,
         body: RequestBody, clientAddress: String? = nil
     ) async throws -> SendMessageResponse {
-        try await limits.admitMessage(from: principal, address: clientAddress)
-        return try await uploads.run(consumer: principal.participant.id, address: clientAddress) {
-            try await receive(
-                principal, clientMessageId: clientMessageId, conversationId: conversationId, fileName: fileName, contentLength: contentLength,
-                body: body)
-        }
-    }
-
-    private func receive(
-        _ principal: Principal, clientMessageId: String, conversationId: ConversationID?, fileName: String?, contentLength: Int?,
-        body: RequestBody
-    ) async throws -> SendMessageResponse {
-        try MessageRules.validateClientMessageId(clientMessageId)
-        let settings = try await store.read { repo in try await repo.brandSettings(brandId: principal.brandId) }
-        if settings.attachmentGroups.isEmpty {
-            throw ParleyError(.forbidden, code: .attachmentsDisabled, message: "This brand does not accept attachments.")
-        }
-        let request = SendMessageRequest(clientMessageId: clientMessageId, text: "", conversationId: conversationId)
-        if let original = try await conversations.retriedUpload(principal, clientMessageId: clientMessageId, kind: .attachment) { return original }
-        if let conversationId {
-            _ = try await conversations.conversation(principal, id: conversationId)  // 404 before reading the body
-        }
-        let cap = min(maxUploadBytes, settings.attachmentMaxMegabytes * 1024 * 1024)
-        let tooLarge = AttachmentRules.tooLarge(megabytes: cap / (1024 * 1024))
-        if let contentLength, contentLength > cap { throw tooLarge }
-
-        let partial = blobs.scratchFile()
-        defer { try? FileManager.default.removeItem(at: partial) }
-        let size = try await receiver.receiveWhole(
-            body, into: partial, maxBytes: cap, tooLarge: tooLarge, empty: "The attachment has no bytes.", emptyCode: .emptyAttachment)
-        return try await ingest(partial, size: size, principal: principal, request: request, fileName: fileName, settings: settings)
+        try await intake.upload(
+            principal, clientMessageId: clientMessageId, conversationId: conversationId, contentLength: contentLength, body: body,
+            clientAddress: clientAddress, rules: rules
+        ) { received in try await ingest(received, fileName: fileName) }
     }
 
     /// The largest attachment the brand accepts (within the server's cap).
-    func cap(_ settings: BrandSettingsDTO) -> Int { min(maxUploadBytes, settings.attachmentMaxMegabytes * 1024 * 1024) }
+    func cap(_ settings: BrandSettingsDTO) -> Int { rules.cap(settings) }
 
     /// An image or file a messaging channel delivered (fetched from the provider into `file`): the
-    /// same type check, brand rules, scan and thumbnail as an upload, appended with the provider's
-    /// message id as its client message id (a redelivery returns the stored message).
+    /// same type check, brand rules, scan and thumbnail as an upload.
     func receiveFromChannel(
         _ consumer: ConsumerPrincipal, clientMessageId: String, file: URL, size: Int, fileName: String?
     ) async throws -> SendMessageResponse {
-        let principal = Principal.consumer(consumer)
-        if let original = try await conversations.retriedUpload(principal, clientMessageId: clientMessageId, kind: .attachment) { return original }
-        let settings = try await store.read { repo in try await repo.brandSettings(brandId: consumer.brandId) }
-        if settings.attachmentGroups.isEmpty {
-            throw ParleyError(.forbidden, code: .attachmentsDisabled, message: "This brand does not accept attachments.")
-        }
-        guard size <= cap(settings) else { throw AttachmentRules.tooLarge(megabytes: cap(settings) / (1024 * 1024)) }
-        let request = SendMessageRequest(clientMessageId: clientMessageId, text: "")
-        return try await uploads.run(consumer: principal.participant.id, address: nil) {
-            try await ingest(file, size: size, principal: principal, request: request, fileName: fileName, settings: settings)
+        try await intake.fromChannel(consumer, clientMessageId: clientMessageId, file: file, size: size, rules: rules) { received in
+            try await ingest(received, fileName: fileName)
         }
     }
 
     /// Type, brand rules, scan, thumbnail, then the message.
-    private func ingest(
-        _ partial: URL, size: Int, principal: Principal, request: SendMessageRequest, fileName: String?, settings: BrandSettingsDTO
-    ) async throws -> SendMessageResponse {
+    private func ingest(_ received: MediaIntake.Received, fileName: String?) async throws -> SendMessageResponse {
+        let (partial, size, principal, request, settings) = (received.file, received.size, received.principal, received.request, received.settings)
         let header = try FileHandle(forReadingFrom: partial).readToEndLimited(AttachmentRules.headerLength)
         guard let type = AttachmentRules.sniff([UInt8](header)) else {
             throw ParleyError(

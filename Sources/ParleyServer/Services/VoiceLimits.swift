@@ -108,7 +108,7 @@ final class UploadGate: Sendable {
         guard admitted else {
             throw ParleyError(
                 .rateLimited, code: .tooManyUploads,
-                message: "Too many voice messages are being uploaded at once; wait for one to finish.", retryAfter: 2)
+                message: "Too many files are being uploaded at once; wait for one to finish.", retryAfter: 2)
         }
         defer {
             counts.withLock { counts in

@@ -39,67 +39,53 @@ public struct VoiceService: Sendable {
         var deadline: Duration
     }
 
-    /// Receives a voice note. In order: permission and settings, idempotency (a retry returns the
-    /// original without reading the body), the size cap while the body streams in, the real format
-    /// from the bytes, decoding (duration and waveform), the brand's length limit; then the original
-    /// is stored, the message published with its duration and waveform, and renditions queued.
+    /// The steps at the door (`MediaIntake`), with a voice note's rules: ffmpeg is there, the brand
+    /// takes voice from this side, the server's size cap.
+    var intake: MediaIntake {
+        let store = store
+        return MediaIntake(
+            settings: { brandId in try await store.read { repo in try await repo.brandSettings(brandId: brandId) } },
+            conversations: conversations, blobs: blobs, receiver: UploadReceiver(pace: pace, metrics: metrics, drain: drain), uploads: uploads,
+            limits: limits)
+    }
+
+    var rules: MediaIntake.Rules {
+        let (hasAnalyzer, maxUploadBytes) = (analyzer != nil, maxUploadBytes)
+        return MediaIntake.Rules(
+            kind: .voice,
+            authorize: { principal, settings in
+                guard hasAnalyzer else {
+                    throw ParleyError(.unavailable, code: .voiceUnavailable, message: "Voice messages are unavailable: the server has no ffmpeg.")
+                }
+                try VoiceRules.authorize(principal, settings: settings)
+            },
+            cap: { _ in maxUploadBytes },
+            tooLarge: { _ in Self.tooLarge(maxUploadBytes) },
+            empty: "The upload has no bytes.", emptyCode: .emptyAudio)
+    }
+
+    /// Receives a voice note: the steps at the door (`MediaIntake`), then the scan, the real format
+    /// from the bytes, decoding (duration and waveform) and the brand's length limits; then the
+    /// original is stored, the message published with its duration and waveform, and renditions queued.
     public func upload(
         _ principal: Principal, clientMessageId: String, conversationId: ConversationID?, contentLength: Int?, body: RequestBody,
         clientAddress: String? = nil
     ) async throws -> SendMessageResponse {
-        try await limits.admitMessage(from: principal, address: clientAddress)
-        return try await uploads.run(consumer: principal.participant.id, address: clientAddress) {
-            try await receiveUpload(principal, clientMessageId: clientMessageId, conversationId: conversationId, contentLength: contentLength, body: body)
-        }
-    }
-
-    private func receiveUpload(
-        _ principal: Principal, clientMessageId: String, conversationId: ConversationID?, contentLength: Int?, body: RequestBody
-    ) async throws -> SendMessageResponse {
-        try MessageRules.validateClientMessageId(clientMessageId)
-        guard let analyzer else {
-            throw ParleyError(.unavailable, code: .voiceUnavailable, message: "Voice messages are unavailable: the server has no ffmpeg.")
-        }
-        let settings = try await store.read { repo in try await repo.brandSettings(brandId: principal.brandId) }
-        try VoiceRules.authorize(principal, settings: settings)
-        let request = SendMessageRequest(clientMessageId: clientMessageId, text: "", conversationId: conversationId)
-        if let original = try await conversations.retriedUpload(principal, clientMessageId: clientMessageId, kind: .voice) { return original }
-        if let conversationId {
-            _ = try await conversations.conversation(principal, id: conversationId)  // 404 before reading the body
-        }
-        if let contentLength, contentLength > maxUploadBytes {
-            throw tooLarge()
-        }
-
-        let partial = blobs.scratchFile()
-        defer { try? FileManager.default.removeItem(at: partial) }
-        let size = try await UploadReceiver(pace: pace, metrics: metrics, drain: drain)
-            .receiveWhole(body, into: partial, maxBytes: maxUploadBytes, tooLarge: tooLarge(), empty: "The upload has no bytes.", emptyCode: .emptyAudio)
-        return try await ingest(partial, size: size, principal: principal, request: request, settings: settings, analyzer: analyzer)
+        try await intake.upload(
+            principal, clientMessageId: clientMessageId, conversationId: conversationId, contentLength: contentLength, body: body,
+            clientAddress: clientAddress, rules: rules, ingest: ingest)
     }
 
     /// A voice note a messaging channel delivered (fetched from the provider into `file`): the same
-    /// scan, format check, analysis and renditions as an upload, appended with the provider's
-    /// message id as its client message id (a redelivery returns the stored message).
+    /// scan, format check, analysis and renditions as an upload.
     func receiveFromChannel(_ consumer: ConsumerPrincipal, clientMessageId: String, file: URL, size: Int) async throws -> SendMessageResponse {
-        let principal = Principal.consumer(consumer)
-        guard let analyzer else {
-            throw ParleyError(.unavailable, code: .voiceUnavailable, message: "Voice messages are unavailable: the server has no ffmpeg.")
-        }
-        if let original = try await conversations.retriedUpload(principal, clientMessageId: clientMessageId, kind: .voice) { return original }
-        let settings = try await store.read { repo in try await repo.brandSettings(brandId: consumer.brandId) }
-        try VoiceRules.authorize(principal, settings: settings)
-        guard size <= maxUploadBytes else { throw tooLarge() }
-        let request = SendMessageRequest(clientMessageId: clientMessageId, text: "")
-        return try await uploads.run(consumer: principal.participant.id, address: nil) {
-            try await ingest(file, size: size, principal: principal, request: request, settings: settings, analyzer: analyzer)
-        }
+        try await intake.fromChannel(consumer, clientMessageId: clientMessageId, file: file, size: size, rules: rules, ingest: ingest)
     }
 
     /// Scan, sniff, measure and store a received file as a voice note.
-    private func ingest(
-        _ partial: URL, size: Int, principal: Principal, request: SendMessageRequest, settings: BrandSettingsDTO, analyzer: AudioAnalyzer
-    ) async throws -> SendMessageResponse {
+    @Sendable private func ingest(_ received: MediaIntake.Received) async throws -> SendMessageResponse {
+        let (partial, size, principal, request, settings) = (received.file, received.size, received.principal, received.request, received.settings)
+        guard let analyzer else { throw ParleyError(.unavailable, code: .voiceUnavailable, message: "Voice messages are unavailable: the server has no ffmpeg.") }
         // The malware scan comes first, before any decoder touches the bytes. A file with malware is
         // kept (in quarantine) as a blocked message whatever it claims to be, so the sender and the
         // agents see that something was stopped.
@@ -161,7 +147,7 @@ public struct VoiceService: Sendable {
         return response
     }
 
-    private func tooLarge() -> ParleyError {
+    static func tooLarge(_ maxUploadBytes: Int) -> ParleyError {
         ParleyError(
             .payloadTooLarge, code: .voiceTooLarge,
             message: "The voice message is larger than \(maxUploadBytes / (1024 * 1024)) MB.")
