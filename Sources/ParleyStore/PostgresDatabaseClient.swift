@@ -62,6 +62,11 @@ public final class PostgresDatabaseClient: DatabaseClient {
             running += 1
             if running == pools.all.count { break }
         }
+        // The signal comes just before `run()`, whose first statement marks the pool running. A
+        // thread preempted between the two let the first lease in first (CI once, with both cores
+        // busy: one warning). PostgresNIO offers no way to see that `run()` has begun, so start-up
+        // gives those tasks a moment (once per pool opened, not per request).
+        try? await Task.sleep(for: .milliseconds(20))
         let database = PostgresDatabaseClient(pools: pools, runTask: runTask, logger: logger)
         do {
             for pool in pools.all {
