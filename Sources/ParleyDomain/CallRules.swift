@@ -54,9 +54,10 @@ public enum CallRules {
     }
 
     /// How many video sections the side that wrote this SDP sends on: `m=video` sections with a
-    /// non-zero port whose direction is `sendrecv` (the default) or `sendonly`. A camera is one;
-    /// a shared screen is another (sent `sendonly`); a section only received (`recvonly`, as the
-    /// answer to the other side's screen) or stopped (`inactive`, a share that ended) sends nothing.
+    /// non-zero port whose direction is `sendrecv` (the default) or `sendonly`. A camera is one; a
+    /// shared screen is another (call-session.js sends it `sendrecv`); a section only received
+    /// (`recvonly`: the answer to the other side's screen, or a share that ended) or `inactive`
+    /// sends nothing.
     public static func videoSectionsSent(_ sdp: String) -> Int {
         var count = 0
         var inVideo = false

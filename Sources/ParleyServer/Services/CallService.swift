@@ -249,7 +249,7 @@ public final class CallService: Service, Sendable {
             var session = try Self.live(sessions, callId, principal)
             let party = try Self.bound(session, principal, connection: connection)
             var upgraded = false
-            if state.sharingScreen, !session.sharingScreen(party), session.call.screenShare?.allows(party.participantKind) != true {
+            if state.sharingScreen, session.call.screenShare?.allows(party.participantKind) != true {
                 throw Self.screenShareRefused(party)
             }
             if state.cameraOn, session.call.media == .voice {

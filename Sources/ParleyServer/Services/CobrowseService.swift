@@ -167,7 +167,7 @@ public final class CobrowseService: Service, Sendable {
         case .drop:
             break
         case .tooLarge:
-            _ = try? await transition(sessionId, brandId: consumer.brandId, actor: ParticipantRef(kind: .system, id: "cobrowse")) {
+            _ = try? await transition(sessionId, brandId: consumer.brandId, actor: Self.server) {
                 machine, _, _ throws(ParleyError) in try machine.apply(.pageTooLarge, now: self.clock.now())
             }
             throw ParleyError(
@@ -272,24 +272,34 @@ public final class CobrowseService: Service, Sendable {
             (live.values.filter { $0.agentConnection == connection }, live.values.filter { $0.consumerConnection == connection })
         }
         guard !agents.isEmpty || !pages.isEmpty else { return }
-        let server = ParticipantRef(kind: .system, id: "cobrowse")
-        for record in agents {
-            _ = try? await transition(record.session.id, brandId: record.brandId, actor: server) { machine, _, _ throws(ParleyError) in
-                try machine.apply(.agentLeft, now: self.clock.now())
-            }
-        }
+        for record in agents { await agentLeft(record) }
         for record in pages where !agents.contains(where: { $0.session.id == record.session.id }) {
-            let moved = try? await transition(record.session.id, brandId: record.brandId, actor: server) { machine, stored, _ throws(ParleyError) in
-                // Another page took it over meanwhile: nothing to do.
-                guard stored.consumerConnection == connection else { throw Self.otherPage }
-                machine.pageLeft()
-            }
-            if let moved, moved.session.state == .active {
-                budgets.withLock { $0[moved.session.id] = nil }
-                schedule(.consumerLeft, for: moved, after: CobrowseRules.returnSeconds)
-            }
+            await pageLeft(record, connection: connection)
         }
     }
+
+    /// The agent's connection is gone (closed, or its node is): the session ends.
+    private func agentLeft(_ record: CobrowseSessionRecord) async {
+        _ = try? await transition(record.session.id, brandId: record.brandId, actor: Self.server) { machine, _, _ throws(ParleyError) in
+            try machine.apply(.agentLeft, now: self.clock.now())
+        }
+    }
+
+    /// The shared page's connection is gone: the session waits for the customer's next page
+    /// (`CobrowseRules.returnSeconds`), unless another page took it over meanwhile.
+    private func pageLeft(_ record: CobrowseSessionRecord, connection: ConnectionID) async {
+        let moved = try? await transition(record.session.id, brandId: record.brandId, actor: Self.server) { machine, stored, _ throws(ParleyError) in
+            guard stored.consumerConnection == connection else { throw Self.otherPage }
+            machine.pageLeft()
+        }
+        if let moved, moved.session.state == .active {
+            budgets.withLock { $0[moved.session.id] = nil }
+            schedule(.consumerLeft, for: moved, after: CobrowseRules.returnSeconds)
+        }
+    }
+
+    /// Who changes a session when no side does (timers, departures, shutdown).
+    private static let server = ParticipantRef(kind: .system, id: "cobrowse")
 
     /// How often a node of several looks for sessions whose connections' node has gone.
     static let orphanSweep = Duration.seconds(30)
@@ -309,13 +319,9 @@ public final class CobrowseService: Service, Sendable {
                 }
             }
         } else {
-            do {
-                let stale = try await store.read { repo in try await repo.liveCobrowses(limit: 1_000) }
-                for record in stale { remember(record) }
-                await end(live.withLock { Array($0.values) })
-            } catch {
-                logger.warning("could not read co-browse sessions left open", metadata: ["error": "\(error)"])
-            }
+            // Every session a stopped server left open: its connections are gone.
+            await adoptLive()
+            await end(live.withLock { Array($0.values) })
             try? await gracefulShutdown()
         }
         let hub = hub
@@ -327,7 +333,8 @@ public final class CobrowseService: Service, Sendable {
         })
     }
 
-    /// The sessions not over, from the database (those begun before this node started).
+    /// The sessions not over, from the database (those begun before this node started, or on one
+    /// node those a stopped server left open).
     func adoptLive() async {
         do {
             for record in try await store.read({ repo in try await repo.liveCobrowses(limit: 10_000) }) { remember(record) }
@@ -341,31 +348,21 @@ public final class CobrowseService: Service, Sendable {
     /// Every node sweeps; each change is written over the version read, so one of them wins.
     func endOrphaned() async {
         guard let alive = liveNodes?() else { return }  // too new to know who is alive
-        let records = live.withLock { Array($0.values) }
-        let server = ParticipantRef(kind: .system, id: "cobrowse")
-        for record in records {
+        for record in live.withLock({ Array($0.values) }) {
             if let agentNode = record.agentNode, !alive.contains(agentNode) {
-                _ = try? await transition(record.session.id, brandId: record.brandId, actor: server) { machine, _, _ throws(ParleyError) in
-                    try machine.apply(.agentLeft, now: self.clock.now())
-                }
+                await agentLeft(record)
                 logger.notice("co-browse ended: the agent's server has gone", metadata: ["cobrowse": "\(record.session.id)", "node": "\(agentNode)"])
             } else if let pageNode = record.consumerNode, !alive.contains(pageNode), record.session.state == .active, record.session.consumerConnected,
                 let page = record.consumerConnection
             {
-                let moved = try? await transition(record.session.id, brandId: record.brandId, actor: server) { machine, stored, _ throws(ParleyError) in
-                    guard stored.consumerConnection == page else { throw Self.otherPage }
-                    machine.pageLeft()
-                }
-                if let moved, moved.session.state == .active {
-                    schedule(.consumerLeft, for: moved, after: CobrowseRules.returnSeconds)
-                }
+                await pageLeft(record, connection: page)
             }
         }
     }
 
     private func end(_ records: [CobrowseSessionRecord]) async {
         for record in records {
-            _ = try? await transition(record.session.id, brandId: record.brandId, actor: ParticipantRef(kind: .system, id: "cobrowse")) {
+            _ = try? await transition(record.session.id, brandId: record.brandId, actor: Self.server) {
                 machine, _, _ throws(ParleyError) in try machine.apply(.shutdown, now: self.clock.now())
             }
         }
@@ -460,7 +457,7 @@ public final class CobrowseService: Service, Sendable {
         let task = Task { [weak self] in
             try? await clock.sleep(for: .seconds(seconds))
             guard !Task.isCancelled, let self else { return }
-            _ = try? await self.transition(id, brandId: brandId, actor: ParticipantRef(kind: .system, id: "cobrowse")) {
+            _ = try? await self.transition(id, brandId: brandId, actor: Self.server) {
                 machine, _, _ throws(ParleyError) in
                 // Only if nothing happened since the deadline was set.
                 guard machine.session.version == version else { return }
