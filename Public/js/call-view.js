@@ -43,7 +43,6 @@ class CallView extends HTMLElement {
     this.ui.remoteAudio.srcObject = session.remote ?? null;
     this.ui.remoteCamera.srcObject = session.remote ?? null;
     this.ui.localVideo.srcObject = session.cameraOn ? session.local : null;
-    this.showOnStage();
   }
 
   /** The large video: the other side's shared screen while there is one, else their camera. */

@@ -235,9 +235,8 @@
   function actionable(element) {
     if (!(element instanceof Element) || !element.isConnected || ours(element) || masked(element)) return false;
     if (element === document.documentElement || element === document.body) return false;
-    if (element.matches("input[type=file]")) return false;
-    // A field inside a masked form part (a card block marked as a whole) counts as masked too.
-    return !element.closest("[data-parley-mask]");
+    // (`masked` covers a field inside a part marked as a whole, such as a card block.)
+    return !element.matches("input[type=file]");
   }
 
   /** Sets a field as typing would, so that the page's own scripts (frameworks' listeners) see it. */

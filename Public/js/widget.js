@@ -369,29 +369,40 @@ const cobrowse = {
     }
   },
 
+  /**
+   * A question in the chat, above the composer: a title, a line of text, and a no and a yes (the
+   * yes focused). Inside the brand's page it opens the chat panel, as a ringing call does.
+   */
+  question({ name, className, title, text, no, yes }) {
+    const card = document.createElement("div");
+    card.className = className;
+    card.setAttribute("role", "alertdialog");
+    card.setAttribute("aria-labelledby", `${name}-title`);
+    card.setAttribute("aria-describedby", `${name}-text`);
+    const heading = Object.assign(document.createElement("p"), { id: `${name}-title`, className: "cobrowse-title", textContent: title });
+    const line = Object.assign(document.createElement("p"), { id: `${name}-text`, className: "cobrowse-text", textContent: text });
+    const actions = Object.assign(document.createElement("div"), { className: "cobrowse-actions" });
+    const decline = Object.assign(document.createElement("button"), { type: "button", className: "button", textContent: no.label });
+    const accept = Object.assign(document.createElement("button"), { type: "button", className: "button primary", textContent: yes.label });
+    decline.onclick = no.action;
+    accept.onclick = yes.action;
+    actions.append(decline, accept);
+    card.append(heading, line, actions);
+    $(".composer").before(card);
+    accept.focus({ preventScroll: true });
+    window.parent.postMessage("parley:ringing", "*");
+    return card;
+  },
+
   offer(session) {
     this.card?.remove();
-    const card = document.createElement("div");
-    card.className = "cobrowse-offer";
-    card.setAttribute("role", "alertdialog");
-    card.setAttribute("aria-labelledby", "cobrowse-offer-title");
-    card.setAttribute("aria-describedby", "cobrowse-offer-text");
-    const title = Object.assign(document.createElement("p"), { id: "cobrowse-offer-title", className: "cobrowse-title" });
-    title.textContent = `${session.agentName} would like to see this page`;
-    const text = Object.assign(document.createElement("p"), { id: "cobrowse-offer-text", className: "cobrowse-text" });
-    text.textContent = "They can see what you see on this site and point at things, but can't click or type. Passwords and card details stay hidden. You can stop at any time.";
-    const actions = Object.assign(document.createElement("div"), { className: "cobrowse-actions" });
-    const decline = Object.assign(document.createElement("button"), { type: "button", className: "button", textContent: "Not now" });
-    const accept = Object.assign(document.createElement("button"), { type: "button", className: "button primary", textContent: "Share this page" });
-    decline.onclick = () => this.answer(session, false);
-    accept.onclick = () => this.accept(session);
-    actions.append(decline, accept);
-    card.append(title, text, actions);
-    $(".composer").before(card);
-    this.card = card;
-    accept.focus({ preventScroll: true });
-    // Inside the brand's page, an offer opens the chat panel, as a ringing call does.
-    window.parent.postMessage("parley:ringing", "*");
+    this.card = this.question({
+      name: "cobrowse-offer", className: "cobrowse-offer",
+      title: `${session.agentName} would like to see this page`,
+      text: "They can see what you see on this site and point at things, but can't click or type. Passwords and card details stay hidden. You can stop at any time.",
+      no: { label: "Not now", action: () => this.answer(session, false) },
+      yes: { label: "Share this page", action: () => this.accept(session) },
+    });
   },
 
   async answer(session, accept) {
@@ -425,27 +436,14 @@ const cobrowse = {
   askControl(session) {
     if (this.controlCard?.dataset.session === session.id) return;
     this.controlCard?.remove();
-    const card = document.createElement("div");
-    card.className = "cobrowse-offer cobrowse-control";
-    card.dataset.session = session.id;
-    card.setAttribute("role", "alertdialog");
-    card.setAttribute("aria-labelledby", "cobrowse-control-title");
-    card.setAttribute("aria-describedby", "cobrowse-control-text");
-    const title = Object.assign(document.createElement("p"), { id: "cobrowse-control-title", className: "cobrowse-title" });
-    title.textContent = `${session.agentName} asks to click and type on this page for you`;
-    const text = Object.assign(document.createElement("p"), { id: "cobrowse-control-text", className: "cobrowse-text" });
-    text.textContent = "They could press buttons and fill in fields, but never passwords or card details. You see everything they do, and can take control back at any time.";
-    const actions = Object.assign(document.createElement("div"), { className: "cobrowse-actions" });
-    const deny = Object.assign(document.createElement("button"), { type: "button", className: "button", textContent: "No thanks" });
-    const allow = Object.assign(document.createElement("button"), { type: "button", className: "button primary", textContent: "Allow" });
-    deny.onclick = () => this.control("deny");
-    allow.onclick = () => this.control("grant");
-    actions.append(deny, allow);
-    card.append(title, text, actions);
-    $(".composer").before(card);
-    this.controlCard = card;
-    allow.focus({ preventScroll: true });
-    window.parent.postMessage("parley:ringing", "*");
+    this.controlCard = this.question({
+      name: "cobrowse-control", className: "cobrowse-offer cobrowse-control",
+      title: `${session.agentName} asks to click and type on this page for you`,
+      text: "They could press buttons and fill in fields, but never passwords or card details. You see everything they do, and can take control back at any time.",
+      no: { label: "No thanks", action: () => this.control("deny") },
+      yes: { label: "Allow", action: () => this.control("grant") },
+    });
+    this.controlCard.dataset.session = session.id;
   },
 
   async control(action) {
