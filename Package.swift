@@ -143,7 +143,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "ParleyDomainTests", dependencies: [.product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain"], swiftSettings: swiftSettings),
-        .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyDomain", "ParleyMedia"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ParleyMediaTests", dependencies: ["ParleyDomain", "ParleyMedia"],
+            // Real read speech for the transcriber (Fixtures/speech/SOURCES.md), read from the source tree.
+            exclude: ["Fixtures"], swiftSettings: swiftSettings),
         .testTarget(name: "ParleyStoreTests", dependencies: [.product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain", "ParleyStore", .product(name: "SQLiteKit", package: "sqlite-kit")], swiftSettings: swiftSettings),
         .testTarget(
             name: "ParleyServerTests",

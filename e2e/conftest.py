@@ -140,7 +140,8 @@ def running_parley(*extra_args, env=None, routing="manual"):
     try:
         process = subprocess.Popen(
             [str(binary), "serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir),
-             "--public-dir", str(ROOT / "Public"), "--bcrypt-cost", "4", *extra_args],
+             "--public-dir", str(ROOT / "Public"), "--bcrypt-cost", "4",
+             "--transcriber-python", str(ROOT / ".venv" / "bin" / "python"), *extra_args],
             stdout=log, stderr=subprocess.STDOUT, cwd=data_dir, env={**os.environ, **(env or {})})
         deadline = time.time() + 60
         output = ""

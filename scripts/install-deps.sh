@@ -6,7 +6,8 @@ set -euo pipefail
 
 # ffmpeg: voice notes (sniffed, measured and converted by the server) and image thumbnails;
 # libheif-examples: heif-convert, for thumbnails of HEIC photos (which Debian's ffmpeg cannot read).
-packages=(ca-certificates ffmpeg libheif-examples)
+# python3-venv: the embedded transcriber (PyPI's pocketsphinx in .venv, scripts/serve.sh).
+packages=(ca-certificates ffmpeg libheif-examples python3 python3-venv)
 if [[ "${1:-}" == "--test" ]]; then
     # postgresql: the repository suite's second engine; espeak-ng, sox and its AMR format: real
     # speech in every container the voice tests upload.

@@ -6,6 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+# The embedded transcriber (PocketSphinx, whose model ships in PyPI's package) in a git-ignored
+# .venv: a brand can then turn transcription on under Settings → Chat widget. Seconds, once.
+if ! .venv/bin/python -c "import pocketsphinx" 2>/dev/null; then
+    python3 -m venv .venv
+    .venv/bin/pip install --quiet --disable-pip-version-check pocketsphinx==5.1.1 \
+        || echo "serve.sh: pocketsphinx could not be installed; voice notes will not be transcribed" >&2
+fi
+export PARLEY_TRANSCRIBER_PYTHON="${PARLEY_TRANSCRIBER_PYTHON:-$PWD/.venv/bin/python}"
 started=$SECONDS
 if [[ ! -x .build/release/parley ]]; then
     echo "serve.sh: building parley (release) for the first time: several minutes on 2 cores"

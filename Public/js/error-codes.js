@@ -118,6 +118,7 @@ export const ErrorCode = Object.freeze({
   scanPending: "scan_pending",
   scanUnavailable: "scan_unavailable",
   screenShareNotAllowed: "screen_share_not_allowed",
+  transcriberUnavailable: "transcriber_unavailable",
   sequenceOutOfRange: "sequence_out_of_range",
   sessionExpired: "session_expired",
   sessionRevoked: "session_revoked",

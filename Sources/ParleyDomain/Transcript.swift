@@ -58,6 +58,10 @@ public enum Transcript {
         /// Voice notes and files: the original, for readers signed in to the brand.
         public var href: String?
         public var durationSeconds: Int?
+        /// A voice note's transcript, when there is one (card numbers masked), and whether the
+        /// engine was unsure of it.
+        public var spoken: String? = nil
+        public var spokenLowConfidence: Bool? = nil
 
         public init(
             seq: Int64, at: Date, kind: Kind, sender: ParticipantKind?, name: String?, text: String, href: String? = nil, durationSeconds: Int? = nil
@@ -129,6 +133,7 @@ public enum Transcript {
             let who = entry.kind == .event ? "—" : (entry.name ?? entry.sender?.rawValue ?? "") + ":"
             var line = "[\(timestamp(entry.at))] \(who) \(entry.text)"
             if let href = entry.href { line += " <\(href)>" }
+            if let spoken = entry.spoken { line += (entry.spokenLowConfidence == true ? " (unclear) " : " ") + "\"\(spoken)\"" }
             lines.append(line)
         }
         return lines.joined(separator: "\n") + "\n"
@@ -151,6 +156,8 @@ public enum Transcript {
             if let name = entry.name { out += " name=\"\(escape(name))\"" }
             if let duration = entry.durationSeconds { out += " duration=\"\(duration)\"" }
             if let href = entry.href { out += " href=\"\(escape(href))\"" }
+            if let spoken = entry.spoken { out += " spoken=\"\(escape(spoken))\"" }
+            if entry.spokenLowConfidence == true { out += " spokenConfidence=\"low\"" }
             out += ">\(escape(entry.text))</entry>\n"
         }
         return out + "  </conversation>\n"

@@ -43,6 +43,14 @@ public enum VoiceRules {
             throw .invalidField(
                 "openConversationsPerConsumer", "'openConversationsPerConsumer' must be from \(open.lowerBound) to \(open.upperBound).")
         }
+        if let language = settings.transcriptionLanguage, !isLanguage(language) {
+            throw .invalidField("transcriptionLanguage", "'transcriptionLanguage' must be an ISO 639-1 code such as 'en' or 'de'.")
+        }
+    }
+
+    /// Two lowercase letters (ISO 639-1), what transcription engines take.
+    public static func isLanguage(_ code: String) -> Bool {
+        code.utf8.count == 2 && code.utf8.allSatisfy { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) }
     }
 
     /// Whether `sender` may send a voice note under `settings`; agents also need `send_audio`.

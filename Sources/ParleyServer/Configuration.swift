@@ -95,6 +95,23 @@ public struct ParleyConfiguration: Sendable {
     public var maxAttachmentBytes: Int = 25 * 1024 * 1024
     /// Voice notes transcoded at once.
     public var voiceWorkers: Int = 2
+    /// Which engine transcribes voice notes for brands that turn transcription on: `embedded`
+    /// (PocketSphinx through `transcriberPython`; none when it is not installed), `openai` (the
+    /// endpoint below) or `off`.
+    public var transcriber: String = "embedded"
+    /// The Python that has PyPI's `pocketsphinx` (scripts/serve.sh installs it into .venv).
+    public var transcriberPython: String = "python3"
+    /// An OpenAI-compatible endpoint's base URL (`http://127.0.0.1:8178` for whisper.cpp's server;
+    /// `/v1/audio/transcriptions` is added), its model and its key (sent as a bearer token; none when empty).
+    public var transcriptionURL: String?
+    public var transcriptionModel: String = "whisper-1"
+    public var transcriptionAPIKey: String?
+    /// Voice notes transcribed at once on a node.
+    public var transcriberWorkers: Int = 1
+    /// Longest one note's transcription may take (the child process, or the endpoint's answer).
+    public var transcriberTimeoutSeconds: Int = 120
+    /// The address space the embedded engine may map, in MB.
+    public var transcriberMemoryMB: Int = 1024
     /// Longest an ffmpeg run may take before it is killed and its note fails (decoding gets at most 30 s).
     public var ffmpegTimeoutSeconds: Int = 120
     /// The address space each image decoder (ffprobe, ffmpeg, heif-convert on a photo) may map, in MB.
@@ -335,6 +352,9 @@ public struct ParleyConfiguration: Sendable {
         }
         if ClamdChoice(clamd) == nil {
             throw ConfigurationError(setting: "PARLEY_CLAMD (--clamd)", message: "'\(clamd)' is not auto, off, tcp://HOST:PORT or unix:///PATH")
+        }
+        if transcriber == "openai", transcriptionURL == nil {
+            throw ConfigurationError(setting: "PARLEY_TRANSCRIPTION_URL", message: "is needed with PARLEY_TRANSCRIBER=openai")
         }
         if s3Endpoint != nil, s3AccessKey == nil || s3SecretKey == nil {
             throw ConfigurationError(setting: "PARLEY_S3_ACCESS_KEY, PARLEY_S3_SECRET_KEY", message: "are needed when PARLEY_S3_ENDPOINT is set")

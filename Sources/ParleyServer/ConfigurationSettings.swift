@@ -81,6 +81,34 @@ extension ParleyConfiguration {
         Setting(flag: "voice-workers", environment: "PARLEY_VOICE_WORKERS", help: "voice notes transcoded at once (default 2)") { c, v, name throws(ConfigurationError) in
             c.voiceWorkers = try parseInt(v, name, range: 1...64, what: "a worker count")
         },
+        Setting(flag: "transcriber", environment: "PARLEY_TRANSCRIBER", help: "voice-note transcription engine: embedded, openai or off (default embedded)") { c, v, name throws(ConfigurationError) in
+            guard ["embedded", "openai", "off"].contains(v) else { throw ConfigurationError(setting: name, message: "'\(v)' is not embedded, openai or off") }
+            c.transcriber = v
+        },
+        Setting(flag: "transcriber-python", environment: "PARLEY_TRANSCRIBER_PYTHON", help: "the Python with pocketsphinx, for the embedded transcriber (default python3)") { c, v, _ in
+            c.transcriberPython = v
+        },
+        Setting(flag: "transcription-url", environment: "PARLEY_TRANSCRIPTION_URL", help: "an OpenAI-compatible transcription endpoint's base URL, for --transcriber openai") { c, v, name throws(ConfigurationError) in
+            guard let url = URL(string: v), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                throw ConfigurationError(setting: name, message: "'\(v)' is not an http or https URL")
+            }
+            c.transcriptionURL = v
+        },
+        Setting(flag: "transcription-model", environment: "PARLEY_TRANSCRIPTION_MODEL", help: "the endpoint's model (default whisper-1)") { c, v, _ in
+            c.transcriptionModel = v
+        },
+        Setting(flag: "transcription-api-key", environment: "PARLEY_TRANSCRIPTION_API_KEY", help: "the endpoint's key, sent as a bearer token (default none)") { c, v, _ in
+            c.transcriptionAPIKey = v.isEmpty ? nil : v
+        },
+        Setting(flag: "transcriber-workers", environment: "PARLEY_TRANSCRIBER_WORKERS", help: "voice notes transcribed at once per node (default 1)") { c, v, name throws(ConfigurationError) in
+            c.transcriberWorkers = try parseInt(v, name, range: 1...64, what: "a worker count")
+        },
+        Setting(flag: "transcriber-timeout", environment: "PARLEY_TRANSCRIBER_TIMEOUT", help: "seconds one transcription may take (default 120)") { c, v, name throws(ConfigurationError) in
+            c.transcriberTimeoutSeconds = try parseInt(v, name, range: 1...3600, what: "a number of seconds")
+        },
+        Setting(flag: "transcriber-memory", environment: "PARLEY_TRANSCRIBER_MEMORY_MB", help: "MB of address space the embedded transcriber may map (default 1024)") { c, v, name throws(ConfigurationError) in
+            c.transcriberMemoryMB = try parseInt(v, name, range: 128...65536, what: "a number of MB")
+        },
         Setting(flag: "ffmpeg-timeout", environment: "PARLEY_FFMPEG_TIMEOUT", help: "seconds an ffmpeg run may take (default 120)") { c, v, name throws(ConfigurationError) in
             c.ffmpegTimeoutSeconds = try parseInt(v, name, range: 1...3600, what: "a number of seconds")
         },

@@ -107,6 +107,19 @@ public final class ParleyMetrics: Sendable {
         registry.makeDurationHistogram(descriptor: descriptor, labels: labels, buckets: Self.buckets).record(duration)
     }
 
+    /// A note transcribed: its audio's seconds (transcribed minutes, for the operator's bill and the
+    /// reports) and the engine's time, by engine.
+    func transcribed(engine: String, audioMs: Int, in duration: Duration) {
+        registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                namespace: "parley", metricName: "transcribed_audio", unitName: "seconds_total", helpText: "Seconds of voice notes transcribed, by engine."),
+            labels: [("engine", engine)]
+        ).increment(by: Int64(audioMs / 1000))
+        let descriptor = MetricNameDescriptor(
+            namespace: "parley", metricName: "transcription_duration", unitName: "seconds", helpText: "Time to transcribe one voice note, by engine.")
+        registry.makeDurationHistogram(descriptor: descriptor, labels: [("engine", engine)], buckets: Self.buckets).record(duration)
+    }
+
     func jobRan(kind: String, outcome: String, in duration: Duration) {
         let descriptor = MetricNameDescriptor(namespace: "parley", metricName: Self.jobDuration.name, unitName: "seconds", helpText: Self.jobDuration.help)
         registry.makeDurationHistogram(descriptor: descriptor, labels: [("kind", kind), ("outcome", outcome)], buckets: Self.buckets).record(duration)

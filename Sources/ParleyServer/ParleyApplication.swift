@@ -68,7 +68,8 @@ public struct ParleyServices: Sendable {
     /// the services use instead of the database opened (tests record the statements run).
     public static func make(
         configuration: ParleyConfiguration, metrics: ParleyMetrics = ParleyMetrics(), bus given: (any EventBus)? = nil,
-        clock: any WallClock = SystemClock(), wrapDatabase: @Sendable (any DatabaseClient) -> any DatabaseClient = { $0 }, logger: Logger
+        clock: any WallClock = SystemClock(), wrapDatabase: @Sendable (any DatabaseClient) -> any DatabaseClient = { $0 },
+        transcriber givenTranscriber: (any Transcriber)? = nil, logger: Logger
     ) async throws -> ParleyServices {
         try configuration.validate()
         var configuration = configuration
@@ -148,7 +149,16 @@ public struct ParleyServices: Sendable {
         if ffmpeg == nil {
             logger.warning("ffmpeg was not found: voice messages are refused until it is installed", metadata: ["ffmpeg": "\(configuration.ffmpeg)"])
         }
-        let notes = VoiceNotes(store: store, blobs: blobs, log: conversations.conversationLog, clock: clock, logger: logger)
+        let httpClient = ProviderHTTP.makeClient(readTimeoutSeconds: configuration.providerTimeoutSeconds, caFile: configuration.providerCAFile)
+        let providerHTTP = ProviderHTTP(client: httpClient, timeout: .seconds(configuration.providerTimeoutSeconds))
+        var transcriber = givenTranscriber
+        if transcriber == nil {
+            transcriber = try await Self.transcriber(configuration, ffmpeg: ffmpeg, logger: logger) {
+                ProviderHTTP(client: httpClient, timeout: .seconds(configuration.transcriberTimeoutSeconds))
+            }
+        }
+        var notes = VoiceNotes(store: store, blobs: blobs, log: conversations.conversationLog, clock: clock, logger: logger)
+        if let transcriber, ffmpeg != nil { notes.transcribes = { language in transcriber.supports(language: language) } }
         let processor = VoiceProcessor(
             store: store.access { $0 }, blobs: blobs,
             transcoder: ffmpeg.map { VoiceTranscoder(ffmpeg: $0, timeout: .seconds(configuration.ffmpegTimeoutSeconds)) },
@@ -174,7 +184,7 @@ public struct ParleyServices: Sendable {
             analyses: WorkSlots(limit: configuration.voiceAnalyses, queueLimit: configuration.voiceQueue),
             uploads: UploadGate(perConsumer: configuration.uploadsPerConsumer, perAddress: configuration.uploadsPerAddress),
             limits: limits, metrics: metrics, drain: drain, logger: logger)
-        let brandSettings = BrandSettingsService(store: store, clock: clock)
+        let brandSettings = BrandSettingsService(store: store, clock: clock, transcriberAvailable: notes.transcribes != nil)
         let attachments = AttachmentService(
                 store: store.access { $0 }, blobs: blobs, conversations: conversations, scanning: scanning,
                 thumbnailer: ffmpeg.flatMap { ffmpeg in
@@ -191,8 +201,6 @@ public struct ParleyServices: Sendable {
                 maxUploadBytes: configuration.maxAttachmentBytes, receiver: UploadReceiver(pace: voice.pace, metrics: metrics, drain: drain),
                 thumbnails: WorkSlots(limit: configuration.voiceAnalyses, queueLimit: configuration.voiceQueue), uploads: voice.uploads,
                 limits: limits, clock: clock, logger: logger)
-        let httpClient = ProviderHTTP.makeClient(readTimeoutSeconds: configuration.providerTimeoutSeconds, caFile: configuration.providerCAFile)
-        let providerHTTP = ProviderHTTP(client: httpClient, timeout: .seconds(configuration.providerTimeoutSeconds))
         let inbox = ChannelInbox(
             store: store, conversations: conversations, voice: voice, attachments: attachments, blobs: blobs, http: providerHTTP, clock: clock,
             logger: logger)
@@ -233,6 +241,13 @@ public struct ParleyServices: Sendable {
         reports.watch(bus)
         let handlers: [any JobHandler] = lifecycle.handlers + [
             processor.handler, scanning.handler,
+            VoiceTranscription(
+                store: store.access { $0 }, blobs: blobs,
+                audio: TranscriptionAudio(
+                    ffmpeg: ffmpeg ?? ProcessRunner(executable: configuration.ffmpeg), timeout: .seconds(min(60, configuration.ffmpegTimeoutSeconds))),
+                transcriber: transcriber ?? NoTranscriber(), notes: notes,
+                slots: WorkSlots(limit: configuration.transcriberWorkers, queueLimit: 100_000), metrics: metrics, logger: logger
+            ).handler,
             PayloadJobHandler(kind: RecordsService.retentionJob, run: records.runRetention),
             PushSender(
                 store: store, secrets: secrets, http: providerHTTP, apnsURL: configuration.apnsAPIURL, tokens: APNsTokens(),
@@ -254,7 +269,8 @@ public struct ParleyServices: Sendable {
         ]
         // A lease outlasts the slowest job: a provider's request (with its retries) or a conversion
         // that waited for a slot. A job whose node died is taken over once its lease runs out.
-        let lease = TimeInterval(max(60, configuration.providerTimeoutSeconds * 4, configuration.ffmpegTimeoutSeconds * 2 + 60))
+        let lease = TimeInterval(
+            max(60, configuration.providerTimeoutSeconds * 4, configuration.ffmpegTimeoutSeconds * 2 + 60, configuration.transcriberTimeoutSeconds * 2 + 60))
         let jobRunner = JobRunner(
             store: store, clock: clock, signal: jobSignal, handlers: Dictionary(uniqueKeysWithValues: handlers.map { ($0.kind, $0) }),
             concurrency: configuration.jobConcurrency, lease: lease, pollInterval: .milliseconds(500), metrics: metrics, logger: logger)
@@ -291,6 +307,36 @@ public struct ParleyServices: Sendable {
                 store: store.access { $0 }, hub: hub, clock: clock, interval: SessionRevocations.defaultInterval, logger: logger),
             drain: drain,
             clock: clock)
+    }
+
+    /// The transcriber the settings ask for, if it can run here: `embedded` checks that its Python
+    /// has pocketsphinx (a server without it has none, and says so); `openai` trusts the endpoint
+    /// until a job finds otherwise.
+    static func transcriber(
+        _ configuration: ParleyConfiguration, ffmpeg: ProcessRunner?, logger: Logger, http: () -> ProviderHTTP
+    ) async throws -> (any Transcriber)? {
+        switch configuration.transcriber {
+        case "openai":
+            guard let url = configuration.transcriptionURL else { return nil }
+            logger.info("voice notes are transcribed by an OpenAI-compatible endpoint", metadata: ["url": "\(url)", "model": "\(configuration.transcriptionModel)"])
+            return OpenAITranscriber(http: http(), baseURL: url, model: configuration.transcriptionModel, apiKey: configuration.transcriptionAPIKey)
+        case "embedded":
+            guard ffmpeg != nil, let python = ProcessRunner.locate(configuration.transcriberPython) else {
+                logger.notice("no transcriber: \(configuration.transcriberPython) or ffmpeg was not found (PARLEY_TRANSCRIBER_PYTHON)")
+                return nil
+            }
+            let embedded = EmbeddedTranscriber(
+                python: ProcessRunner(executable: python, memoryLimit: configuration.transcriberMemoryMB * 1024 * 1024),
+                timeout: .seconds(configuration.transcriberTimeoutSeconds))
+            if let problem = await embedded.check() {
+                logger.notice("no transcriber: \(problem)")
+                return nil
+            }
+            logger.info("voice notes can be transcribed on this server (PocketSphinx)", metadata: ["python": "\(python)"])
+            return embedded
+        default:
+            return nil
+        }
     }
 
     public func close() async {

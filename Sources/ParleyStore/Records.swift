@@ -90,6 +90,8 @@ public struct VoiceRecord: Sendable, Hashable {
     public var scanAttempts: Int
     /// When a pending note is scanned again.
     public var scanNextAt: Date?
+    /// The transcript step: nil when the brand did not transcribe when the note was ready.
+    public var transcript: VoiceTranscriptDTO?
     public var createdAt: Date
     public var updatedAt: Date
 
@@ -97,8 +99,9 @@ public struct VoiceRecord: Sendable, Hashable {
         messageId: MessageID, brandId: BrandID, container: String, originalKey: String, originalBytes: Int, durationMs: Int,
         waveform: [UInt8], state: VoiceState, failureReason: String? = nil, opusKey: String? = nil, opusBytes: Int? = nil,
         aacKey: String? = nil, aacBytes: Int? = nil, scan: MalwareScanState = .clean, scanDetail: String? = nil,
-        scanAttempts: Int = 0, scanNextAt: Date? = nil, createdAt: Date, updatedAt: Date
+        scanAttempts: Int = 0, scanNextAt: Date? = nil, transcript: VoiceTranscriptDTO? = nil, createdAt: Date, updatedAt: Date
     ) {
+        self.transcript = transcript
         self.scan = scan
         self.scanDetail = scanDetail
         self.scanAttempts = scanAttempts
@@ -123,7 +126,7 @@ public struct VoiceRecord: Sendable, Hashable {
     /// How clients see it: the original always, renditions once made.
     public var dto: VoiceDTO {
         if state == .blocked {
-            return VoiceDTO(durationMs: durationMs, waveform: waveform, state: state, failureReason: failureReason, scan: scan, renditions: [])
+            return VoiceDTO(durationMs: durationMs, waveform: waveform, state: state, failureReason: failureReason, scan: scan, renditions: [], transcript: nil)
         }
         var renditions = [
             VoiceRenditionDTO(
@@ -137,7 +140,9 @@ public struct VoiceRecord: Sendable, Hashable {
                     url: MediaPaths.voice(messageId: messageId, format: rendition.format)))
             }
         }
-        return VoiceDTO(durationMs: durationMs, waveform: waveform, state: state, failureReason: failureReason, scan: scan, renditions: renditions)
+        return VoiceDTO(
+            durationMs: durationMs, waveform: waveform, state: state, failureReason: failureReason, scan: scan, renditions: renditions,
+            transcript: transcript)
     }
 
     /// Whether someone other than the sender may fetch the note's audio.

@@ -112,6 +112,17 @@ public enum VoiceState: String, Codable, Sendable, Hashable {
     case blocked
 }
 
+/// Where a voice note's transcript is (`VoiceDTO.transcript`; absent when the brand does not
+/// transcribe).
+public enum TranscriptState: String, Codable, Sendable, Hashable, CaseIterable {
+    /// Waiting for the transcriber (it runs once the note is ready to play).
+    case pending
+    /// Transcribed: `text` is what was heard, empty when nothing was.
+    case ready
+    /// The transcriber could not make one (after its last retry, or the language is not one it knows).
+    case unavailable
+}
+
 /// Where a voice note is with the malware scan. Only the sender can fetch a note that is not
 /// `clean` or `unscanned`.
 public enum MalwareScanState: String, Codable, Sendable, CaseIterable, Hashable {

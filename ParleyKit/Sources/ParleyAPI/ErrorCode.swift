@@ -188,6 +188,7 @@ extension ErrorCode {
     public static let shuttingDown: ErrorCode = "shutting_down"
     public static let smsNotSupported: ErrorCode = "sms_not_supported"
     public static let teamLimit: ErrorCode = "team_limit"
+    public static let transcriberUnavailable: ErrorCode = "transcriber_unavailable"
     public static let teamNameTaken: ErrorCode = "team_name_taken"
     public static let teamNotFound: ErrorCode = "team_not_found"
     public static let templateNotFound: ErrorCode = "template_not_found"
@@ -340,6 +341,7 @@ extension ErrorCode {
         Entry(.scanPending, .api, http: [409], meaning: "This voice message is waiting for its malware scan; it can be played once the scan passes.", action: "Play it once the scan passes; the sender can play it already."),
         Entry(.scanUnavailable, .api, http: [503], meaning: "The malware scanner is unavailable; send the file again in a moment.", action: "Retry in a moment. Operator: clamd (PARLEY_CLAMD) is not answering; check it and its signatures."),
         Entry(.screenShareNotAllowed, .api, http: [403], meaning: "Screen sharing is not allowed for this side of the call.", action: "Agents need share_screen in their profile; customers share when an admin allows it in the brand's settings."),
+        Entry(.transcriberUnavailable, .api, http: [409], meaning: "This server has no transcriber, so voice notes cannot be transcribed.", action: "Operator: set PARLEY_TRANSCRIBER (embedded, with pocketsphinx installed, or openai with an endpoint); see docs/transcription.md."),
         Entry(.sequenceOutOfRange, .api, http: [422], meaning: "'upToSeq' … is past the last sequence … of this conversation.", action: "Acknowledge only sequence numbers you received."),
         Entry(.sessionExpired, .api, http: [401], meaning: "This session has expired. Sign in again.", action: "Sign in again."),
         Entry(.sessionRevoked, .api, http: [401], meaning: "This session was signed out. Sign in again.", action: "Sign in again."),

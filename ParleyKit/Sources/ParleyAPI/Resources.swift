@@ -320,17 +320,40 @@ public struct VoiceDTO: Codable, Sendable, Hashable {
     public var scan: MalwareScanState
     /// The original as uploaded, then the renditions that are ready. Empty for a blocked note.
     public var renditions: [VoiceRenditionDTO]
+    /// What was said, when the brand transcribes voice notes; nil when it does not (or did not when
+    /// the note arrived). It changes with a `voice_processed` event like the rest of the note.
+    public var transcript: VoiceTranscriptDTO?
 
     public init(
         durationMs: Int, waveform: [UInt8], state: VoiceState, failureReason: String?, scan: MalwareScanState = .clean,
-        renditions: [VoiceRenditionDTO]
+        renditions: [VoiceRenditionDTO], transcript: VoiceTranscriptDTO? = nil
     ) {
+        self.transcript = transcript
         self.durationMs = durationMs
         self.waveform = waveform
         self.state = state
         self.failureReason = failureReason
         self.scan = scan
         self.renditions = renditions
+    }
+}
+
+/// A voice note's transcript. Card numbers in it, spoken or as digits, are masked by the brand's
+/// card-masking rules before it is stored.
+public struct VoiceTranscriptDTO: Codable, Sendable, Hashable {
+    public var state: TranscriptState
+    /// What was heard; empty while pending, when unavailable, or when nothing was recognised.
+    public var text: String
+    /// The language it was transcribed in (ISO 639-1, `en`).
+    public var language: String?
+    /// The engine was unsure (music, noise, another language): show it as a guess.
+    public var lowConfidence: Bool
+
+    public init(state: TranscriptState, text: String = "", language: String? = nil, lowConfidence: Bool = false) {
+        self.state = state
+        self.text = text
+        self.language = language
+        self.lowConfidence = lowConfidence
     }
 }
 
@@ -504,6 +527,14 @@ public struct BrandSettingsDTO: Codable, Sendable, Hashable {
     /// Whether customers may share their screen during a call (off by default; agents share with
     /// the `share_screen` permission).
     public var screenShareFromConsumers: Bool = false
+    /// Whether voice notes are transcribed (off by default: the embedded engine's measured word
+    /// error rate on read speech is over 25%; see docs/transcription.md). Needs a transcriber on the
+    /// server (`ConsumerSettings`/`GET /v1/brand/settings` say whether there is one).
+    public var transcription: Bool = false
+    /// The language notes are transcribed in, ISO 639-1 (default `en`).
+    public var transcriptionLanguage: String = "en"
+    /// Whether this server has a transcriber (`PARLEY_TRANSCRIBER`); read-only.
+    public var transcriberAvailable: Bool = false
 
     public static let defaultWidgetColor = "#4f46e5"
     public static let defaultAvailableText = "Typically replies in a few minutes"
@@ -557,6 +588,8 @@ public struct UpdateBrandSettingsRequest: Codable, Sendable {
     public var cobrowseOrigins: [String]? = nil
     public var cobrowseMaskSelectors: [String]? = nil
     public var screenShareFromConsumers: Bool? = nil
+    public var transcription: Bool? = nil
+    public var transcriptionLanguage: String? = nil
 
     public init(
         voiceMaxSeconds: Int? = nil, voiceFromConsumers: Bool? = nil, voiceFromAgents: Bool? = nil,
@@ -564,8 +597,11 @@ public struct UpdateBrandSettingsRequest: Codable, Sendable {
         autoAwayMinutes: Int? = nil, exposedClaims: [String]? = nil, widgetColor: String? = nil, availableText: String? = nil,
         awayText: String? = nil, attachmentGroups: [AttachmentGroup]? = nil, attachmentMaxMegabytes: Int? = nil,
         previewOrigins: [String]? = nil, pushPreview: PushPreview? = nil, cobrowseEnabled: Bool? = nil, cobrowseOrigins: [String]? = nil,
-        cobrowseMaskSelectors: [String]? = nil, screenShareFromConsumers: Bool? = nil
+        cobrowseMaskSelectors: [String]? = nil, screenShareFromConsumers: Bool? = nil, transcription: Bool? = nil,
+        transcriptionLanguage: String? = nil
     ) {
+        self.transcription = transcription
+        self.transcriptionLanguage = transcriptionLanguage
         self.screenShareFromConsumers = screenShareFromConsumers
         self.cobrowseEnabled = cobrowseEnabled
         self.cobrowseOrigins = cobrowseOrigins

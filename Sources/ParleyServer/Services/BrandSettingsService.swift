@@ -12,14 +12,19 @@ public struct BrandSettingsService: Sendable {
 
     let store: StoreAccess<Stores>
     let clock: any WallClock
+    /// Whether this server has a transcriber: a brand may turn transcription on only then.
+    let transcriberAvailable: Bool
 
-    init(store: Store, clock: any WallClock) {
+    init(store: Store, clock: any WallClock, transcriberAvailable: Bool = false) {
         self.store = store.access { $0 as Stores }
         self.clock = clock
+        self.transcriberAvailable = transcriberAvailable
     }
 
     public func settings(brandId: BrandID) async throws -> BrandSettingsDTO {
-        try await store.read { repo in try await repo.brandSettings(brandId: brandId) }
+        var settings = try await store.read { repo in try await repo.brandSettings(brandId: brandId) }
+        settings.transcriberAvailable = transcriberAvailable
+        return settings
     }
 
     /// An admin's change: every field checked by the rules of what it governs before anything is
@@ -31,7 +36,12 @@ public struct BrandSettingsService: Sendable {
         try AttachmentRules.validate(change)
         let cobrowse = try CobrowseRules.validate(change)
         let previewOrigins = try change.previewOrigins.map { origins throws(ParleyError) in try WorkspaceRules.origins(origins) }
-        return try await self.change(brandId: admin.brandId) { settings in
+        if change.transcription == true, !transcriberAvailable {
+            throw ParleyError(
+                .conflict, code: .transcriberUnavailable,
+                message: "This server has no transcriber, so voice notes cannot be transcribed. The operator sets PARLEY_TRANSCRIBER.")
+        }
+        var updated = try await self.change(brandId: admin.brandId) { settings in
             if let value = change.voiceMaxSeconds { settings.voiceMaxSeconds = value }
             if let value = change.voiceMinSeconds { settings.voiceMinSeconds = value }
             if let value = change.voiceFromConsumers { settings.voiceFromConsumers = value }
@@ -52,7 +62,11 @@ public struct BrandSettingsService: Sendable {
             if let value = cobrowse.origins { settings.cobrowseOrigins = value }
             if let value = cobrowse.selectors { settings.cobrowseMaskSelectors = value }
             if let value = change.screenShareFromConsumers { settings.screenShareFromConsumers = value }
+            if let value = change.transcription { settings.transcription = value }
+            if let value = change.transcriptionLanguage { settings.transcriptionLanguage = value }
         }.settings
+        updated.transcriberAvailable = transcriberAvailable
+        return updated
     }
 
     /// Reads the brand's settings, lets `apply` change them (it may do work that must happen with

@@ -205,9 +205,14 @@ public struct TranscriptService: Sendable {
         }
         switch message.kind {
         case .voice:
-            return Transcript.Entry(
+            var entry = Transcript.Entry(
                 seq: message.seq, at: message.createdAt, kind: .voice, sender: message.senderKind, name: name, text: message.text,
                 href: "\(base)/v1/media/\(message.id)/original", durationSeconds: message.voice.map { ($0.durationMs + 500) / 1000 })
+            if let transcript = message.voice?.transcript, transcript.state == .ready, !transcript.text.isEmpty {
+                entry.spoken = transcript.text
+                entry.spokenLowConfidence = transcript.lowConfidence ? true : nil
+            }
+            return entry
         case .attachment:
             return Transcript.Entry(
                 seq: message.seq, at: message.createdAt, kind: .attachment, sender: message.senderKind, name: name, text: message.text,

@@ -11,15 +11,23 @@ import ParleyStore
 /// blocked file moves into quarantine); the conversation log inserts it with its message, in the
 /// same transaction (`ConversationAppend.log(_:preview:voice:)`); `save` keeps a record still waiting
 /// for the malware scanner; `settle` stores a new state that people must see (renditions ready,
-/// processing failed, a late scan verdict) as a sequenced `voice_processed` event and publishes it.
-/// The upload path (VoiceService), the transcoder (VoiceProcessor) and the rescanner
-/// (MalwareScanning) change records only through this type.
+/// processing failed, a late scan verdict, a transcript) as a sequenced `voice_processed` event and
+/// publishes it, and writes the job of the note's next step in the same transaction.
+/// The upload path (VoiceService), the transcoder (VoiceProcessor), the rescanner
+/// (MalwareScanning) and the transcriber (VoiceTranscription) change records only through this type.
+///
+/// A note's steps, each with its own state: the scan (`scan`), the renditions (`state`), the
+/// transcript (`transcript`), in that order; each step's job is written by the commit that ends the
+/// step before it (`VoiceJobs.job(for:at:)`).
 struct VoiceNotes: Sendable {
     let store: Store
     let blobs: any BlobStore
     let log: ConversationLog
     let clock: any WallClock
     let logger: Logger
+    /// The languages this server's transcriber knows (nil: it has none). A note that becomes ready
+    /// in a brand that transcribes gets its transcript step then.
+    var transcribes: (@Sendable (String) -> Bool)? = nil
 
     /// The record of a new note whose original is stored under `key`, with the scan verdict applied.
     /// On failure the stored original is removed.
@@ -82,16 +90,27 @@ struct VoiceNotes: Sendable {
     func settle(_ voice: VoiceRecord) async throws {
         var record = voice
         record.updatedAt = clock.now()
-        let settled = record
+        let (given, transcribes) = (record, transcribes)
         try await log.write { repo, appends in
+            var settled = given
+            if settled.state == .ready, settled.transcript == nil, let transcribes {
+                let settings = try await repo.brandSettings(brandId: settled.brandId)
+                if settings.transcription {
+                    let language = settings.transcriptionLanguage
+                    settled.transcript = VoiceTranscriptDTO(state: transcribes(language) ? .pending : .unavailable, language: language)
+                }
+            }
             try await repo.updateVoice(settled)
+            if let transcript = settled.transcript, transcript.state == .ready {
+                try await repo.indexTranscript(messageId: settled.messageId, text: transcript.text)
+            }
             guard let message = try await repo.message(brandId: settled.brandId, id: settled.messageId),
                 let conversation = try await repo.conversation(brandId: settled.brandId, id: message.conversationId, lock: true)
             else { return }
             var log = ConversationAppend(conversation, now: clock.now())
             _ = log.logVoiceProcessed(message)
             try await appends.write(&log, in: repo)
-            // Cleared by a rescan: its renditions are due now, with the verdict.
+            // Cleared by a rescan: its renditions are due now, with the verdict; ready: its transcript.
             if let job = try VoiceJobs.job(for: settled, at: log.now), try await repo.enqueueJob(job) { appends.queuedJobs() }
         }
     }

@@ -7,14 +7,16 @@ import ParleyStore
 import ServiceLifecycle
 import Synchronization
 
-/// The durable jobs of a voice note: its renditions (`voice.transcode`) and, while the scanner is
-/// away, its malware rescans (`voice.rescan`). Each is written in the transaction that makes it
+/// The durable jobs of a voice note: its renditions (`voice.transcode`), while the scanner is away
+/// its malware rescans (`voice.rescan`), and once it plays everywhere its transcript
+/// (`voice.transcribe`, when the brand transcribes). Each is written in the transaction that makes it
 /// necessary (the note's message, or the scan verdict that clears it), so a note is never left
 /// waiting on work that only one process remembered; the job runner runs them on whichever node
 /// claims them. Both are idempotent: a job run twice (a lease that ran out) writes the same result.
 enum VoiceJobs {
     static let transcode = "voice.transcode"
     static let rescan = "voice.rescan"
+    static let transcribe = "voice.transcribe"
     /// A store failure is retried this many times; a conversion that fails is recorded, not retried.
     static let maxAttempts = 5
 
@@ -24,12 +26,18 @@ enum VoiceJobs {
     }
 
     /// The job `voice` needs now, if any: renditions for a deliverable note still processing, a
-    /// rescan (when the next one is due) for a note waiting for the scanner.
+    /// rescan (when the next one is due) for a note waiting for the scanner, a transcript for a
+    /// ready note whose transcript is pending.
     static func job(for voice: VoiceRecord, at now: Date) throws -> JobRecord? {
         let note = String(decoding: try JSONEncoder().encode(Note(messageId: voice.messageId, brandId: voice.brandId)), as: UTF8.self)
         if voice.deliverable, voice.state == .processing {
             return JobRecord(
                 brandId: voice.brandId, kind: transcode, lane: nil, payload: note, dedupeKey: "transcode:\(voice.messageId)",
+                maxAttempts: maxAttempts, runAt: now, createdAt: now, requestId: RequestID.current)
+        }
+        if voice.state == .ready, voice.deliverable, voice.transcript?.state == .pending {
+            return JobRecord(
+                brandId: voice.brandId, kind: transcribe, lane: nil, payload: note, dedupeKey: "transcribe:\(voice.messageId)",
                 maxAttempts: maxAttempts, runAt: now, createdAt: now, requestId: RequestID.current)
         }
         if voice.scan == .pending, voice.state != .blocked {

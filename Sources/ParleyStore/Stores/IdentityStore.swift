@@ -261,6 +261,8 @@ struct BrandSettingsRow: TableRow {
     /// One selector a line.
     var cobrowseMaskSelectors: String
     var screenShareFromConsumers: Int
+    var transcription: Int
+    var transcriptionLanguage: String
     var updatedAt: Int64
 
     init(_ settings: BrandSettingsDTO, brandId: BrandID, at: Date) {
@@ -270,6 +272,8 @@ struct BrandSettingsRow: TableRow {
         cobrowseOrigins = settings.cobrowseOrigins.joined(separator: " ")
         cobrowseMaskSelectors = settings.cobrowseMaskSelectors.joined(separator: "\n")
         screenShareFromConsumers = settings.screenShareFromConsumers ? 1 : 0
+        transcription = settings.transcription ? 1 : 0
+        transcriptionLanguage = settings.transcriptionLanguage
         self.brandId = brandId
         voiceMaxSeconds = settings.voiceMaxSeconds
         voiceFromConsumers = settings.voiceFromConsumers ? 1 : 0
@@ -304,6 +308,8 @@ struct BrandSettingsRow: TableRow {
         settings.cobrowseOrigins = cobrowseOrigins.split(separator: " ").map(String.init)
         settings.cobrowseMaskSelectors = cobrowseMaskSelectors.split(separator: "\n").map(String.init)
         settings.screenShareFromConsumers = screenShareFromConsumers != 0
+        settings.transcription = transcription != 0
+        settings.transcriptionLanguage = transcriptionLanguage
         return settings
     }
 }

@@ -13,6 +13,9 @@ public protocol VoiceStore: Sendable {
     func voicesProcessing(limit: Int) async throws -> [VoiceRecord]
     /// Voice notes waiting for the malware scanner whose next try is due, soonest first.
     func voicesAwaitingScan(dueBy: Date, limit: Int) async throws -> [VoiceRecord]
+    /// Makes a note's transcript searchable (SQLite's FTS5 table; PostgreSQL indexes the column as
+    /// it is written).
+    func indexTranscript(messageId: MessageID, text: String) async throws
 }
 
 extension SQLRepository: VoiceStore {
@@ -37,6 +40,13 @@ extension SQLRepository: VoiceStore {
             ORDER BY created_at LIMIT \(bind: limit)
             """
         ).all(VoiceRow.self).map(\.record)
+    }
+
+    public func indexTranscript(messageId: MessageID, text: String) async throws {
+        guard flavor == .sqlite else { return }
+        try await db.raw("DELETE FROM transcript_search WHERE message_id = \(bind: messageId)").run()
+        guard !text.isEmpty else { return }
+        try await db.raw("INSERT INTO transcript_search (body, message_id) VALUES (\(bind: text), \(bind: messageId))").run()
     }
 
     public func voicesAwaitingScan(dueBy: Date, limit: Int) async throws -> [VoiceRecord] {
@@ -70,6 +80,10 @@ struct VoiceRow: TableRow {
     var scanDetail: String?
     var scanAttempts: Int
     var scanNextAt: Int64?
+    var transcriptState: TranscriptState?
+    var transcriptText: String?
+    var transcriptLanguage: String?
+    var transcriptLowConfidence: Int
     var createdAt: Int64
     var updatedAt: Int64
 
@@ -79,6 +93,8 @@ struct VoiceRow: TableRow {
         (state, failureReason, opusKey, opusBytes, aacKey, aacBytes) = (v.state, v.failureReason, v.opusKey, v.opusBytes, v.aacKey, v.aacBytes)
         (scanState, scanDetail, scanAttempts) = (v.scan, v.scanDetail, v.scanAttempts)
         scanNextAt = v.scanNextAt.map(StoredTime.millis)
+        (transcriptState, transcriptText, transcriptLanguage) = (v.transcript?.state, v.transcript?.text, v.transcript?.language)
+        transcriptLowConfidence = v.transcript?.lowConfidence == true ? 1 : 0
         createdAt = StoredTime.millis(v.createdAt)
         updatedAt = StoredTime.millis(v.updatedAt)
     }
@@ -88,7 +104,11 @@ struct VoiceRow: TableRow {
             messageId: messageId, brandId: brandId, container: container, originalKey: originalKey, originalBytes: originalBytes,
             durationMs: durationMs, waveform: Self.bytes(fromHex: waveform), state: state, failureReason: failureReason,
             opusKey: opusKey, opusBytes: opusBytes, aacKey: aacKey, aacBytes: aacBytes, scan: scanState, scanDetail: scanDetail,
-            scanAttempts: scanAttempts, scanNextAt: scanNextAt.map(StoredTime.date), createdAt: StoredTime.date(createdAt),
+            scanAttempts: scanAttempts, scanNextAt: scanNextAt.map(StoredTime.date),
+            transcript: transcriptState.map {
+                VoiceTranscriptDTO(state: $0, text: transcriptText ?? "", language: transcriptLanguage, lowConfidence: transcriptLowConfidence != 0)
+            },
+            createdAt: StoredTime.date(createdAt),
             updatedAt: StoredTime.date(updatedAt))
     }
 

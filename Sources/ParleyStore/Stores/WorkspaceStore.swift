@@ -106,8 +106,34 @@ extension SQLRepository: WorkspaceStore {
                     ORDER BY created_at DESC LIMIT \(bind: limit * 4)
                     """
             }
-            for row in try await db.raw(query).all(MessageRow.self) {
-                let message = try row.dto(voice: nil)
+            // Voice notes found by what was said: the hit shows the transcript's words.
+            let spoken: SQLQueryString
+            switch flavor {
+            case .sqlite:
+                let expression = terms.map { "\"\($0)\"*" }.joined(separator: " ")
+                spoken = """
+                    SELECT m.*, v.transcript_text AS transcript FROM transcript_search t
+                    JOIN voice_media v ON v.message_id = t.message_id JOIN messages m ON m.id = v.message_id
+                    WHERE transcript_search MATCH \(bind: expression) AND v.brand_id = \(bind: brandId)
+                    ORDER BY m.created_at DESC LIMIT \(bind: limit * 4)
+                    """
+            case .postgres:
+                let expression = terms.map { "\($0):*" }.joined(separator: " & ")
+                spoken = """
+                    SELECT m.*, v.transcript_text AS transcript FROM voice_media v JOIN messages m ON m.id = v.message_id
+                    WHERE v.transcript_text <> '' AND to_tsvector('simple', v.transcript_text) @@ to_tsquery('simple', \(bind: expression))
+                        AND v.brand_id = \(bind: brandId)
+                    ORDER BY m.created_at DESC LIMIT \(bind: limit * 4)
+                    """
+            }
+            var found = try await db.raw(query).all(MessageRow.self).map { try $0.dto(voice: nil) }
+            for row in try await db.raw(spoken).all() {
+                var message = try row.decode(MessageRow.self).dto(voice: nil)
+                message.text = try row.decode(column: "transcript", as: String.self)
+                found.append(message)
+            }
+            found.sort { $0.createdAt > $1.createdAt }
+            for message in found {
                 guard matches.count < limit, seen.insert(message.conversationId).inserted,
                     let conversation = try await conversation(brandId: brandId, id: message.conversationId, lock: false)
                 else { continue }

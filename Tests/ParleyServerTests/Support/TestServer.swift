@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import ParleyAPI
 import ParleyDomain
+import ParleyMedia
 import ParleyServer
 import ParleyStore
 import SQLKit
@@ -39,6 +40,7 @@ struct TestServer: Sendable {
         database kept: TestDatabase? = nil,
         clock: any WallClock = SystemClock(),
         recording: RecordingDatabase? = nil,
+        transcriber: (any Transcriber)? = nil,
         configure: (inout ParleyConfiguration) -> Void = { _ in },
         _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
@@ -58,6 +60,7 @@ struct TestServer: Sendable {
         configuration.bcryptCost = 4
         configuration.seedDemo = false
         configuration.clamd = "off"  // tests that scan start their own clamd
+        configuration.transcriber = "off"  // tests that transcribe give their own engine
         // Tests send faster than people do; the rate-limit tests turn limits back on.
         configuration.rateConsumerMessages = 0
         configuration.rateIPWrites = 0
@@ -70,7 +73,8 @@ struct TestServer: Sendable {
         let services: ParleyServices
         do {
             services = try await ParleyServices.make(
-                configuration: configuration, clock: clock, wrapDatabase: { recording?.wrap($0) ?? $0 }, logger: logger)
+                configuration: configuration, clock: clock, wrapDatabase: { recording?.wrap($0) ?? $0 }, transcriber: transcriber,
+                logger: logger)
         } catch {
             await owned.drop()
             throw TestFailure("the server did not start: \(String(reflecting: error))")
