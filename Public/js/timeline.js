@@ -97,6 +97,7 @@ export class Timeline {
     const existing = this.rows.get(message.id);
     if (existing) {
       const voiceChanged = message.voice && existing.message.voice?.state !== message.voice.state;
+      // A transcript arrives with the note's own event; the player keeps playing through it.
       const known = existing.message.deliveryState;
       const channel = existing.message.channelDelivery;
       existing.message = { ...existing.message, ...message };
@@ -398,6 +399,7 @@ export class Timeline {
         player.audio = undefined;
         player.voice = message.voice;
       }
+      this.transcript(bubble, message.voice.transcript);
     } else if (message.kind === "attachment" && message.attachment) {
       if (!bubble.querySelector(".attachment")) bubble.replaceChildren(this.attachmentView(message));
     } else {
@@ -443,6 +445,44 @@ export class Timeline {
       parts.push(mark);
     }
     meta.replaceChildren(...parts);
+  }
+
+  /**
+   * A voice note's transcript under its player: two lines, "Show more" when there is more; what
+   * it is while there is none yet, or none at all. A guess (music, noise) says so.
+   */
+  transcript(bubble, transcript) {
+    let view = bubble.querySelector(".transcript");
+    if (!transcript) { view?.remove(); return; }
+    if (!view) {
+      view = document.createElement("div");
+      view.className = "transcript";
+      bubble.append(view);
+    }
+    const key = `${transcript.state}|${transcript.lowConfidence}|${transcript.text}`;
+    if (view.dataset.key === key) return;
+    view.dataset.key = key;
+    view.dataset.state = transcript.state;
+    const words = transcript.text?.trim();
+    if (transcript.state !== "ready" || !words) {
+      const status = transcript.state === "pending" ? "Transcribing…"
+        : transcript.state === "unavailable" ? "Transcript unavailable" : "No speech recognised";
+      view.replaceChildren(Object.assign(document.createElement("span"), { className: "transcript-status", textContent: status }));
+      return;
+    }
+    const body = Object.assign(document.createElement("p"), { className: "transcript-text", textContent: words });
+    if (transcript.lowConfidence) body.prepend(Object.assign(document.createElement("span"), { className: "transcript-guess", textContent: "Unclear audio · " }));
+    const more = Object.assign(document.createElement("button"), { type: "button", className: "transcript-more", textContent: "Show more", hidden: true });
+    more.setAttribute("aria-expanded", "false");
+    more.addEventListener("click", () => {
+      const open = view.classList.toggle("open");
+      more.textContent = open ? "Show less" : "Show more";
+      more.setAttribute("aria-expanded", String(open));
+    });
+    view.classList.remove("open");
+    view.replaceChildren(body, more);
+    // Only a transcript longer than its two lines offers more (measured once it is laid out).
+    requestAnimationFrame(() => { more.hidden = body.scrollHeight <= body.clientHeight + 1; });
   }
 
   /** An image (its thumbnail, opening full size) or a file (name, size, download). */

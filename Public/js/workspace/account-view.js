@@ -176,6 +176,12 @@ export class AccountView {
     form.elements.cobrowseOrigins.value = (settings.cobrowseOrigins ?? []).join("\n");
     form.elements.cobrowseMaskSelectors.value = (settings.cobrowseMaskSelectors ?? []).join("\n");
     form.elements.screenShareFromConsumers.checked = Boolean(settings.screenShareFromConsumers);
+    form.elements.transcription.checked = Boolean(settings.transcription);
+    form.elements.transcription.disabled = !settings.transcriberAvailable && !settings.transcription;
+    form.elements.transcriptionLanguage.value = settings.transcriptionLanguage ?? "en";
+    $(".transcription-note").textContent = settings.transcriberAvailable
+      ? "Transcripts are made on your server; the words never leave it unless your operator set an outside engine."
+      : "This server has no transcriber; your operator can set one up (PARLEY_TRANSCRIBER).";
     this.renderLogo();
   }
 
@@ -216,7 +222,10 @@ export class AccountView {
           cobrowseOrigins: form.elements.cobrowseOrigins.value.split(/\s+/).filter(Boolean),
           cobrowseMaskSelectors: form.elements.cobrowseMaskSelectors.value.split("\n").map((line) => line.trim()).filter(Boolean),
           screenShareFromConsumers: form.elements.screenShareFromConsumers.checked,
+          transcription: form.elements.transcription.checked,
+          transcriptionLanguage: form.elements.transcriptionLanguage.value,
         });
+        this.fillWidgetForm();
         note.textContent = "Saved. Visitors see it the next time the chat opens.";
       } catch (failure) {
         note.textContent = failure.message;

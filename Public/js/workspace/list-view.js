@@ -125,6 +125,11 @@ export class SearchView {
         className: "when", textContent: dateFormat.format(new Date(hit.message?.createdAt ?? hit.conversation.updatedAt)) });
       const snippet = Object.assign(document.createElement("span"), { className: "preview" });
       snippet.append(hit.message ? highlighted(hit.message.text, query) : text(hit.conversation.lastMessagePreview ?? ""));
+      // Found in what a voice note said (its transcript): marked as spoken.
+      if (hit.message?.kind === "voice") {
+        snippet.insertAdjacentHTML("afterbegin", icon("mic"));
+        snippet.prepend(Object.assign(document.createElement("span"), { className: "sr-only", textContent: "Said in a voice message: " }));
+      }
       const tags = Object.assign(document.createElement("span"), { className: "tags" });
       tags.append(tag(hit.conversation.state));
       button.append(who, when, snippet, tags);

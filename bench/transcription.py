@@ -1,0 +1,80 @@
+"""The embedded transcriber on real read speech: word error rate and speed, on the recordings the
+tests use (Tests/ParleyMediaTests/Fixtures/speech, LibriVox), each as the server hands it to the
+engine (through the Opus rendition: ffmpeg, libopus 24 kbit/s, then 16 kHz WAV) and from the
+original. The same PocketSphinx call as the server's (EmbeddedTranscriber.script), one process per
+note, timed whole (start-up and model load included, as the server pays them).
+
+    bench/transcription.sh        (installs pocketsphinx into .venv first)
+"""
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEECH = ROOT / "Tests" / "ParleyMediaTests" / "Fixtures" / "speech"
+SCRIPT = """
+import json, sys, wave
+from pocketsphinx import Decoder
+w = wave.open(sys.argv[1], "rb")
+d = Decoder(samprate=16000, loglevel="FATAL")
+d.start_utt()
+d.process_raw(w.readframes(w.getnframes()), full_utt=True)
+d.end_utt()
+h = d.hyp()
+print(json.dumps({"text": h.hypstr if h else ""}))
+"""
+
+
+def words(text):
+    return [w for w in re.split(r"[^\w']+", text.lower()) if w]
+
+
+def errors(reference, hypothesis):
+    r, h = words(reference), words(hypothesis)
+    row = list(range(len(h) + 1))
+    for i, rw in enumerate(r):
+        previous, row = row, [i + 1] + [0] * len(h)
+        for j, hw in enumerate(h):
+            row[j + 1] = min(previous[j + 1] + 1, row[j] + 1, previous[j] + (rw != hw))
+    return row[len(h)], len(r)
+
+
+def ffmpeg(*args):
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", *args], check=True)
+
+
+def main():
+    results = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for path in ("opus", "original"):
+            total_errors = total_words = 0
+            audio = spent = 0.0
+            for wav in sorted(SPEECH.glob("*.wav")):
+                source = wav
+                if path == "opus":
+                    source = Path(scratch) / (wav.stem + ".ogg")
+                    ffmpeg("-i", str(wav), "-ac", "1", "-ar", "48000", "-c:a", "libopus", "-b:a", "24k", "-application", "voip", str(source))
+                prepared = Path(scratch) / (wav.stem + ".16k.wav")
+                ffmpeg("-i", str(source), "-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", "-f", "wav", str(prepared))
+                audio += (prepared.stat().st_size - 44) / 32000
+                started = time.perf_counter()
+                out = subprocess.run([sys.executable, "-c", SCRIPT, str(prepared)], check=True, capture_output=True, text=True).stdout
+                spent += time.perf_counter() - started
+                heard = json.loads(out)["text"]
+                e, n = errors(wav.with_suffix(".txt").read_text(), heard)
+                total_errors, total_words = total_errors + e, total_words + n
+                print(f"{path:8} {wav.stem}: {e}/{n}  {heard}")
+            results[path] = (total_errors, total_words, audio, spent)
+    print()
+    print("| input | word error rate | errors / words | audio (s) | engine time (s) | times faster than real time |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for path, (e, n, audio, spent) in results.items():
+        print(f"| {path} | {e / n:.1%} | {e} / {n} | {audio:.1f} | {spent:.2f} | {audio / spent:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

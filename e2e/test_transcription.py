@@ -1,0 +1,91 @@
+"""Voice notes that can be read: the admin turns transcription on, a customer speaks a real recording
+(LibriVox read speech, Tests/ParleyMediaTests/Fixtures/speech) into the widget's fake microphone,
+and both sides see the words under the note; the agent finds the conversation by what was said."""
+import re
+import subprocess
+
+from conftest import CHROMIUM, ROOT, login, running_parley
+from playwright.sync_api import expect, sync_playwright
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 800}
+SPEECH = ROOT / "Tests" / "ParleyMediaTests" / "Fixtures" / "speech" / "ss01-0930.wav"
+
+
+def test_transcripts_under_notes_and_in_search(tmp_path, shoot):
+    # "He might even have been made amiable himself" and a pause, over and over (the fake microphone
+    # loops its file): an 11-second note says it about three times.
+    microphone = tmp_path / "speech48k.wav"
+    subprocess.run(["sox", str(SPEECH), "-r", "48000", "-c", "1", str(microphone), "pad", "0.3", "0.5"], check=True, capture_output=True)
+    with running_parley() as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+                  f"--use-file-for-fake-audio-capture={microphone}"])
+        try:
+            agent = browser.new_context(viewport=DESKTOP).new_page()
+            login(agent, server)
+            # The admin turns it on under Settings → Chat widget → Voice notes.
+            agent.click(".account-open")
+            form = agent.locator(".widget-form")
+            box = form.get_by_label(re.compile("Transcribe voice notes"))
+            expect(box).not_to_be_checked()
+            expect(box).to_be_enabled()
+            expect(form.locator(".transcription-note")).to_contain_text("made on your server")
+            box.check()
+            form.get_by_role("button", name="Save widget settings").click()
+            expect(form.locator(".widget-note")).to_contain_text("Saved")
+            box.scroll_into_view_if_needed()
+            shoot(agent, "transcription-setting-1280")
+            agent.click(".account-close")
+
+            # The customer speaks a note on a phone.
+            consumer = browser.new_context(viewport=PHONE, permissions=["microphone"]).new_page()
+            consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
+            expect(consumer.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
+            consumer.click("button[aria-label='Record a voice message']")
+            expect(consumer.locator(".recorder[data-state=recording]")).to_be_visible()
+            consumer.wait_for_timeout(11000)
+            consumer.click("button[aria-label='Stop and preview']")
+            consumer.click("button[aria-label='Send voice message']")
+            mine = consumer.locator(".row.out[data-kind=voice]")
+            expect(mine).to_have_count(1, timeout=15000)
+            # Its words arrive under the player, a moment after the note itself.
+            words = mine.locator(".transcript-text")
+            expect(words).to_contain_text(re.compile(r"amiable|himself"), timeout=60000)
+            shoot(consumer, "widget-transcript-390")
+
+            # The agent sees them under the note, and finds the conversation by them.
+            item = agent.locator(".conversations li button").first
+            item.click()
+            theirs = agent.locator(".row.in[data-kind=voice] .transcript-text")
+            expect(theirs).to_contain_text(re.compile(r"amiable|himself"), timeout=30000)
+            heard = theirs.inner_text()
+            assert "might" in heard and "made" in heard, heard
+            shoot(agent, "workspace-transcript-1280")
+            search = agent.locator("#search")
+            search.fill("amiable")
+            hit = agent.locator(".search-results .results li button").first
+            expect(hit).to_contain_text("amiable", timeout=10000)
+            expect(hit.locator("mark").first).to_have_text(re.compile("amiable", re.I))
+            shoot(agent, "search-by-spoken-words-1280")
+            hit.click()
+            expect(agent.locator(".row.highlight .transcript-text")).to_contain_text("amiable")
+
+            # Three sentences are more than two lines: "Show more" opens the rest.
+            more = agent.locator(".row.in[data-kind=voice] .transcript-more")
+            expect(more).to_be_visible()
+            text_box = agent.locator(".row.in[data-kind=voice] .transcript-text")
+            collapsed = text_box.bounding_box()["height"]
+            more.click()
+            expect(more).to_have_text("Show less")
+            expect(more).to_have_attribute("aria-expanded", "true")
+            assert text_box.bounding_box()["height"] > collapsed * 1.3
+            shoot(agent, "workspace-transcript-expanded-1280")
+
+            # On a phone, the agent's view of the same note.
+            agent.set_viewport_size({"width": 390, "height": 844})
+            shoot(agent, "workspace-transcript-390")
+            assert agent.evaluate("document.documentElement.scrollWidth") <= 390
+        finally:
+            browser.close()
