@@ -64,6 +64,36 @@ struct ParleyKitActivityTests {
         }
     }
 
+    @Test("a voice note's transcript reaches the app live, with the note's event, as Message.transcript")
+    func transcriptLive() async throws {
+        let root = try Self.root()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let recording = root.appendingPathComponent("note.m4a")
+        try AudioFixtures.files().data("note.m4a").write(to: recording)
+        let engine = ScriptedTranscriber(words: "is the blue one in stock")
+        try await TestServer.run(transcriber: engine) { server in
+            let acme = try await BrandScenario.make(server)
+            #expect(try await TranscriptionTests.enable(server, acme, .init(transcription: true)).status == .ok)
+            let parley = try await Parley.configure(
+                brandID: acme.brand.id, appID: acme.app.id, server: URL(string: "http://127.0.0.1:\(server.port)/")!,
+                identity: .anonymous(), storage: ParleyKitTests.storage(root), transport: NIOTransport())
+            let log = EventLog(parley)
+            await parley.connect()
+            try await log.wait { $0.contains { if case .connection(.connected) = $0 { true } else { false } } }
+            _ = try await parley.sendVoice(FileVoiceRecorder(source: recording).recorded(for: .seconds(3)))
+            #expect(await parley.flush() == false)
+            try await log.wait { events in
+                events.contains { event in
+                    if case .event(let happened) = event, happened.kind == .voiceProcessed, happened.message?.transcript?.state == .ready { true } else { false }
+                }
+            }
+            let stored = try #require(await parley.outgoing.last?.state.stored)
+            let message = try await parley.messages(in: stored.conversationId).first { $0.id == stored.messageId }
+            #expect(message?.transcript == VoiceTranscriptDTO(state: .ready, text: "is the blue one in stock", language: "en"))
+            log.task.cancel()
+        }
+    }
+
     @Test("the consumer's messages move sent -> delivered -> read as .outgoing events; a voice upload reports its progress")
     func statesAndProgress() async throws {
         let root = try Self.root()

@@ -357,6 +357,12 @@ public struct VoiceTranscriptDTO: Codable, Sendable, Hashable {
     }
 }
 
+extension MessageDTO {
+    /// A voice note's transcript, when its brand transcribes (nil otherwise, and for other kinds).
+    /// It arrives after the note, with the note's `voice_processed` event (`ConversationEventDTO.message`).
+    public var transcript: VoiceTranscriptDTO? { voice?.transcript }
+}
+
 public struct MessageDTO: Codable, Sendable, Hashable {
     public var id: MessageID
     public var conversationId: ConversationID
