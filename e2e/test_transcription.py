@@ -5,6 +5,7 @@ import re
 import subprocess
 
 from conftest import CHROMIUM, ROOT, login, running_parley
+from test_webkit import webkit  # noqa: F401 (the fixture)
 from playwright.sync_api import expect, sync_playwright
 
 PHONE = {"width": 390, "height": 844}
@@ -89,3 +90,47 @@ def test_transcripts_under_notes_and_in_search(tmp_path, shoot):
             assert agent.evaluate("document.documentElement.scrollWidth") <= 390
         finally:
             browser.close()
+
+
+def test_transcript_in_webkit(webkit):
+    """The widget in WebKit (Safari's engine): an agent's voice answer arrives with its words."""
+    import json
+    import time
+    import urllib.request
+
+    from conftest import ARTIFACTS, api
+    from test_webkit import wait_until
+
+    folder = ARTIFACTS / "test_transcript_in_webkit"
+    folder.mkdir(parents=True, exist_ok=True)
+    with running_parley() as server:
+        token = api(server, "POST", "/v1/auth/login", {"email": server.email, "password": server.password})["token"]
+        api(server, "PATCH", "/v1/brand/settings", {"transcription": True}, token)
+        for step, (width, height) in enumerate(((390, 844), (1280, 800)), start=1):
+            webkit.set_window_size(width, height)
+            webkit.delete_all_cookies()
+            webkit.get(f"{server.url}/widget.html?app={server.app_id}")
+            webkit.execute_script("localStorage.clear()")
+            webkit.get(f"{server.url}/widget.html?app={server.app_id}")
+            wait_until(webkit, "return document.querySelector('.status')?.dataset.state === 'online'", what="the widget going online")
+            text = f"Can you describe him? ({width})"
+            webkit.execute_script(
+                "const box = document.querySelector('#message'); box.value = arguments[0];"
+                "box.dispatchEvent(new Event('input', {bubbles: true}));"
+                "document.querySelector('.composer').requestSubmit();", text)
+            wait_until(webkit, "return ![...document.querySelectorAll('.row.out')].some(r => r.textContent.includes('Sending'))"
+                       " && document.querySelectorAll('.row.out').length > 0", what="the sent message")
+            conversations = api(server, "GET", "/v1/conversations?limit=20", token=token)["items"]
+            conversation = next(c for c in conversations if text in json.dumps(c))
+            # The agent answers by voice (the recording uploaded as a file).
+            request = urllib.request.Request(
+                f"{server.url}/v1/conversations/{conversation['id']}/voice-messages?clientMessageId=webkit-voice-{width}",
+                data=SPEECH.read_bytes(), method="POST", headers={"Authorization": f"Bearer {token}", "Content-Type": "audio/wav"})
+            with urllib.request.urlopen(request) as answer:
+                assert answer.status == 201
+            words = wait_until(webkit, "return document.querySelector('.row.in[data-kind=voice] .transcript-text')?.textContent",
+                               seconds=60, what="the transcript")
+            assert "amiable" in words or "himself" in words, words
+            webkit.execute_async_script("const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => done()));")
+            time.sleep(0.3)
+            webkit.save_screenshot(str(folder / f"{step:02d}-widget-voice-answer-transcript-{width}.png"))
