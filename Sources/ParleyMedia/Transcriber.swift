@@ -76,8 +76,9 @@ public struct TranscriptionAudio: Sendable {
 /// beside the binary but the package itself.
 ///
 /// Measured on real read speech (`Tests/ParleyMediaTests/Fixtures/speech`, LibriVox): 31% word
-/// error rate through the Opus rendition it is given (28% from the 16 kHz originals), about 6 times
-/// faster than real time on this 2-core machine. It reports no usable
+/// error rate through the Opus rendition it is given (28% from the 16 kHz originals), 4.3 times
+/// faster than real time on this 2-core machine, process start and model load included
+/// (bench/transcription.sh). It reports no usable
 /// confidence, so a transcript is marked low-confidence when it has fewer words than speech has
 /// (`LowConfidence.wordsPerSecond`): music and noise come out as a word or two.
 public struct EmbeddedTranscriber: Transcriber {
