@@ -139,6 +139,7 @@ export class Reports {
       ["First response (median)", duration(total.firstResponseMedianSeconds)],
       ["Satisfaction", total.csatAverage == null ? "—" : `${total.csatAverage.toFixed(1)} of 5`],
       ["Voice notes", total.voiceNotesIn + total.voiceNotesOut], ["Calls", total.calls],
+      ...(total.transcribedSeconds ? [["Transcribed minutes", (total.transcribedSeconds / 60).toFixed(1)]] : []),
     ].map(([label, value]) => element("div", { className: "tile" }, element("span", { className: "tile-value", textContent: value }), element("span", { className: "tile-label", textContent: label }))));
     this.chartsElement.replaceChildren(...charts.map((chart) => {
       const csv = element("a", { className: "button small", textContent: "CSV", href: `/v1/reports?${this.query({ format: "csv", chart: chart.csv ?? chart.id })}`, download: "" });

@@ -27,6 +27,7 @@ public enum ReportRules {
         var resolutions: [Double] = []
         var scores: [Int] = []
         var callSeconds = 0
+        var transcribedMs = 0
 
         public init(key: String, label: String) { row = ReportRowDTO(key: key, label: label) }
 
@@ -42,7 +43,8 @@ public enum ReportRules {
 
         public mutating func rated(_ score: Int) { scores.append(score) }
 
-        public mutating func voice(fromCustomer: Bool, durationMs: Int) {
+        public mutating func voice(fromCustomer: Bool, durationMs: Int, transcribed: Bool = false) {
+            if transcribed { transcribedMs += durationMs }
             let seconds = (durationMs + 500) / 1000
             if fromCustomer {
                 row.voiceNotesIn += 1
@@ -71,6 +73,7 @@ public enum ReportRules {
                 row.csatPositivePercent = Int((Double(scores.filter { $0 >= 4 }.count) / Double(scores.count) * 100).rounded())
             }
             row.callMinutes = Int((Double(callSeconds) / 60).rounded())
+            row.transcribedSeconds = (transcribedMs + 500) / 1000
             return row
         }
     }
@@ -80,7 +83,7 @@ public enum ReportRules {
         "volume": ["newConversations", "resolved"],
         "response": ["firstResponseMedianSeconds", "firstResponseP90Seconds", "resolutionMedianSeconds", "resolutionP90Seconds"],
         "csat": ["ratings", "csatAverage", "csatPositivePercent"],
-        "voice": ["voiceNotesIn", "voiceNotesOut", "voiceSecondsIn", "voiceSecondsOut"],
+        "voice": ["voiceNotesIn", "voiceNotesOut", "voiceSecondsIn", "voiceSecondsOut", "transcribedSeconds"],
         "calls": ["calls", "callMinutes"],
     ]
     public static let allColumns = ["newConversations", "resolved"] + charts["response"]! + charts["csat"]! + charts["voice"]! + charts["calls"]!
@@ -106,6 +109,7 @@ public enum ReportRules {
             case "voiceNotesOut": "\(row.voiceNotesOut)"
             case "voiceSecondsIn": "\(row.voiceSecondsIn)"
             case "voiceSecondsOut": "\(row.voiceSecondsOut)"
+            case "transcribedSeconds": "\(row.transcribedSeconds)"
             case "calls": "\(row.calls)"
             case "callMinutes": "\(row.callMinutes)"
             default: ""

@@ -75,6 +75,8 @@ struct ReportRulesTests {
         group.voice(fromCustomer: true, durationMs: 1_499)
         group.voice(fromCustomer: true, durationMs: 1_500)
         group.voice(fromCustomer: false, durationMs: 42_000)
+        group.voice(fromCustomer: true, durationMs: 60_000, transcribed: true)
+        group.voice(fromCustomer: false, durationMs: 31_000, transcribed: true)
         group.call(connectedSeconds: 90)
         group.call(connectedSeconds: nil)  // missed
         let row = group.finished()
@@ -82,7 +84,8 @@ struct ReportRulesTests {
         #expect(row.firstResponseMedianSeconds == 60 && row.firstResponseP90Seconds == 600)
         #expect(row.resolutionMedianSeconds == 1_800 && row.resolutionP90Seconds == 3_600)
         #expect(row.ratings == 3 && row.csatAverage == 3.67 && row.csatPositivePercent == 67)
-        #expect(row.voiceNotesIn == 2 && row.voiceSecondsIn == 3 && row.voiceNotesOut == 1 && row.voiceSecondsOut == 42)
+        #expect(row.voiceNotesIn == 3 && row.voiceSecondsIn == 63 && row.voiceNotesOut == 2 && row.voiceSecondsOut == 73)
+        #expect(row.transcribedSeconds == 91)
         #expect(row.calls == 2 && row.callMinutes == 2)
         let empty = ReportRules.Accumulator(key: "k", label: "l").finished()
         #expect(empty.firstResponseMedianSeconds == nil && empty.csatAverage == nil && empty.ratings == 0)

@@ -110,6 +110,10 @@ struct TranscriptionTests {
             #expect(txt.contains("\"hi my card is •••••••••••• 4242 and my parcel never came\""))
             let xml = try await server.get("/v1/transcripts?from=\(day)&to=\(day)&format=xml", token: acme.adminToken).text
             #expect(xml.contains("spoken=\"hi my card is •••••••••••• 4242 and my parcel never came\""))
+            // Reports count the transcribed audio.
+            let report = try await server.get("/v1/reports?from=\(day)&to=\(day)", token: acme.adminToken).decode(ReportDTO.self)
+            #expect(report.total.transcribedSeconds == (done.voice!.durationMs + 500) / 1000)
+            #expect(report.total.transcribedSeconds > 0)
             #expect(engine.calls == 1)
         }
     }

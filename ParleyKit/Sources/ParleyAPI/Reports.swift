@@ -63,6 +63,8 @@ public struct ReportRowDTO: Codable, Sendable, Hashable {
     /// Calls started, and the minutes of those that connected.
     public var calls: Int = 0
     public var callMinutes: Int = 0
+    /// Seconds of voice notes (both ways) with a transcript: the transcribed minutes, to the second.
+    public var transcribedSeconds: Int = 0
 
     public init(key: String, label: String) {
         (self.key, self.label) = (key, label)

@@ -185,7 +185,9 @@ public struct ReportsService: Sendable {
         }
         for fact in facts.ratings { add(fact.at, fact.channel, fact.appId, fact.agentId) { $0.rated(fact.score) } }
         for fact in facts.voice {
-            add(fact.at, fact.channel, fact.appId, fact.agentId) { $0.voice(fromCustomer: fact.fromCustomer, durationMs: fact.durationMs) }
+            add(fact.at, fact.channel, fact.appId, fact.agentId) {
+                $0.voice(fromCustomer: fact.fromCustomer, durationMs: fact.durationMs, transcribed: fact.transcribed)
+            }
         }
         for fact in facts.calls { add(fact.at, fact.channel, fact.appId, fact.agentId) { $0.call(connectedSeconds: fact.connectedSeconds) } }
 

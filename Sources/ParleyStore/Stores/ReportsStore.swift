@@ -39,6 +39,8 @@ public enum ReportFacts {
         public var at: Date
         public var fromCustomer: Bool
         public var durationMs: Int
+        /// It has a transcript (ready, with or without words).
+        public var transcribed: Bool = false
         /// The agent who sent it, or for a customer's the conversation's agent.
         public var agentId: AgentID?
         public var channel: Channel
@@ -118,7 +120,7 @@ extension SQLRepository: ReportsStore {
     public func voiceNotes(brandId: BrandID, from: Date, to: Date) async throws -> [ReportFacts.Voice] {
         try await db.raw(
             """
-            SELECT m.created_at, m.sender_kind, m.sender_id, v.duration_ms, c.channel, c.app_id, c.assignee_id
+            SELECT m.created_at, m.sender_kind, m.sender_id, v.duration_ms, v.transcript_state, c.channel, c.app_id, c.assignee_id
             FROM messages m JOIN voice_media v ON v.message_id = m.id JOIN conversations c ON c.id = m.conversation_id
             WHERE m.brand_id = \(bind: brandId) AND m.created_at >= \(bind: StoredTime.millis(from)) AND m.created_at < \(bind: StoredTime.millis(to))
                 AND m.kind = \(bind: MessageKind.voice.rawValue)
@@ -128,6 +130,7 @@ extension SQLRepository: ReportsStore {
             return ReportFacts.Voice(
                 at: StoredTime.date(try row.decode(column: "created_at", as: Int64.self)), fromCustomer: fromCustomer,
                 durationMs: try row.decode(column: "duration_ms", as: Int.self),
+                transcribed: try row.decode(column: "transcript_state", as: String?.self) == TranscriptState.ready.rawValue,
                 agentId: fromCustomer
                     ? try row.decode(column: "assignee_id", as: String?.self).map(AgentID.init(rawValue:))
                     : AgentID(rawValue: try row.decode(column: "sender_id", as: String.self)),
