@@ -53,25 +53,28 @@ def test_transcripts_under_notes_and_in_search(tmp_path, shoot):
             expect(mine).to_have_count(1, timeout=15000)
             # Its words arrive under the player, a moment after the note itself.
             words = mine.locator(".transcript-text")
-            expect(words).to_contain_text(re.compile(r"amiable|himself"), timeout=60000)
+            expect(words).to_contain_text(re.compile(r"might even have been"), timeout=60000)
             shoot(consumer, "widget-transcript-390")
 
-            # The agent sees them under the note, and finds the conversation by them.
+            # The agent sees them under the note and in the list's line, and finds the conversation by them.
             item = agent.locator(".conversations li button").first
+            expect(item.locator(".preview")).to_contain_text(re.compile(r"Audio message 0:1\d · .*(might|made)"), timeout=10000)
             item.click()
             theirs = agent.locator(".row.in[data-kind=voice] .transcript-text")
-            expect(theirs).to_contain_text(re.compile(r"amiable|himself"), timeout=30000)
+            expect(theirs).to_contain_text(re.compile(r"might even have been"), timeout=30000)
             heard = theirs.inner_text()
-            assert "might" in heard and "made" in heard, heard
+            assert "made" in heard, heard
             shoot(agent, "workspace-transcript-1280")
+            # Search by a word the engine heard (its exact words vary a little from run to run).
+            word = max(re.findall(r"[a-z]+", heard.lower()), key=len)
             search = agent.locator("#search")
-            search.fill("amiable")
+            search.fill(word)
             hit = agent.locator(".search-results .results li button").first
-            expect(hit).to_contain_text("amiable", timeout=10000)
-            expect(hit.locator("mark").first).to_have_text(re.compile("amiable", re.I))
+            expect(hit).to_contain_text(word, timeout=10000)
+            expect(hit.locator("mark").first).to_have_text(re.compile(word, re.I))
             shoot(agent, "search-by-spoken-words-1280")
             hit.click()
-            expect(agent.locator(".row.highlight .transcript-text")).to_contain_text("amiable")
+            expect(agent.locator(".row.highlight .transcript-text")).to_contain_text(word)
 
             # Three sentences are more than two lines: "Show more" opens the rest.
             more = agent.locator(".row.in[data-kind=voice] .transcript-more")
@@ -130,7 +133,7 @@ def test_transcript_in_webkit(webkit):
                 assert answer.status == 201
             words = wait_until(webkit, "return document.querySelector('.row.in[data-kind=voice] .transcript-text')?.textContent",
                                seconds=60, what="the transcript")
-            assert "amiable" in words or "himself" in words, words
+            assert "might even have been" in words, words
             webkit.execute_async_script("const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => done()));")
             time.sleep(0.3)
             webkit.save_screenshot(str(folder / f"{step:02d}-widget-voice-answer-transcript-{width}.png"))

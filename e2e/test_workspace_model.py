@@ -72,7 +72,8 @@ async (previewCases) => {
   // The server's words for each case (e2e/message-previews.json, written by MessagePreviewFixtureTests).
   results.sharedPreviews = previewCases.map((item) => {
     const message = item.kind === "text" ? { kind: "text", text: item.text }
-      : item.kind === "voice" ? { kind: "voice", voice: { durationMs: item.durationMs, state: item.blocked ? "blocked" : "ready" } }
+      : item.kind === "voice" ? { kind: "voice", voice: { durationMs: item.durationMs, state: item.blocked ? "blocked" : "ready",
+          transcript: item.transcript == null ? undefined : { state: "ready", text: item.transcript } } }
       : { kind: "attachment", attachment: { type: item.attachmentType, fileName: item.fileName } };
     return { expected: item.preview, page: previewOf(message) };
   }).filter((result) => result.expected !== result.page);

@@ -25,6 +25,13 @@ public enum VoiceRules {
         "Audio message \(clock(milliseconds: durationMs))"
     }
 
+    /// A transcribed note's line: its length, then what was said, cut like a text's
+    /// ("Audio message 0:11 · he might even have been made…"); the plain line without words.
+    public static func preview(durationMs: Int, transcript: VoiceTranscriptDTO?) -> String {
+        guard let transcript, transcript.state == .ready, !transcript.text.isEmpty else { return preview(durationMs: durationMs) }
+        return MessageRules.preview(of: preview(durationMs: durationMs) + " · " + transcript.text)
+    }
+
     /// A voice message the malware scan blocked: its transcript line and its preview.
     public static let blockedTranscriptLine = "[audio message blocked by the malware scan]"
     public static let blockedPreview = "Audio message blocked"

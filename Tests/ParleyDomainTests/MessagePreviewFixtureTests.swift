@@ -16,6 +16,8 @@ struct MessagePreviewFixtureTests {
         var text: String?
         var durationMs: Int?
         var blocked: Bool?
+        /// A voice note's transcript (ready).
+        var transcript: String? = nil
         var attachmentType: AttachmentType?
         var fileName: String?
         var preview: String
@@ -32,6 +34,11 @@ struct MessagePreviewFixtureTests {
             cases.append(Case(kind: .voice, durationMs: duration, preview: VoiceRules.preview(durationMs: duration)))
         }
         cases.append(Case(kind: .voice, durationMs: 4_000, blocked: true, preview: VoiceRules.blockedPreview))
+        // Transcribed: the length, then the words, cut like a text.
+        for words in ["he might even have been made amiable himself", String(repeating: "parcel ", count: 30), ""] {
+            let transcript = VoiceTranscriptDTO(state: .ready, text: words, language: "en")
+            cases.append(Case(kind: .voice, durationMs: 11_000, transcript: words, preview: VoiceRules.preview(durationMs: 11_000, transcript: transcript)))
+        }
         for (type, name) in [(AttachmentType.png, "screenshot.png"), (.heic, "IMG_0001.HEIC"), (.pdf, "Invoice 2026-042.pdf"), (.docx, "terms.docx")] {
             cases.append(Case(kind: .attachment, attachmentType: type, fileName: name, preview: AttachmentRules.preview(type: type, fileName: name)))
         }

@@ -89,6 +89,9 @@ struct TranscriptionTests {
             let header = try #require(engine.wavHeaders.first)
             #expect(header.prefix(4) == Data("RIFF".utf8) && header[8..<12] == Data("WAVE".utf8))
             #expect(header[22] == 1 && header[24..<28].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) } == 16_000)
+            // The conversation's list line gains the first words.
+            let listed = try await server.get("/v1/conversations/\(sent.conversation.id)", token: acme.adminToken).decode(ConversationDTO.self)
+            #expect(listed.lastMessagePreview == "Audio message \(VoiceRules.clock(milliseconds: done.voice!.durationMs)) · hi my card is •••••••••••• 4242 and my parcel never came")
             // The customer's copy has it too (the same event).
             let mine = try await server.get("/v1/consumer/conversations/\(sent.conversation.id)/messages", token: token)
                 .decode(ListResponse<MessageDTO>.self).items.first { $0.id == sent.message.id }

@@ -27,7 +27,10 @@ export function previewOf(message) {
   if (message.kind === "attachment") return isImage(message.attachment) ? "Image" : `File: ${message.attachment?.fileName ?? ""}`;
   if (message.kind !== "voice") return textPreview(message.text);
   if (message.voice?.state === "blocked") return "Audio message blocked";
-  return `Audio message ${clock(message.voice?.durationMs ?? 0)}`;
+  const line = `Audio message ${clock(message.voice?.durationMs ?? 0)}`;
+  // VoiceRules.preview(durationMs:transcript:): the words after the length, cut like a text.
+  const transcript = message.voice?.transcript;
+  return transcript?.state === "ready" && transcript.text ? textPreview(`${line} · ${transcript.text}`) : line;
 }
 
 const characters = new Intl.Segmenter(undefined, { granularity: "grapheme" });

@@ -361,7 +361,17 @@ struct ConversationAppend: Sendable {
     /// change of state or assignee, a rating. (A message alone updates the list from
     /// its own frame; receipts, notes, delivery states, calls and processed voice notes do not show there.)
     var changesList: Bool {
-        isNew || events.contains { [.stateChanged, .assigned, .rated].contains($0.kind) }
+        isNew || previewChanged || events.contains { [.stateChanged, .assigned, .rated].contains($0.kind) }
+    }
+
+    /// The conversation's list line says something new about its last message (a voice note's
+    /// transcript): the agents' lists get the conversation.
+    private(set) var previewChanged = false
+
+    mutating func showPreview(_ preview: String) {
+        guard conversation.lastMessagePreview != preview else { return }
+        conversation.lastMessagePreview = preview
+        previewChanged = true
     }
 
     // MARK: Sequence

@@ -109,6 +109,12 @@ struct VoiceNotes: Sendable {
             else { return }
             var log = ConversationAppend(conversation, now: clock.now())
             _ = log.logVoiceProcessed(message)
+            // The list line of a conversation whose last message is this note gains its first words.
+            if settled.transcript?.state == .ready, conversation.lastMessageKind == .voice,
+                try await repo.messages(conversationId: conversation.id, beforeSeq: .max, limit: 1).last?.id == message.id
+            {
+                log.showPreview(VoiceRules.preview(durationMs: settled.durationMs, transcript: settled.transcript))
+            }
             try await appends.write(&log, in: repo)
             // Cleared by a rescan: its renditions are due now, with the verdict; ready: its transcript.
             if let job = try VoiceJobs.job(for: settled, at: log.now), try await repo.enqueueJob(job) { appends.queuedJobs() }
