@@ -55,6 +55,12 @@ public enum VoiceRules {
         }
     }
 
+    /// The ISO 639-1 code of a language tag ("fr-CA" → "fr"), or nil when it has none.
+    public static func transcriptionLanguage(of tag: String) -> String? {
+        let primary = tag.split(whereSeparator: { $0 == "-" || $0 == "_" }).first.map { $0.lowercased() } ?? ""
+        return isLanguage(primary) ? primary : nil
+    }
+
     /// Two lowercase letters (ISO 639-1), what transcription engines take.
     public static func isLanguage(_ code: String) -> Bool {
         code.utf8.count == 2 && code.utf8.allSatisfy { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) }

@@ -169,6 +169,25 @@ struct TranscriptionTests {
         }
     }
 
+    @Test("a customer's note in the customer's language when the widget told it; an agent's in the brand's")
+    func customersLanguage() async throws {
+        let engine = ScriptedTranscriber(words: "hallo")
+        try await TestServer.run(transcriber: engine) { server in
+            let acme = try await BrandScenario.make(server)
+            #expect(try await Self.enable(server, acme, .init(transcription: true, transcriptionLanguage: "en")).status == .ok)
+            var request = ConsumerSessionRequest(appId: acme.app.id, displayName: "Jana")
+            request.language = "de-DE"
+            let token = try await server.post("/v1/consumer/session", json: request).decode(ConsumerSessionResponse.self).token
+            let theirs = try await VoiceTests.upload(server, try AudioFixtures.files().data("note.webm"), token: token).decode(SendMessageResponse.self)
+            #expect(try await Self.transcribed(server, theirs.message, token: acme.adminToken).transcript?.language == "de")
+            let ours = try await VoiceTests.upload(
+                server, try AudioFixtures.files().data("note.ogg"), token: acme.adminToken, agentConversation: theirs.conversation.id
+            ).decode(SendMessageResponse.self)
+            #expect(try await Self.transcribed(server, ours.message, token: acme.adminToken).transcript?.language == "en")
+            #expect(VoiceRules.transcriptionLanguage(of: "pt_BR") == "pt" && VoiceRules.transcriptionLanguage(of: "C") == nil)
+        }
+    }
+
     @Test("off by default; a brand turns it on only where the server has a transcriber; a bad language is refused")
     func settings() async throws {
         try await TestServer.run { server in

@@ -93,10 +93,17 @@ struct VoiceNotes: Sendable {
         let (given, transcribes) = (record, transcribes)
         try await log.write { repo, appends in
             var settled = given
+            guard var message = try await repo.message(brandId: settled.brandId, id: settled.messageId),
+                let conversation = try await repo.conversation(brandId: settled.brandId, id: message.conversationId, lock: true)
+            else { return try await repo.updateVoice(settled) }
             if settled.state == .ready, settled.transcript == nil, let transcribes {
                 let settings = try await repo.brandSettings(brandId: settled.brandId)
                 if settings.transcription {
-                    let language = settings.transcriptionLanguage
+                    // A customer's note in the customer's language when the widget or app told it; else the brand's.
+                    var language = settings.transcriptionLanguage
+                    if message.senderKind == .consumer, let spoken = try await repo.consumer(brandId: settled.brandId, id: conversation.consumerId)?.language {
+                        language = VoiceRules.transcriptionLanguage(of: spoken) ?? language
+                    }
                     settled.transcript = VoiceTranscriptDTO(state: transcribes(language) ? .pending : .unavailable, language: language)
                 }
             }
@@ -104,9 +111,7 @@ struct VoiceNotes: Sendable {
             if let transcript = settled.transcript, transcript.state == .ready {
                 try await repo.indexTranscript(messageId: settled.messageId, text: transcript.text)
             }
-            guard let message = try await repo.message(brandId: settled.brandId, id: settled.messageId),
-                let conversation = try await repo.conversation(brandId: settled.brandId, id: message.conversationId, lock: true)
-            else { return }
+            message.voice = settled.dto
             var log = ConversationAppend(conversation, now: clock.now())
             _ = log.logVoiceProcessed(message)
             // The list line of a conversation whose last message is this note gains its first words.
