@@ -88,6 +88,17 @@ public struct ParleyServices: Sendable {
         let secrets: SecretBox
         do {
             secrets = try SecretBox.load(configuration)
+            // The transcription endpoint's key may be given sealed (`parley seal`), as channel
+            // secrets are stored: opened here, held only in memory.
+            if let key = configuration.transcriptionAPIKey, key.hasPrefix("v1:") {
+                do {
+                    configuration.transcriptionAPIKey = try secrets.open(key)
+                } catch {
+                    throw ConfigurationError(
+                        setting: "PARLEY_TRANSCRIPTION_API_KEY",
+                        message: "is sealed (v1:) but no secret key opens it; seal it again with `parley seal` and the current PARLEY_SECRET_KEY")
+                }
+            }
         } catch {
             await database.close()
             throw error

@@ -34,7 +34,9 @@ struct Parley: AsyncParsableCommand {
         commandName: "parley",
         abstract: "Parley: self-hosted customer messaging with voice.",
         version: BuildInfo.current.description,
-        subcommands: [Serve.self, Migrate.self, Admin.self, ResealSecrets.self, Backup.self, Restore.self, Check.self, Chat.self, Version.self],
+        subcommands: [
+            Serve.self, Migrate.self, Admin.self, ResealSecrets.self, Seal.self, Backup.self, Restore.self, Check.self, Chat.self, Version.self,
+        ],
         defaultSubcommand: Serve.self)
 }
 
@@ -203,6 +205,29 @@ struct ResealSecrets: AsyncParsableCommand {
             await services.close()
             throw error
         }
+    }
+}
+
+struct Seal: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "seal",
+        abstract: "Seal a secret read from standard input with the server's secret key, for a setting that takes sealed values (PARLEY_TRANSCRIPTION_API_KEY).",
+        discussion: """
+            echo -n "$KEY" | parley seal   prints v1:...; put that in the setting instead of the key. \
+            It opens only with the same PARLEY_SECRET_KEY (or <data-dir>/secret.key); after a key \
+            rotation, seal it again.
+            """ + "\n\n" + ParleyConfiguration.settingsHelp)
+    @OptionGroup var options: ServerOptions
+
+    func run() async throws {
+        let configuration = try options.resolve()
+        let input = FileHandle.standardInput.readDataToEndOfFile()
+        let secret = String(decoding: input, as: UTF8.self).trimmingCharacters(in: .newlines)
+        guard !secret.isEmpty, input.count <= 64 * 1024 else {
+            FileHandle.standardError.write(Data("parley seal: give the secret on standard input (at most 64 KB)\n".utf8))
+            throw ExitCode(64)
+        }
+        print(try SecretBox.sealSetting(secret, configuration: configuration))
     }
 }
 

@@ -304,6 +304,48 @@ struct OpenAITranscriberTests {
         #expect(received.fileBytes.withLock { $0 } == 44 + 32_000)
     }
 
+    @Test("a server set to the endpoint with a sealed key (parley seal): notes are transcribed there, the key opened; a key sealed with another fails the start")
+    func serverWithSealedKey() async throws {
+        let fixture = try String(contentsOf: TestServer.repositoryRoot.appendingPathComponent("Tests/ParleyServerTests/Fixtures/openai/transcription-verbose.json"), encoding: .utf8)
+        let received = Received()
+        let endpoint = await Self.endpoint(body: fixture, received: received)
+        var keyed = ParleyConfiguration()
+        keyed.secretKey = Data((0..<32).map { UInt8($0) }).base64EncodedString()
+        let sealed = try SecretBox.sealSetting("sk-live-123", configuration: keyed)
+        #expect(sealed.hasPrefix("v1:") && !sealed.contains("sk-live"))
+        try await TestServer.run(configure: { configuration in
+            configuration.secretKey = keyed.secretKey
+            configuration.transcriber = "openai"
+            configuration.transcriptionURL = "http://127.0.0.1:\(endpoint.port)"
+            configuration.transcriptionModel = "whisper-large-v3"
+            configuration.transcriptionAPIKey = sealed
+        }) { server in
+            let acme = try await BrandScenario.make(server)
+            #expect(try await TranscriptionTests.enable(server, acme, .init(transcription: true, transcriptionLanguage: "fr")).status == .ok)
+            let (token, _) = try await acme.consumer()
+            let sent = try await VoiceTests.upload(server, try AudioFixtures.files().data("note.webm"), token: token).decode(SendMessageResponse.self)
+            let done = try await TranscriptionTests.transcribed(server, sent.message, token: acme.adminToken)
+            #expect(done.transcript?.text.hasPrefix("The beach was a popular spot") == true)
+            #expect(done.transcript?.language == "fr")
+            #expect(received.authorization.withLock { $0 } == "Bearer sk-live-123")
+            #expect(received.fields.withLock { $0["model"] } == "whisper-large-v3")
+            #expect(received.fileBytes.withLock { $0 } > 44)
+        }
+        await endpoint.stop()
+        // Sealed with another key: the server refuses to start, naming the setting.
+        var other = keyed
+        other.secretKey = Data(repeating: 7, count: 32).base64EncodedString()
+        let foreign = try SecretBox.sealSetting("sk-live-123", configuration: other)
+        await #expect(throws: TestFailure.self) {
+            try await TestServer.run(configure: { configuration in
+                configuration.secretKey = keyed.secretKey
+                configuration.transcriber = "openai"
+                configuration.transcriptionURL = "http://127.0.0.1:9"
+                configuration.transcriptionAPIKey = foreign
+            }) { _ in }
+        }
+    }
+
     @Test("unsure segments (the reference's thresholds) are a guess; refusals and outages are told apart")
     func confidenceAndFailures() async throws {
         let wav = try Self.wav()

@@ -9,7 +9,7 @@ import ParleyStore
 /// The key is `PARLEY_SECRET_KEY` (base64 of 32 bytes) or, without it, `<data-dir>/secret.key`,
 /// written with mode 0600 on first start. Sealed text is `v1:` and the base64 of nonce, ciphertext
 /// and tag, so that a later key version can be told apart.
-struct SecretBox: Sendable {
+public struct SecretBox: Sendable {
     let key: SymmetricKey
     /// Keys of earlier rotations: they still open, never seal.
     var previous: [SymmetricKey] = []
@@ -70,6 +70,12 @@ struct SecretBox: Sendable {
     }
 
     enum StoreFailure: Error { case sealing }
+
+    /// A secret sealed with the server's key (`PARLEY_SECRET_KEY`, or `<data-dir>/secret.key`,
+    /// made on first use), for a setting that takes sealed values (`parley seal`).
+    public static func sealSetting(_ text: String, configuration: ParleyConfiguration) throws -> String {
+        try load(configuration).seal(text)
+    }
 
     /// Seals every value of every sealed column (`SealedColumns.all`) that the current key does not
     /// open with the current key, in one transaction; returns how many. A value no key opens stops
