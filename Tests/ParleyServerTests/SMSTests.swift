@@ -48,12 +48,13 @@ struct SMSTests {
     // MARK: Helpers
 
     static func run(
-        clock: ManualClock = ManualClock(), configure: @escaping @Sendable (inout ParleyConfiguration) -> Void = { _ in },
+        clock: ManualClock = ManualClock(), transcriber: (any Transcriber)? = nil,
+        configure: @escaping @Sendable (inout ParleyConfiguration) -> Void = { _ in },
         _ body: @Sendable (TestServer, BrandScenario, AppDTO, FakeTwilio) async throws -> Void
     ) async throws {
         let fake = try await FakeTwilio.start(accountSid: secrets.accountSid, authToken: secrets.authToken)
         do {
-            try await TestServer.run(clock: clock) {
+            try await TestServer.run(clock: clock, transcriber: transcriber) {
                 $0.twilioAPIURL = fake.baseURL
                 $0.twilioMediaHosts = [fake.origin, fake.cdnOrigin]
                 $0.agentSessionTTL = 30 * 24 * 3600
@@ -159,10 +160,11 @@ struct SMSTests {
         }
     }
 
-    @Test("an MMS voice note: the media URL with Basic auth, the redirect to the CDN without it, then the voice pipeline; a foreign host is refused")
+    @Test("an MMS voice note: the media URL with Basic auth, the redirect to the CDN without it, then the voice pipeline and its transcript; a foreign host is refused")
     func inboundMedia() async throws {
         let audio = try AudioFixtures.files()
-        try await Self.run { server, acme, app, fake in
+        try await Self.run(transcriber: ScriptedTranscriber(words: "where is my order")) { server, acme, app, fake in
+            #expect(try await TranscriptionTests.enable(server, acme, .init(transcription: true)).status == .ok)
             let url = fake.addMedia("MEaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1", data: try audio.data("note.amr"), mime: "audio/amr")
             try await Self.deliver(server, app, try Self.form("incoming-mms.form", ["MEDIA_URL": url.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!, "MEDIA_TYPE": "audio%2Famr"]))
             let messages = try await WhatsAppDeliveryTests.messages(server, acme.adminToken, channel: .sms) { $0.first?.kind == .voice }
@@ -171,6 +173,8 @@ struct SMSTests {
             #expect(voice.voice?.waveform.isEmpty == false)
             #expect(voice.clientMessageId == "MMaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa2")
             #expect(fake.state.withLock { ($0.mediaRequests, $0.cdnRequests, $0.cdnCredentialLeaks) } == (1, 1, 0))
+            // A channel's note is transcribed like the widget's.
+            #expect(try await TranscriptionTests.transcribed(server, voice, token: acme.adminToken).transcript?.text == "where is my order")
         }
         // The CDN is not on the allow-list: the redirect is not followed.
         try await Self.run(configure: { _ in }) { server, acme, app, fake in
