@@ -240,6 +240,9 @@ def test_history_plays_from_the_keyboard(server, browser, shoot, console_errors)
     expect(agent.locator(".d-state")).to_have_text("resolved")
     player = agent.locator(".row.in[data-kind=voice] parley-voice").last
     wave = player.locator(".wave[role=slider]")
+    # Two pages share the browser: keyboard focus belongs to the one in front ("inactive" otherwise,
+    # now and then, when the customer's page was activated last).
+    agent.bring_to_front()
     wave.focus()
     expect(wave).to_be_focused()
     agent.keyboard.press("Space")
