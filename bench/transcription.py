@@ -1,8 +1,8 @@
 """The embedded transcriber on real read speech: word error rate and speed, on the recordings the
 tests use (Tests/ParleyMediaTests/Fixtures/speech, LibriVox), each as the server hands it to the
 engine (through the Opus rendition: ffmpeg, libopus 24 kbit/s, then 16 kHz WAV) and from the
-original. The same PocketSphinx call as the server's (EmbeddedTranscriber.script), one process per
-note, timed whole (start-up and model load included, as the server pays them).
+original. The server's own PocketSphinx call (EmbeddedTranscriber.script, read from its source), one process
+per note, timed whole (start-up and model load included, as the server pays them).
 
     bench/transcription.sh        (installs pocketsphinx into .venv first)
 """
@@ -16,17 +16,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEECH = ROOT / "Tests" / "ParleyMediaTests" / "Fixtures" / "speech"
-SCRIPT = """
-import json, sys, wave
-from pocketsphinx import Decoder
-w = wave.open(sys.argv[1], "rb")
-d = Decoder(samprate=16000, loglevel="FATAL")
-d.start_utt()
-d.process_raw(w.readframes(w.getnframes()), full_utt=True)
-d.end_utt()
-h = d.hyp()
-print(json.dumps({"text": h.hypstr if h else ""}))
-"""
+SWIFT = ROOT / "Sources" / "ParleyMedia" / "Transcriber.swift"
+
+
+def server_script():
+    """EmbeddedTranscriber.script, read from the server's source: the bench runs what the server runs."""
+    source = SWIFT.read_text()
+    body = source.split('static let script = """', 1)[1].split('"""', 1)[0]
+    lines = body.split("\n")[1:-1]
+    indent = min(len(line) - len(line.lstrip()) for line in lines if line.strip())
+    return "\n".join(line[indent:] for line in lines) + "\n"
+
+
+SCRIPT = server_script()
 
 
 def words(text):
