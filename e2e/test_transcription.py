@@ -6,20 +6,22 @@ import subprocess
 
 from conftest import CHROMIUM, ROOT, login, running_parley
 from test_webkit import webkit  # noqa: F401 (the fixture)
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 800}
 SPEECH = ROOT / "Tests" / "ParleyMediaTests" / "Fixtures" / "speech" / "ss01-0930.wav"
 
 
-def test_transcripts_under_notes_and_in_search(tmp_path, shoot):
+def test_transcripts_under_notes_and_in_search(tmp_path, shoot, browser):
     # "He might even have been made amiable himself" and a pause, over and over (the fake microphone
     # loops its file): an 11-second note says it about three times.
     microphone = tmp_path / "speech48k.wav"
     subprocess.run(["sox", str(SPEECH), "-r", "48000", "-c", "1", str(microphone), "pad", "0.3", "0.5"], check=True, capture_output=True)
-    with running_parley() as server, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
+    # A browser of its own (its fake microphone says the recording), from the session's Playwright:
+    # a second sync_playwright() cannot start inside the first.
+    with running_parley() as server:
+        browser = browser.browser_type.launch(
             executable_path=CHROMIUM,
             args=["--no-sandbox", "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
                   f"--use-file-for-fake-audio-capture={microphone}"])
