@@ -106,7 +106,7 @@ struct TranscriptionTests {
             #expect(try await server.get("/v1/search?q=four", token: acme.adminToken).decode(ListResponse<SearchHitDTO>.self).items.isEmpty)
             #expect(try await server.get("/v1/search?q=parcel", token: globex.adminToken).decode(ListResponse<SearchHitDTO>.self).items.isEmpty)
             // Exports carry it, in each format.
-            let day = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
+            let day = String(ISO8601DateFormatter().string(from: done.createdAt).prefix(10))  // the note's day, also just after midnight
             let json = try await server.get("/v1/transcripts?from=\(day)&to=\(day)&format=json", token: acme.adminToken).text
             #expect(json.contains("\"spoken\":\"hi my card is •••••••••••• 4242 and my parcel never came\""))
             let txt = try await server.get("/v1/transcripts?from=\(day)&to=\(day)&format=txt", token: acme.adminToken).text
@@ -185,6 +185,18 @@ struct TranscriptionTests {
             ).decode(SendMessageResponse.self)
             #expect(try await Self.transcribed(server, ours.message, token: acme.adminToken).transcript?.language == "en")
             #expect(VoiceRules.transcriptionLanguage(of: "pt_BR") == "pt" && VoiceRules.transcriptionLanguage(of: "C") == nil)
+        }
+    }
+
+    @Test("every answer with the brand's settings says the server has a transcriber: the PATCH, the GET and the logo's PUT and DELETE")
+    func everySettingsAnswerSaysSo() async throws {
+        try await TestServer.run(transcriber: ScriptedTranscriber(words: "x")) { server in
+            let acme = try await BrandScenario.make(server)
+            #expect(try await Self.enable(server, acme, .init(transcriptionLanguage: "en")).decode(BrandSettingsDTO.self).transcriberAvailable)
+            #expect(try await server.get("/v1/brand/settings", token: acme.adminToken).decode(BrandSettingsDTO.self).transcriberAvailable)
+            let logo = try await server.request(.put, "/v1/brand/logo", token: acme.adminToken, data: try ImageFixtures.files().data("photo.png"))
+            #expect(try logo.decode(BrandSettingsDTO.self).transcriberAvailable)
+            #expect(try await server.request(.delete, "/v1/brand/logo", token: acme.adminToken).decode(BrandSettingsDTO.self).transcriberAvailable)
         }
     }
 

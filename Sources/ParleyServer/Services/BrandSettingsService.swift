@@ -22,7 +22,13 @@ public struct BrandSettingsService: Sendable {
     }
 
     public func settings(brandId: BrandID) async throws -> BrandSettingsDTO {
-        var settings = try await store.read { repo in try await repo.brandSettings(brandId: brandId) }
+        withServerFacts(try await store.read { repo in try await repo.brandSettings(brandId: brandId) })
+    }
+
+    /// What the stored settings cannot say: whether this server has a transcriber. Every answer
+    /// with the settings goes through here (`settings` and `change`).
+    private func withServerFacts(_ stored: BrandSettingsDTO) -> BrandSettingsDTO {
+        var settings = stored
         settings.transcriberAvailable = transcriberAvailable
         return settings
     }
@@ -41,7 +47,7 @@ public struct BrandSettingsService: Sendable {
                 .conflict, code: .transcriberUnavailable,
                 message: "This server has no transcriber, so voice notes cannot be transcribed. The operator sets PARLEY_TRANSCRIBER.")
         }
-        var updated = try await self.change(brandId: admin.brandId) { settings in
+        return try await self.change(brandId: admin.brandId) { settings in
             if let value = change.voiceMaxSeconds { settings.voiceMaxSeconds = value }
             if let value = change.voiceMinSeconds { settings.voiceMinSeconds = value }
             if let value = change.voiceFromConsumers { settings.voiceFromConsumers = value }
@@ -65,8 +71,6 @@ public struct BrandSettingsService: Sendable {
             if let value = change.transcription { settings.transcription = value }
             if let value = change.transcriptionLanguage { settings.transcriptionLanguage = value }
         }.settings
-        updated.transcriberAvailable = transcriberAvailable
-        return updated
     }
 
     /// Reads the brand's settings, lets `apply` change them (it may do work that must happen with
@@ -77,11 +81,12 @@ public struct BrandSettingsService: Sendable {
         brandId: BrandID, _ apply: @escaping @Sendable (inout BrandSettingsDTO) async throws -> Result
     ) async throws -> (settings: BrandSettingsDTO, result: Result) {
         let now = clock.now()
-        return try await store.write { repo in
+        let (settings, result) = try await store.write { repo in
             var settings = try await repo.brandSettings(brandId: brandId)
             let result = try await apply(&settings)
             try await repo.saveBrandSettings(settings, brandId: brandId, at: now)
             return (settings, result)
         }
+        return (withServerFacts(settings), result)
     }
 }
