@@ -164,9 +164,9 @@ public struct ParleyServices: Sendable {
         let providerHTTP = ProviderHTTP(client: httpClient, timeout: .seconds(configuration.providerTimeoutSeconds))
         var transcriber = givenTranscriber
         if transcriber == nil {
-            transcriber = try await Self.transcriber(configuration, ffmpeg: ffmpeg, logger: logger) {
-                ProviderHTTP(client: httpClient, timeout: .seconds(configuration.transcriberTimeoutSeconds))
-            }
+            transcriber = await Self.transcriber(
+                configuration, ffmpeg: ffmpeg, http: ProviderHTTP(client: httpClient, timeout: .seconds(configuration.transcriberTimeoutSeconds)),
+                logger: logger)
         }
         var notes = VoiceNotes(store: store, blobs: blobs, log: conversations.conversationLog, clock: clock, logger: logger)
         if let transcriber, ffmpeg != nil { notes.transcribes = { language in transcriber.supports(language: language) } }
@@ -324,13 +324,13 @@ public struct ParleyServices: Sendable {
     /// has pocketsphinx (a server without it has none, and says so); `openai` trusts the endpoint
     /// until a job finds otherwise.
     static func transcriber(
-        _ configuration: ParleyConfiguration, ffmpeg: ProcessRunner?, logger: Logger, http: () -> ProviderHTTP
-    ) async throws -> (any Transcriber)? {
+        _ configuration: ParleyConfiguration, ffmpeg: ProcessRunner?, http: ProviderHTTP, logger: Logger
+    ) async -> (any Transcriber)? {
         switch configuration.transcriber {
         case "openai":
             guard let url = configuration.transcriptionURL else { return nil }
             logger.info("voice notes are transcribed by an OpenAI-compatible endpoint", metadata: ["url": "\(url)", "model": "\(configuration.transcriptionModel)"])
-            return OpenAITranscriber(http: http(), baseURL: url, model: configuration.transcriptionModel, apiKey: configuration.transcriptionAPIKey)
+            return OpenAITranscriber(http: http, baseURL: url, model: configuration.transcriptionModel, apiKey: configuration.transcriptionAPIKey)
         case "embedded":
             guard ffmpeg != nil, let python = ProcessRunner.locate(configuration.transcriberPython) else {
                 logger.notice("no transcriber: \(configuration.transcriberPython) or ffmpeg was not found (PARLEY_TRANSCRIBER_PYTHON)")

@@ -88,13 +88,21 @@ extension SQLRepository: WorkspaceStore {
         if !terms.isEmpty {
             // Terms are letters and digits only (the service strips the rest), so they cannot carry
             // query syntax; they are still bound, never spliced.
-            let query: SQLQueryString
+            // Messages by their text, and voice notes by what was said (the hit shows the
+            // transcript's words); one query expression for both.
+            let (query, spoken): (SQLQueryString, SQLQueryString)
             switch flavor {
             case .sqlite:
                 let expression = terms.map { "\"\($0)\"*" }.joined(separator: " ")
                 query = """
                     SELECT m.* FROM message_search s JOIN messages m ON m.rowid = s.rowid
                     WHERE message_search MATCH \(bind: expression) AND m.brand_id = \(bind: brandId)
+                    ORDER BY m.created_at DESC LIMIT \(bind: limit * 4)
+                    """
+                spoken = """
+                    SELECT m.*, v.transcript_text AS transcript FROM transcript_search t
+                    JOIN voice_media v ON v.message_id = t.message_id JOIN messages m ON m.id = v.message_id
+                    WHERE transcript_search MATCH \(bind: expression) AND v.brand_id = \(bind: brandId)
                     ORDER BY m.created_at DESC LIMIT \(bind: limit * 4)
                     """
             case .postgres:
@@ -105,20 +113,6 @@ extension SQLRepository: WorkspaceStore {
                         AND brand_id = \(bind: brandId)
                     ORDER BY created_at DESC LIMIT \(bind: limit * 4)
                     """
-            }
-            // Voice notes found by what was said: the hit shows the transcript's words.
-            let spoken: SQLQueryString
-            switch flavor {
-            case .sqlite:
-                let expression = terms.map { "\"\($0)\"*" }.joined(separator: " ")
-                spoken = """
-                    SELECT m.*, v.transcript_text AS transcript FROM transcript_search t
-                    JOIN voice_media v ON v.message_id = t.message_id JOIN messages m ON m.id = v.message_id
-                    WHERE transcript_search MATCH \(bind: expression) AND v.brand_id = \(bind: brandId)
-                    ORDER BY m.created_at DESC LIMIT \(bind: limit * 4)
-                    """
-            case .postgres:
-                let expression = terms.map { "\($0):*" }.joined(separator: " & ")
                 spoken = """
                     SELECT m.*, v.transcript_text AS transcript FROM voice_media v JOIN messages m ON m.id = v.message_id
                     WHERE v.transcript_text <> '' AND to_tsvector('simple', v.transcript_text) @@ to_tsquery('simple', \(bind: expression))
