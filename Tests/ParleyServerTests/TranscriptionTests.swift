@@ -2,7 +2,6 @@ import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import Hummingbird
-import MultipartKit
 import NIOCore
 import ParleyAPI
 import ParleyDomain
@@ -252,27 +251,11 @@ struct OpenAITranscriberTests {
     static func endpoint(status: HTTPResponse.Status = .ok, body: String, hang: Bool = false, received: Received) async -> LocalEndpoint {
         let router = Router()
         router.post("/v1/audio/transcriptions") { request, _ -> Response in
-            let contentType = request.headers[.contentType] ?? ""
-            let boundary = contentType.components(separatedBy: "boundary=").last ?? ""
             let bytes = try await request.body.collect(upTo: 32 * 1024 * 1024)
-            var parts: [String: Data] = [:]
-            var name = ""
-            var current = Data()
-            let parser = MultipartParser(boundary: boundary)
-            parser.onHeader = { field, value in
-                if field.lowercased() == "content-disposition" {
-                    name = value.components(separatedBy: "name=\"").dropFirst().first?.components(separatedBy: "\"").first ?? ""
-                }
-            }
-            parser.onBody = { buffer in current.append(contentsOf: buffer.readableBytesView) }
-            parser.onPartComplete = {
-                parts[name] = current
-                current = Data()
-            }
-            try parser.execute(bytes)
-            received.fileBytes.withLock { $0 = parts["file"]?.count ?? 0 }
+            let form = try MultipartForm(bytes, boundary: MultipartForm.boundary(of: request.headers[.contentType]) ?? "")
+            received.fileBytes.withLock { $0 = form["file"]?.data.count ?? 0 }
             received.fields.withLock { fields in
-                fields = parts.filter { $0.key != "file" }.mapValues { String(decoding: $0, as: UTF8.self) }
+                fields = form.parts.filter { $0.key != "file" }.mapValues(\.text)
             }
             received.authorization.withLock { $0 = request.headers[.authorization] }
             if hang { try await Task.sleep(for: .seconds(4)) }

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import MultipartKit
 import NIOCore
 import Synchronization
 
@@ -104,27 +103,12 @@ final class FakeMessenger: Sendable {
             for (key, value) in object {
                 sent.fields[key] = (value as? String) ?? String(decoding: (try? JSONSerialization.data(withJSONObject: value)) ?? Data(), as: UTF8.self)
             }
-        } else if type.hasPrefix("multipart/form-data; boundary="), let boundary = type.split(separator: "=", maxSplits: 1).last.map(String.init) {
-            var name = ""
-            var current = Data()
-            var fields: [String: Data] = [:]
-            var fileType: String?
-            let parser = MultipartParser(boundary: boundary)
-            parser.onHeader = { field, value in
-                if field.lowercased() == "content-disposition" {
-                    name = value.components(separatedBy: "name=\"").dropFirst().first?.components(separatedBy: "\"").first ?? ""
-                }
-                if field.lowercased() == "content-type" { fileType = value }
-            }
-            parser.onBody = { buffer in current.append(contentsOf: buffer.readableBytesView) }
-            parser.onPartComplete = {
-                fields[name] = current
-                current = Data()
-            }
-            try parser.execute(body)
-            sent.file = fields.removeValue(forKey: "filedata")
-            sent.fileType = fileType
-            sent.fields = fields.mapValues { String(decoding: $0, as: UTF8.self) }
+        } else if let boundary = MultipartForm.boundary(of: type) {
+            var form = try MultipartForm(body, boundary: boundary)
+            let file = form.parts.removeValue(forKey: "filedata")
+            sent.file = file?.data
+            sent.fileType = file?.contentType
+            sent.fields = form.parts.mapValues(\.text)
         } else {
             return refused(.badRequest, code: 100, "Unsupported body.")
         }

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import MultipartKit
 import NIOCore
 import Synchronization
 
@@ -128,34 +127,16 @@ final class FakeWhatsApp: Sendable {
     private func upload(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         guard authorized(request) else { return graphError(.unauthorized, code: 190, "Invalid OAuth access token.") }
         guard context.parameters.get("id") == phoneNumberId else { return graphError(.badRequest, code: 100, "Unknown phone number id.") }
-        guard let type = request.headers[.contentType], type.hasPrefix("multipart/form-data; boundary="),
-            let boundary = type.split(separator: "=", maxSplits: 1).last.map(String.init)
+        guard let boundary = MultipartForm.boundary(of: request.headers[.contentType])
         else { return graphError(.badRequest, code: 100, "The upload must be multipart/form-data.") }
         let body = try await request.body.collect(upTo: 100 * 1024 * 1024)
         // The documented fields: messaging_product=whatsapp, type=<MIME type>, file=<the file>.
-        var fields: [String: Data] = [:]
-        var fileName: String?
-        var fileType: String?
-        var name = ""
-        var current = Data()
-        let parser = MultipartParser(boundary: boundary)
-        parser.onHeader = { field, value in
-            if field.lowercased() == "content-disposition" {
-                name = value.components(separatedBy: "name=\"").dropFirst().first?.components(separatedBy: "\"").first ?? ""
-                if let file = value.components(separatedBy: "filename=\"").dropFirst().first?.components(separatedBy: "\"").first { fileName = file }
-            }
-            if field.lowercased() == "content-type" { fileType = value }
-        }
-        parser.onBody = { buffer in current.append(contentsOf: buffer.readableBytesView) }
-        parser.onPartComplete = {
-            fields[name] = current
-            current = Data()
-        }
-        try parser.execute(body)
-        guard fields["messaging_product"].map({ String(decoding: $0, as: UTF8.self) }) == "whatsapp",
-            let mime = fields["type"].map({ String(decoding: $0, as: UTF8.self) }), let file = fields["file"], !file.isEmpty
+        let form = try MultipartForm(body, boundary: boundary)
+        guard form["messaging_product"]?.text == "whatsapp", let mime = form["type"]?.text, let file = form["file"], !file.data.isEmpty
         else { return graphError(.badRequest, code: 100, "messaging_product, type and file are required.") }
-        state.withLock { $0.uploads.append(Upload(type: mime, fileName: fileName, contentType: fileType, data: file)) }
+        let fileName = file.fileName
+        let fileType = file.contentType
+        state.withLock { $0.uploads.append(Upload(type: mime, fileName: fileName, contentType: fileType, data: file.data)) }
         let answer = String(decoding: try Self.fixture("upload-response.json"), as: UTF8.self)
             .replacingOccurrences(of: "1037543291543636", with: "10375432915\(state.withLock { $0.uploads.count })")
         return json(.ok, Data(answer.utf8))
