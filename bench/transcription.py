@@ -8,6 +8,7 @@ per note, timed whole (start-up and model load included, as the server pays them
 """
 import json
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -54,7 +55,7 @@ def main():
     with tempfile.TemporaryDirectory() as scratch:
         for path in ("opus", "original"):
             total_errors = total_words = 0
-            audio = spent = 0.0
+            audio = spent = cpu = 0.0
             for wav in sorted(SPEECH.glob("*.wav")):
                 source = wav
                 if path == "opus":
@@ -64,18 +65,21 @@ def main():
                 ffmpeg("-i", str(source), "-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", "-f", "wav", str(prepared))
                 audio += (prepared.stat().st_size - 44) / 32000
                 started = time.perf_counter()
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 out = subprocess.run([sys.executable, "-c", SCRIPT, str(prepared)], check=True, capture_output=True, text=True).stdout
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 spent += time.perf_counter() - started
+                cpu += (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
                 heard = json.loads(out)["text"]
                 e, n = errors(wav.with_suffix(".txt").read_text(), heard)
                 total_errors, total_words = total_errors + e, total_words + n
                 print(f"{path:8} {wav.stem}: {e}/{n}  {heard}")
-            results[path] = (total_errors, total_words, audio, spent)
+            results[path] = (total_errors, total_words, audio, spent, cpu)
     print()
-    print("| input | word error rate | errors / words | audio (s) | engine time (s) | times faster than real time |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for path, (e, n, audio, spent) in results.items():
-        print(f"| {path} | {e / n:.1%} | {e} / {n} | {audio:.1f} | {spent:.2f} | {audio / spent:.1f} |")
+    print("| input | word error rate | errors / words | audio (s) | engine time (s) | engine CPU (s) | real-time factor (CPU s per audio s) | times faster than real time |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for path, (e, n, audio, spent, cpu) in results.items():
+        print(f"| {path} | {e / n:.1%} | {e} / {n} | {audio:.1f} | {spent:.2f} | {cpu:.2f} | {cpu / audio:.2f} | {audio / spent:.1f} |")
 
 
 if __name__ == "__main__":

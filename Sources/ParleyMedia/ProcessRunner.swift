@@ -31,18 +31,46 @@ public struct ProcessRunner: Sendable {
     /// it becomes the program: posix_spawn cannot set limits): past it, allocations fail and the program
     /// ends with an error instead of taking the machine's memory. Nil: no limit.
     public let memoryLimit: Int?
+    /// The program's niceness (0-19, set by coreutils' `nice` before it becomes the program): work
+    /// that can wait, such as transcription, yields the CPU to the message path when both want it. 0:
+    /// the server's own.
+    public let niceness: Int
 
     public init(executable: String) {
         self.init(executable: executable, memoryLimit: nil)
     }
 
-    public init(executable: String, memoryLimit: Int?) {
+    public init(executable: String, memoryLimit: Int?, niceness: Int = 0) {
         self.executable = executable
         self.memoryLimit = memoryLimit
+        self.niceness = min(max(niceness, 0), 19)
+    }
+
+    /// The same program at a lower priority (`niceness`).
+    public func niced(_ niceness: Int) -> ProcessRunner {
+        ProcessRunner(executable: executable, memoryLimit: memoryLimit, niceness: niceness)
     }
 
     /// util-linux's prlimit (Essential in Debian: always installed).
     static let prlimit = locate("prlimit")
+    /// coreutils' nice (Essential too). A wrapper rather than setpriority(2) on the child's pid after
+    /// posix_spawn: the program would run at the server's priority until the parent got there.
+    static let nice = locate("nice")
+
+    /// What posix_spawn starts: the wrappers that set limits (`prlimit`) and priority (`nice`) and
+    /// then become the program, in that order, followed by the program itself.
+    func command(_ arguments: [String]) throws -> (executable: String, arguments: [String]) {
+        var line = [executable] + arguments
+        if niceness > 0 {
+            guard let nice = Self.nice else { throw LaunchError(description: "nice (coreutils) is needed to lower \(executable)'s priority") }
+            line = [nice, "-n", "\(niceness)", "--"] + line
+        }
+        if let memoryLimit {
+            guard let prlimit = Self.prlimit else { throw LaunchError(description: "prlimit (util-linux) is needed to limit \(executable)'s memory") }
+            line = [prlimit, "--as=\(memoryLimit)", "--"] + line
+        }
+        return (line[0], Array(line.dropFirst()))
+    }
 
     /// Finds `name` in PATH (or takes an absolute path as it is).
     public static func locate(_ name: String) -> String? {
@@ -80,13 +108,8 @@ public struct ProcessRunner: Sendable {
     /// code that is not async (the tests' helpers); the server only calls `run`.
     public func runBlocking(_ arguments: [String], timeout: Duration, stdout consume: (@Sendable (Data) -> Void)? = nil) throws -> Outcome {
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        let child: Spawned
-        if let memoryLimit {
-            guard let prlimit = Self.prlimit else { throw LaunchError(description: "prlimit (util-linux) is needed to limit \(executable)'s memory") }
-            child = try Self.spawn(prlimit, ["--as=\(memoryLimit)", "--", executable] + arguments)
-        } else {
-            child = try Self.spawn(executable, arguments)
-        }
+        let line = try command(arguments)
+        let child = try Self.spawn(line.executable, line.arguments)
         let timedOut = Flag()
         let pid = child.pid
         let killer = DispatchWorkItem {

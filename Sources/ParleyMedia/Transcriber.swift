@@ -86,6 +86,8 @@ public struct EmbeddedTranscriber: Transcriber {
     let timeout: Duration
 
     public var name: String { "embedded" }
+    /// The priority its process runs at (`ProcessRunner.niceness`).
+    public var niceness: Int { python.niceness }
 
     public init(python: ProcessRunner, timeout: Duration) {
         self.python = python

@@ -112,6 +112,9 @@ public struct ParleyConfiguration: Sendable {
     public var transcriberTimeoutSeconds: Int = 120
     /// The address space the embedded engine may map, in MB.
     public var transcriberMemoryMB: Int = 1024
+    /// The niceness of the embedded engine's process and of the ffmpeg that prepares its audio:
+    /// transcripts can wait, messages cannot (bench/RESULTS.md, "Transcription").
+    public var transcriberNiceness: Int = 10
     /// Longest an ffmpeg run may take before it is killed and its note fails (decoding gets at most 30 s).
     public var ffmpegTimeoutSeconds: Int = 120
     /// The address space each image decoder (ffprobe, ffmpeg, heif-convert on a photo) may map, in MB.

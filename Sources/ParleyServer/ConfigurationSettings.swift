@@ -109,6 +109,9 @@ extension ParleyConfiguration {
         Setting(flag: "transcriber-memory", environment: "PARLEY_TRANSCRIBER_MEMORY_MB", help: "MB of address space the embedded transcriber may map (default 1024)") { c, v, name throws(ConfigurationError) in
             c.transcriberMemoryMB = try parseInt(v, name, range: 128...65536, what: "a number of MB")
         },
+        Setting(flag: "transcriber-nice", environment: "PARLEY_TRANSCRIBER_NICE", help: "niceness of the embedded transcriber and its decoding, 0-19 (default 10)") { c, v, name throws(ConfigurationError) in
+            c.transcriberNiceness = try parseInt(v, name, range: 0...19, what: "a niceness")
+        },
         Setting(flag: "ffmpeg-timeout", environment: "PARLEY_FFMPEG_TIMEOUT", help: "seconds an ffmpeg run may take (default 120)") { c, v, name throws(ConfigurationError) in
             c.ffmpegTimeoutSeconds = try parseInt(v, name, range: 1...3600, what: "a number of seconds")
         },

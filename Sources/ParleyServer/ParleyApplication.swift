@@ -255,7 +255,8 @@ public struct ParleyServices: Sendable {
             VoiceTranscription(
                 store: store.access { $0 }, blobs: blobs,
                 audio: TranscriptionAudio(
-                    ffmpeg: ffmpeg ?? ProcessRunner(executable: configuration.ffmpeg), timeout: .seconds(min(60, configuration.ffmpegTimeoutSeconds))),
+                    ffmpeg: (ffmpeg ?? ProcessRunner(executable: configuration.ffmpeg)).niced(configuration.transcriberNiceness),
+                    timeout: .seconds(min(60, configuration.ffmpegTimeoutSeconds))),
                 transcriber: transcriber ?? NoTranscriber(), notes: notes,
                 slots: WorkSlots(limit: configuration.transcriberWorkers, queueLimit: 100_000), metrics: metrics, logger: logger
             ).handler,
@@ -337,13 +338,15 @@ public struct ParleyServices: Sendable {
                 return nil
             }
             let embedded = EmbeddedTranscriber(
-                python: ProcessRunner(executable: python, memoryLimit: configuration.transcriberMemoryMB * 1024 * 1024),
+                python: ProcessRunner(
+                    executable: python, memoryLimit: configuration.transcriberMemoryMB * 1024 * 1024, niceness: configuration.transcriberNiceness),
                 timeout: .seconds(configuration.transcriberTimeoutSeconds))
             if let problem = await embedded.check() {
                 logger.notice("no transcriber: \(problem)")
                 return nil
             }
-            logger.info("voice notes can be transcribed on this server (PocketSphinx)", metadata: ["python": "\(python)"])
+            logger.info(
+                "voice notes can be transcribed on this server (PocketSphinx)", metadata: ["python": "\(python)", "niceness": "\(embedded.niceness)"])
             return embedded
         default:
             return nil

@@ -86,6 +86,22 @@ struct MediaTests {
         #expect(String(decoding: roomy.stdout, as: UTF8.self).hasPrefix("157286400"))
     }
 
+    @Test("a helper with a niceness runs at that priority from its first instruction, under a memory limit too")
+    func niceness() async throws {
+        // The server's own niceness, then the helper's: coreutils' `nice` with no operand prints it.
+        func niceOf(_ runner: ProcessRunner) async throws -> Int? {
+            let outcome = try await runner.run(["-c", "nice"], timeout: .seconds(10))
+            #expect(outcome.succeeded, "\(outcome.stderrTail)")
+            return Int(String(decoding: outcome.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        let own = try #require(try await niceOf(ProcessRunner(executable: "/bin/sh")))
+        #expect(try await niceOf(ProcessRunner(executable: "/bin/sh", memoryLimit: nil, niceness: 10)) == min(own + 10, 19))
+        #expect(try await niceOf(ProcessRunner(executable: "/bin/sh", memoryLimit: 512 * 1_048_576).niced(5)) == min(own + 5, 19))
+        // Out of range is clamped to what nice(1) accepts for an unprivileged process.
+        #expect(ProcessRunner(executable: "/bin/sh", memoryLimit: nil, niceness: 40).niceness == 19)
+        #expect(ProcessRunner(executable: "/bin/sh", memoryLimit: nil, niceness: -5).niceness == 0)
+    }
+
     @Test("HEIF sizes come from the ispe properties, and nothing else is a HEIF size")
     func heifSizes() throws {
         let bomb = try Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -63,11 +63,19 @@ struct ConfigurationTests {
         (["PARLEY_SEED_DEMO": "maybe"], "PARLEY_SEED_DEMO"),
         (["PARLEY_DATA_DIR": ""], "PARLEY_DATA_DIR"),
         (["PARLEY_PROT": "8080"], "PARLEY_PROT"),
+        (["PARLEY_TRANSCRIBER_NICE": "20"], "PARLEY_TRANSCRIBER_NICE"),
+        (["PARLEY_TRANSCRIBER_NICE": "-1"], "PARLEY_TRANSCRIBER_NICE"),
     ])
     func badSettings(environment: [String: String], setting: String) {
         let error = #expect(throws: ConfigurationError.self) { try ParleyConfiguration.fromEnvironment(environment) }
         #expect(error?.setting == setting)
         #expect(error?.description.contains(setting) == true)
+    }
+
+    @Test("the transcriber runs at niceness 10 unless told otherwise")
+    func transcriberNiceness() throws {
+        #expect(try ParleyConfiguration.fromEnvironment([:]).transcriberNiceness == 10)
+        #expect(try ParleyConfiguration.fromEnvironment(["PARLEY_TRANSCRIBER_NICE": "0"]).transcriberNiceness == 0)
     }
 
     @Test("a bad database URL is named, without its password")

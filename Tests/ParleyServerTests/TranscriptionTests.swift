@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 import ParleyAPI
 import ParleyDomain
@@ -236,6 +237,26 @@ struct TranscriptionTests {
             #expect(erased.status == .ok || erased.status == .noContent, "\(erased.text)")
             #expect(try await server.get("/v1/search?q=submarine", token: acme.adminToken).decode(ListResponse<SearchHitDTO>.self).items.isEmpty)
         }
+    }
+}
+
+@Suite("The server's transcriber, as its settings make it")
+struct TranscriberSettingsTests {
+    @Test("the embedded engine runs at PARLEY_TRANSCRIBER_NICE's niceness (10 by default); without its Python there is none")
+    func niceness() async throws {
+        let python = try #require(ProcessInfo.processInfo.environment["TEST_TRANSCRIBER_PYTHON"], "TEST_TRANSCRIBER_PYTHON names the Python with pocketsphinx")
+        let ffmpeg = ProcessRunner(executable: "/usr/bin/ffmpeg")
+        let http = ProviderHTTP(client: .shared, timeout: .seconds(5))
+        var configuration = ParleyConfiguration()
+        configuration.transcriber = "embedded"
+        configuration.transcriberPython = python
+        let made = await ParleyServices.transcriber(configuration, ffmpeg: ffmpeg, http: http, logger: Logger(label: "test"))
+        #expect((made as? EmbeddedTranscriber)?.niceness == 10)
+        configuration.transcriberNiceness = 3
+        let lowered = await ParleyServices.transcriber(configuration, ffmpeg: ffmpeg, http: http, logger: Logger(label: "test"))
+        #expect((lowered as? EmbeddedTranscriber)?.niceness == 3)
+        configuration.transcriberPython = "/nonexistent/python3"
+        #expect(await ParleyServices.transcriber(configuration, ffmpeg: ffmpeg, http: http, logger: Logger(label: "test")) == nil)
     }
 }
 

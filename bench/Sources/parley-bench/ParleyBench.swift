@@ -51,8 +51,9 @@ struct Run: AsyncParsableCommand {
     @Option(name: .customLong("public-dir"), help: "The web pages directory.") var publicDir = "Public"
     @Option(help: "ffmpeg, by name or path.") var ffmpeg = "ffmpeg"
     @Option(help: "Write the Markdown report here (bench/RESULTS.md for the record).") var output: String?
-    @Option(help: "Comma-separated sections: text, connections, voice, wire (playback runs with voice), attack, cluster (two nodes on PostgreSQL and SeaweedFS).")
-    var only = "text,connections,voice,wire,attack,cluster"
+    @Option(help: "Comma-separated sections: text, connections, voice, wire (playback runs with voice), attack, cluster (two nodes on PostgreSQL and SeaweedFS), transcribing (messages while voice notes are transcribed).")
+    var only = "text,connections,voice,wire,attack,cluster,transcribing"
+    @Option(name: .customLong("transcriber-python"), help: "The Python with pocketsphinx, for the transcribing section.") var transcriberPython = ".venv/bin/python"
     @Option(help: "Record the text phases' first runs with `perf record -g` into this directory (bench/profile.sh).") var profile: String?
 
     func run() async throws {
@@ -116,6 +117,15 @@ struct Run: AsyncParsableCommand {
                 options: .init(
                     consumers: tiny ? 4 : 100, rate: tiny ? 50 : 1000, seconds: tiny ? 1 : 10, saturationSeconds: tiny ? 1 : 5,
                     window: tiny ? 2 : 8, repeats: tiny ? 1 : 3, noteSeconds: tiny ? 5 : 120, voiceRuns: tiny ? 1 : 3, ffmpeg: ffmpeg))
+        }
+        if sections.contains("transcribing") {
+            log("messages while voice notes are transcribed")
+            report.transcribing = try await TranscribingBench.run(
+                binary: binary, publicDir: publicDir,
+                options: .init(
+                    consumers: tiny ? 4 : 100, rate: tiny ? 50 : 1000, seconds: tiny ? 1 : 10, repeats: tiny ? 1 : 3, noteSeconds: tiny ? 5 : 120,
+                    python: URL(fileURLWithPath: transcriberPython).standardizedFileURL.path, ffmpeg: ffmpeg,
+                    speech: URL(fileURLWithPath: "Tests/ParleyMediaTests/Fixtures/speech").standardizedFileURL))
         }
         var markdown = report.markdown()
         print(markdown)

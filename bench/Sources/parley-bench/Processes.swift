@@ -118,8 +118,12 @@ final class ParleyServer {
         return String(line[line.index(after: open.lowerBound)..<close])
     }
 
+    /// Stops the server, then any helper it left running (a transcriber run outlives a server
+    /// that is stopped, and would take the next measurement's CPU).
     func stop() async {
+        let helpers = ProcStats.children(of: pid)
         await child.stop()
+        for helper in helpers { kill(helper, SIGKILL) }
         try? FileManager.default.removeItem(at: dataDir)
     }
 

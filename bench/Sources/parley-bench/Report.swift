@@ -15,6 +15,7 @@ struct Report {
     var playback: VoiceBench.Playback?
     var wire: [WireBench.Row]?
     var attack: AttackBench.Report?
+    var transcribing: TranscribingBench.Report?
 
     static func f(_ value: Double, _ digits: Int = 1) -> String {
         value.isNaN ? "n/a" : String(format: "%.\(digits)f", value)
@@ -66,6 +67,7 @@ struct Report {
         if let playback { lines += playbackSection(playback) }
         if let attack { lines += attackSection(attack) }
         if let cluster { lines += clusterSection(cluster) }
+        if let transcribing { lines += transcribingSection(transcribing) }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -114,9 +116,39 @@ struct Report {
             rows.append(("Across nodes: delivery p99 ≤ 2× same-node", "\(Self.f(ratio, 2))×", ratio <= 2))
             rows.append(("Across nodes: delivery p99 < 10 ms", "\(Self.f(cluster.crossNode.deliveryLatency.p99, 2)) ms", cluster.crossNode.deliveryLatency.p99 < 10))
         }
+        if let transcribing, let quiet = transcribing.rows.first(where: { $0.niceness == nil }),
+            let defaults = transcribing.rows.first(where: { $0.niceness == 10 && $0.workers == 1 })
+        {
+            let ratio = defaults.phase.deliveryLatency.p99 / quiet.phase.deliveryLatency.p99
+            rows.append(("While voice notes are transcribed (the defaults): delivery p99 at \(transcribing.rate)/s within 2× of quiet", "\(Self.f(ratio, 2))×", ratio <= 2))
+        }
         guard !rows.isEmpty else { return [] }
         var lines = ["## Targets", "", "| Target | Measured | Met |", "|---|---:|:---:|"]
         for (target, measured, met) in rows { lines.append("| \(target) | \(measured) | \(met ? "yes" : "**no**") |") }
+        return lines + [""]
+    }
+
+    private func transcribingSection(_ report: TranscribingBench.Report) -> [String] {
+        guard let quiet = report.rows.first(where: { $0.niceness == nil }) else { return [] }
+        var lines = [
+            "## Messages while voice notes are transcribed", "",
+            "The text section's fixed rate (\(report.consumers) consumers, \(report.rate) messages/s for \(Self.f(report.seconds, 0)) s, one agent) on a server whose brand",
+            "transcribes, first quiet, then while the embedded engine (PocketSphinx, `PARLEY_TRANSCRIBER=embedded`) transcribes \(report.noteSeconds)-second",
+            "notes of real read speech (the tests' LibriVox recordings, looped) queued before the phases, their renditions already made. One",
+            "fresh server per setting (`PARLEY_TRANSCRIBER_WORKERS`, `PARLEY_TRANSCRIBER_NICE`); each row is the median of \(report.repeats) runs by delivery",
+            "p99. *Transcriber CPU* is the server's helper processes' over the phases, as a share of one core; *busy* says whether",
+            "transcripts were still pending when every phase ended.", "",
+            "| Setting | Delivery p50 / p99 (ms) | p99 over the runs (ms) | p99 against quiet | Server CPU per message (µs) | Transcriber CPU | Busy throughout |",
+            "|---|---:|---:|---:|---:|---:|:---:|",
+        ]
+        for row in report.rows {
+            let d = row.phase.deliveryLatency
+            let share = row.niceness == nil ? "" : "\(Self.f(row.transcriberCPUSeconds / row.phaseSeconds * 100, 0))%"
+            lines.append(
+                "| \(row.label) | \(Self.f(d.p50, 2)) / \(Self.f(d.p99, 2)) | \(Self.f(row.p99Range.0, 2))–\(Self.f(row.p99Range.1, 2)) | "
+                    + "\(Self.f(d.p99 / quiet.phase.deliveryLatency.p99, 2))× | \(Self.f(row.phase.cpuMicrosPerMessage, 0)) | \(share) | "
+                    + "\(row.niceness == nil ? "" : (row.busyThroughout ? "yes" : "**no**")) |")
+        }
         return lines + [""]
     }
 

@@ -54,6 +54,26 @@ enum ProcStats {
         return (user + system) / ticksPerSecond
     }
 
+    /// CPU seconds of `pid`'s children: those that ended (the kernel's cutime and cstime) plus
+    /// those still running, so that the difference over a span is what its helpers spent in it.
+    static func childrenCPUSeconds(pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return .nan }
+        // cutime and cstime are fields 16 and 17.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 14, let user = Double(fields[13]), let system = Double(fields[14]) else { return .nan }
+        return (user + system) / ticksPerSecond + children(of: pid).map { cpuSeconds(pid: $0) }.filter { !$0.isNaN }.reduce(0, +)
+    }
+
+    /// The processes whose parent is `pid` (the server's ffmpeg and transcriber runs).
+    static func children(of pid: Int32) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { Int32($0) }.filter { child in
+            guard let stat = try? String(contentsOfFile: "/proc/\(child)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return false }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 1 && Int32(fields[1]) == pid
+        }
+    }
+
     /// Resident set size in bytes.
     static func rssBytes(pid: Int32) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
