@@ -13,12 +13,13 @@ struct WhatsAppDeliveryTests {
 
     /// A server whose WhatsApp API and media host are the fake; an app connected to it; the fake.
     static func run(
-        clock: ManualClock? = nil, configure: @escaping @Sendable (inout ParleyConfiguration) -> Void = { _ in },
+        clock: ManualClock? = nil, transcriber: (any Transcriber)? = nil,
+        configure: @escaping @Sendable (inout ParleyConfiguration) -> Void = { _ in },
         _ body: @Sendable (TestServer, BrandScenario, AppDTO, FakeWhatsApp) async throws -> Void
     ) async throws {
         let fake = try await FakeWhatsApp.start(token: WhatsAppTests.secrets.accessToken, phoneNumberId: WhatsAppTests.secrets.phoneNumberId)
         do {
-            try await TestServer.run(clock: clock ?? ManualClock()) {
+            try await TestServer.run(clock: clock ?? ManualClock(), transcriber: transcriber) {
                 $0.whatsappAPIURL = fake.baseURL
                 $0.whatsappMediaHosts = [fake.origin]
                 configure(&$0)
@@ -73,11 +74,12 @@ struct WhatsAppDeliveryTests {
         Data(String(decoding: try WhatsAppTests.fixture(name), as: UTF8.self).replacingOccurrences(of: "WAMID", with: wamid).utf8)
     }
 
-    @Test("a customer's Ogg/Opus voice note, a photo and a PDF are fetched with the token and go through the upload pipelines")
+    @Test("a customer's Ogg/Opus voice note, a photo and a PDF are fetched with the token and go through the upload pipelines; the note is transcribed")
     func inboundMedia() async throws {
         let audio = try AudioFixtures.files()
         let images = try ImageFixtures.files()
-        try await Self.run { server, acme, app, fake in
+        try await Self.run(transcriber: ScriptedTranscriber(words: "the lid arrived scratched")) { server, acme, app, fake in
+            #expect(try await TranscriptionTests.enable(server, acme, .init(transcription: true)).status == .ok)
             fake.addMedia(id: "1003383421387256", data: try audio.data("note.ogg"), mime: "audio/ogg")
             fake.addMedia(id: "1232349591549226", data: try images.data("photo.jpg"), mime: "image/jpeg")
             fake.addMedia(id: "1074393247913592", data: try images.data("invoice.pdf"), mime: "application/pdf")
@@ -91,6 +93,10 @@ struct WhatsAppDeliveryTests {
             #expect(voice.voice?.waveform.isEmpty == false)
             #expect(voice.clientMessageId == "wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzRjc0OUE2QjI1NzM5NjM4RUYA")
             #expect(try await VoiceTests.processed(server, voice, token: acme.adminToken).voice?.state == .ready)
+            // A WhatsApp note is transcribed like the widget's, in the brand's language.
+            let transcribed = try await TranscriptionTests.transcribed(server, voice, token: acme.adminToken)
+            #expect(transcribed.transcript?.text == "the lid arrived scratched")
+            #expect(transcribed.transcript?.language == "en")
             let photo = try #require(all.first { $0.attachment?.type == .jpeg })
             #expect(photo.attachment?.width == 1200)
             #expect(all.contains { $0.attachment?.type == .pdf && $0.attachment?.fileName == "receipt.pdf" })
