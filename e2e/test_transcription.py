@@ -1,6 +1,7 @@
 """Voice notes that can be read: the admin turns transcription on, a customer speaks a real recording
 (LibriVox read speech, Tests/ParleyMediaTests/Fixtures/speech) into the widget's fake microphone,
-and both sides see the words under the note; the agent finds the conversation by what was said."""
+and both sides see the words under the note; the agent finds the conversation by what was said, and
+the XML transcript carries it."""
 import re
 import subprocess
 
@@ -77,6 +78,13 @@ def test_transcripts_under_notes_and_in_search(tmp_path, shoot, browser):
             shoot(agent, "search-by-spoken-words-1280")
             hit.click()
             expect(agent.locator(".row.highlight .transcript-text")).to_contain_text(word)
+
+            # The XML transcript the agent downloads carries what was said on the note's element.
+            with agent.expect_download() as download:
+                agent.locator(".details-pane").get_by_role("link", name="Download the transcript as XML").click()
+            xml = open(download.value.path(), encoding="utf-8").read()
+            spoken = re.search(r'spoken="([^"]*)"', xml)
+            assert spoken and word in spoken.group(1).lower(), xml
 
             # Three sentences are more than two lines: "Show more" opens the rest.
             more = agent.locator(".row.in[data-kind=voice] .transcript-more")
