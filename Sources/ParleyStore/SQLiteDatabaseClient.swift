@@ -22,13 +22,28 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     private let logger: Logger
 
     /// Copies the WAL back into the database file in the background (see `checkpoints`).
-    private let checkpointer: Task<Void, Never>?
+    private let checkpointer = Mutex<Task<Void, Never>?>(nil)
+
+    /// When the background checkpoints run, and how large the WAL may grow before one of them holds
+    /// the writes back (see `checkpoints`).
+    public struct CheckpointPolicy: Sendable {
+        public var interval: Duration
+        /// Frames in the WAL (each one page and a 24-byte header) past which the next checkpoint
+        /// holds the writes back until it has copied them all, so that the WAL starts again from its
+        /// beginning. 8,192 frames of 4 KB pages: a WAL of about 32 MB.
+        public var restartFrames: Int
+
+        public init(interval: Duration = .milliseconds(250), restartFrames: Int = 8192) {
+            self.interval = interval
+            self.restartFrames = restartFrames
+        }
+    }
 
     /// Where transactions run (a `ThreadExecutor`; typed loosely because stored properties cannot be
     /// limited to newer systems).
     private let writerThread: (any Sendable)?
 
-    private init(writer: SQLiteHandle, reader: SQLiteHandle, checkpointHandle: SQLiteHandle?, fullSync: Bool, logger: Logger) {
+    private init(writer: SQLiteHandle, reader: SQLiteHandle, fullSync: Bool, logger: Logger) {
         self.fullSync = fullSync
         if #available(macOS 15, iOS 18, *) {
             writerThread = ThreadExecutor(name: "parley-sqlite")
@@ -38,30 +53,60 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         self.writer = writer
         self.reader = reader
         self.logger = logger
-        checkpointer = checkpointHandle.map { handle in
-            if #available(macOS 15, iOS 18, *) {
-                return ThreadExecutor.task(named: "parley-wal") { await Self.checkpoints(handle, logger: logger) }
+    }
+
+    private func startCheckpoints(_ handle: SQLiteHandle, policy: CheckpointPolicy) {
+        let logger = self.logger
+        let task: Task<Void, Never>
+        if #available(macOS 15, iOS 18, *) {
+            task = ThreadExecutor.task(named: "parley-wal") { [weak self] in
+                await Self.checkpoints(handle, policy: policy, client: { [weak self] in self }, logger: logger)
             }
-            return Task.detached(priority: .utility) { await Self.checkpoints(handle, logger: logger) }
+        } else {
+            task = Task.detached(priority: .utility) { [weak self] in
+                await Self.checkpoints(handle, policy: policy, client: { [weak self] in self }, logger: logger)
+            }
         }
+        checkpointer.withLock { $0 = task }
     }
 
     /// The writer does not checkpoint (`wal_autocheckpoint = 0`): a checkpoint copies pages and
     /// syncs the file, and inside a commit it would stall every write queued behind it. This loop
     /// does it on its own connection and its own thread instead (the sync blocks, and tasks may run
-    /// on the event loops that serve the sockets), every 250 ms while the WAL grows (PASSIVE: it
-    /// never blocks a writer or a reader; what it cannot copy yet it copies next time).
-    private static func checkpoints(_ handle: SQLiteHandle, logger: Logger) async {
-        let db = DirectSQLiteDatabase(handle: handle, logger: logger)
+    /// on the event loops that serve the sockets), every `policy.interval` while the WAL grows
+    /// (PASSIVE: it never blocks a writer or a reader; what it cannot copy yet it copies next time).
+    ///
+    /// A PASSIVE checkpoint alone never lets the WAL start again while writes keep coming: SQLite
+    /// goes back to the WAL's beginning only when a transaction starts with every frame copied, and
+    /// under steady load a new commit always lands between the copy and the next write. The WAL then
+    /// grows for as long as the load lasts (3 GB in two minutes of the text bench), and every page a
+    /// commit appends extends the file, which the kernel zeroes first (23% of the server's CPU at
+    /// saturation, bench/profiles/step4). So once the WAL holds `policy.restartFrames`, the next
+    /// checkpoint holds the writes back (`whileWritesWait`) while it copies what is left, a few
+    /// milliseconds after the background copy, and the writer's next transaction starts the WAL
+    /// again from its beginning, over pages the kernel already has.
+    private static func checkpoints(
+        _ handle: SQLiteHandle, policy: CheckpointPolicy, client: @escaping @Sendable () -> SQLiteDatabaseClient?, logger: Logger
+    ) async {
         while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(250))
+            try? await Task.sleep(for: policy.interval)
             do {
-                try await db.raw("PRAGMA wal_checkpoint(PASSIVE)").run()
+                let frames = try checkpoint(handle)
+                if frames >= policy.restartFrames, let client = client() {
+                    try await client.whileWritesWait { _ = try checkpoint(handle) }
+                }
             } catch {
                 logger.warning("WAL checkpoint failed", metadata: ["error": "\(error)"])
             }
         }
         handle.close()
+    }
+
+    /// A PASSIVE checkpoint on `handle`; returns the frames the WAL holds (SQLite's `log` column).
+    private static func checkpoint(_ handle: SQLiteHandle) throws -> Int {
+        var frames = 0
+        try handle.run("PRAGMA wal_checkpoint(PASSIVE)", []) { row in frames = Int(((try? row.directInteger("log")) ?? nil) ?? 0) }
+        return frames
     }
 
     static func prepareDirectory(for path: String) throws {
@@ -75,7 +120,9 @@ public final class SQLiteDatabaseClient: DatabaseClient {
 
     /// Opens a file (a writer and a reader connection) or, with `nil`, a private in-memory database
     /// (one connection: it exists on that connection only).
-    public static func open(path: String?, fullSync: Bool = false, logger: Logger) async throws -> SQLiteDatabaseClient {
+    public static func open(
+        path: String?, fullSync: Bool = false, checkpoints: CheckpointPolicy = .init(), logger: Logger
+    ) async throws -> SQLiteDatabaseClient {
         let synchronous = fullSync ? "FULL" : "NORMAL"
         let writer = try SQLiteHandle(path: path ?? ":memory:")
         let reader = try path.map { try SQLiteHandle(path: $0) } ?? writer
@@ -97,17 +144,22 @@ public final class SQLiteDatabaseClient: DatabaseClient {
                 let db = DirectSQLiteDatabase(handle: writer, logger: logger)
                 try await db.raw("PRAGMA journal_mode = WAL").run()
                 try await db.raw("PRAGMA wal_autocheckpoint = 0").run()
+                // After a burst the WAL's file is cut back to 64 MB when it starts again (it is
+                // reused from its beginning, never shrunk, below that).
+                try await db.raw("PRAGMA journal_size_limit = 67108864").run()
             }
         } catch {
             writer.close()
             reader.close()
             throw error
         }
-        let checkpointHandle = try path.map { try SQLiteHandle(path: $0) }
-        if let checkpointHandle {
+        let client = SQLiteDatabaseClient(writer: writer, reader: reader, fullSync: fullSync, logger: logger)
+        if let path {
+            let checkpointHandle = try SQLiteHandle(path: path)
             try await DirectSQLiteDatabase(handle: checkpointHandle, logger: logger).raw("PRAGMA busy_timeout = 5000").run()
+            client.startCheckpoints(checkpointHandle, policy: checkpoints)
         }
-        return SQLiteDatabaseClient(writer: writer, reader: reader, checkpointHandle: checkpointHandle, fullSync: fullSync, logger: logger)
+        return client
     }
 
     /// Runs `body` atomically and returns once its changes are committed.
@@ -206,6 +258,24 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     private struct WriteJob: Sendable {
         let body: @Sendable (any SQLDatabase) async throws -> any Sendable
         let continuation: CheckedContinuation<any Sendable, any Error>
+        /// Runs with the writer held but outside any transaction, alone (`whileWritesWait`).
+        var alone = false
+    }
+
+    /// Runs `body` while no write runs: it waits its turn behind the writes queued before it, and the
+    /// writes that come meanwhile wait for it (then commit together, as a group). For maintenance
+    /// that needs the WAL still for a moment, never for a write of data.
+    func whileWritesWait(_ body: @escaping @Sendable () async throws -> Void) async throws {
+        _ = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<any Sendable, any Error>) in
+            let job = WriteJob(body: { _ in try await body(); return true }, continuation: continuation, alone: true)
+            let startDrain = queue.withLock { queue -> Bool in
+                queue.pending.append(job)
+                if queue.draining { return false }
+                queue.draining = true
+                return true
+            }
+            if startDrain { startDraining() }
+        }
     }
 
     private let queue = Mutex<(pending: [WriteJob], draining: Bool)>(([], false))
@@ -213,12 +283,22 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     private func drain() async {
         while true {
             let group = queue.withLock { queue -> [WriteJob] in
-                let group = Array(queue.pending.prefix(Self.maxGroup))
+                let count = queue.pending.first?.alone == true ? 1 : queue.pending.prefix(Self.maxGroup).prefix { !$0.alone }.count
+                let group = Array(queue.pending.prefix(count))
                 queue.pending.removeFirst(group.count)
                 if group.isEmpty { queue.draining = false }
                 return group
             }
             if group.isEmpty { return }
+            if group.count == 1, group[0].alone {
+                let db = DirectSQLiteDatabase(handle: writer, logger: logger)
+                do {
+                    group[0].continuation.resume(returning: try await group[0].body(db))
+                } catch {
+                    group[0].continuation.resume(throwing: error)
+                }
+                continue
+            }
             if reader === writer {
                 await writeLock.withLock { await self.commit(group) }
             } else {
@@ -279,8 +359,9 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     }
 
     public func close() async {
-        checkpointer?.cancel()
-        await checkpointer?.value
+        let checkpoints = checkpointer.withLock { $0 }
+        checkpoints?.cancel()
+        await checkpoints?.value
         if #available(macOS 15, iOS 18, *) { (writerThread as? ThreadExecutor)?.stop() }
         writer.close()
         if reader !== writer {
