@@ -64,6 +64,9 @@ public struct ParleyConfiguration: Sendable {
     public var databaseURL: String?
     /// SQLite fsyncs every commit (survives power loss) instead of at checkpoints (survives a crash).
     public var sqliteFullSync = false
+    /// How much the SQLite WAL may hold before writes wait a moment for a checkpoint that lets it
+    /// start again from its beginning (`SQLiteDatabaseClient.CheckpointPolicy`).
+    public var sqliteWALMegabytes = 128
     /// The web pages' directory; nil: found next to the binary or where the package installs them (`PublicPages`).
     public var publicDirectory: String? = nil
     public var logLevel: Logger.Level = .info

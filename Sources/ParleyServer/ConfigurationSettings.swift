@@ -24,6 +24,9 @@ extension ParleyConfiguration {
             c.dataDirectory = v
         },
         Setting(flag: "database-url", environment: "PARLEY_DATABASE_URL", help: "sqlite://PATH or postgres://USER:PASSWORD@HOST:PORT/DB") { c, v, _ in c.databaseURL = v },
+        Setting(flag: "sqlite-wal-size", environment: "PARLEY_SQLITE_WAL_MB", help: "MB the SQLite WAL may hold before writes wait for a checkpoint that starts it again (default 128)") { c, v, name throws(ConfigurationError) in
+            c.sqliteWALMegabytes = try parseInt(v, name, range: 8...4096, what: "a number of MB")
+        },
         Setting(flag: "sqlite-synchronous", environment: "PARLEY_SQLITE_SYNCHRONOUS", help: "normal (a commit survives a crash) or full (also a power loss; every commit fsyncs) (default normal)") { c, v, name throws(ConfigurationError) in
             switch v.lowercased() {
             case "normal": c.sqliteFullSync = false

@@ -77,7 +77,9 @@ public struct ParleyServices: Sendable {
         try DataDirectory.prepare(configuration.dataDirectory)
         let location = try DatabaseLocation(url: configuration.resolvedDatabaseURL)
         let database = wrapDatabase(
-            try await openDatabase(location, fullSync: configuration.sqliteFullSync, poolSize: configuration.databasePoolSize, logger: logger))
+            try await openDatabase(
+                location, fullSync: configuration.sqliteFullSync, walMegabytes: configuration.sqliteWALMegabytes, poolSize: configuration.databasePoolSize,
+                logger: logger))
         do {
             try await Migrations.apply(to: database, logger: logger)
         } catch {

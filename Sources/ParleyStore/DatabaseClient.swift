@@ -111,12 +111,17 @@ extension SQLDatabase {
 
 /// Opens the database named by a location. `fullSync`: SQLite fsyncs every commit
 /// (`synchronous=FULL`, survives power loss) instead of at checkpoints (`NORMAL`).
+/// `walMegabytes`: how much SQLite's WAL may hold before writes wait for a checkpoint that starts it again.
 /// `poolSize`: PostgreSQL's connections, opened at start and kept (SQLite has one writer and one reader).
-public func openDatabase(_ location: DatabaseLocation, fullSync: Bool = false, poolSize: Int = 16, logger: Logger) async throws -> any DatabaseClient {
+public func openDatabase(
+    _ location: DatabaseLocation, fullSync: Bool = false, walMegabytes: Int = 128, poolSize: Int = 16, logger: Logger
+) async throws -> any DatabaseClient {
     switch location {
     case .sqliteFile(let path):
         try SQLiteDatabaseClient.prepareDirectory(for: path)
-        return try await SQLiteDatabaseClient.open(path: path, fullSync: fullSync, logger: logger)
+        return try await SQLiteDatabaseClient.open(
+            path: path, fullSync: fullSync, checkpoints: .init(restartFrames: SQLiteDatabaseClient.CheckpointPolicy.frames(megabytes: walMegabytes)),
+            logger: logger)
     case .sqliteMemory:
         return try await SQLiteDatabaseClient.open(path: nil, fullSync: fullSync, logger: logger)
     case .postgres(let url):

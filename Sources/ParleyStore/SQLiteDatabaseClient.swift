@@ -30,13 +30,18 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         public var interval: Duration
         /// Frames in the WAL (each one page and a 24-byte header) past which the next checkpoint
         /// holds the writes back until it has copied them all, so that the WAL starts again from its
-        /// beginning. 8,192 frames of 4 KB pages: a WAL of about 32 MB.
+        /// beginning. The hold lasts a few milliseconds (the copy of what the background pass left
+        /// and two syncs): the larger the WAL may grow, the rarer it is. 128 MB by default
+        /// (`PARLEY_SQLITE_WAL_MB`): at 1,000 messages a second, about once every 3 s.
         public var restartFrames: Int
 
-        public init(interval: Duration = .milliseconds(250), restartFrames: Int = 8192) {
+        public init(interval: Duration = .milliseconds(250), restartFrames: Int = frames(megabytes: 128)) {
             self.interval = interval
             self.restartFrames = restartFrames
         }
+
+        /// The frames of 4 KB pages (4,120 bytes each with its header) in `megabytes`.
+        public static func frames(megabytes: Int) -> Int { megabytes * 1_048_576 / 4120 }
     }
 
     /// Where transactions run (a `ThreadExecutor`; typed loosely because stored properties cannot be
@@ -93,7 +98,16 @@ public final class SQLiteDatabaseClient: DatabaseClient {
             do {
                 let frames = try checkpoint(handle)
                 if frames >= policy.restartFrames, let client = client() {
-                    try await client.whileWritesWait { _ = try checkpoint(handle) }
+                    // Once more without holding anything: what is left for the hold is what was
+                    // committed during this pass, a few milliseconds' worth.
+                    _ = try checkpoint(handle)
+                    let held = Mutex<Duration>(.zero)
+                    try await client.whileWritesWait {
+                        let started = ContinuousClock.now
+                        _ = try checkpoint(handle)
+                        held.withLock { $0 = ContinuousClock.now - started }
+                    }
+                    logger.debug("the WAL starts again", metadata: ["frames": "\(frames)", "held": "\(held.withLock { $0 })"])
                 }
             } catch {
                 logger.warning("WAL checkpoint failed", metadata: ["error": "\(error)"])
@@ -144,9 +158,9 @@ public final class SQLiteDatabaseClient: DatabaseClient {
                 let db = DirectSQLiteDatabase(handle: writer, logger: logger)
                 try await db.raw("PRAGMA journal_mode = WAL").run()
                 try await db.raw("PRAGMA wal_autocheckpoint = 0").run()
-                // After a burst the WAL's file is cut back to 64 MB when it starts again (it is
-                // reused from its beginning, never shrunk, below that).
-                try await db.raw("PRAGMA journal_size_limit = 67108864").run()
+                // After a burst the WAL's file is cut back to twice the size that makes writes wait
+                // for a checkpoint when it starts again (below that it is reused, never shrunk).
+                try await db.raw(SQLQueryString("PRAGMA journal_size_limit = \(unsafeRaw: String(2 * checkpoints.restartFrames * 4120))")).run()
             }
         } catch {
             writer.close()
