@@ -21,21 +21,28 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     private let fullSync: Bool
     private let logger: Logger
 
-    /// Copies the WAL back into the database file in the background (see `checkpoints`).
+    /// Copies the WAL back into the database file in the background (see `checkpointRound`).
     private let checkpointer = Mutex<Task<Void, Never>?>(nil)
+    /// The checkpoints' own connection (nil for an in-memory database).
+    private let walHandle: SQLiteHandle?
+    private let checkpointPolicy: CheckpointPolicy
+    /// The WAL's frames when the last hold began: the same count later, all copied, means nothing
+    /// was written since.
+    private let lastHeldAt = Mutex<Int>(-1)
 
     /// When the background checkpoints run, and how large the WAL may grow before one of them holds
-    /// the writes back (see `checkpoints`).
+    /// the writes back (see `checkpointRound`).
     public struct CheckpointPolicy: Sendable {
-        public var interval: Duration
-        /// Frames in the WAL (each one page and a 24-byte header) past which the next checkpoint
-        /// holds the writes back until it has copied them all, so that the WAL starts again from its
+        /// Nil: no background checkpoints, only `checkpointRound()` (tests).
+        public var interval: Duration?
+        /// Frames in the WAL (each one page and a 24-byte header) past which a checkpoint holds the
+        /// writes back until it has copied them all, so that the WAL starts again from its
         /// beginning. The hold lasts a few milliseconds (the copy of what the background pass left
         /// and two syncs): the larger the WAL may grow, the rarer it is. 128 MB by default
         /// (`PARLEY_SQLITE_WAL_MB`): at 1,000 messages a second, about once every 3 s.
         public var restartFrames: Int
 
-        public init(interval: Duration = .milliseconds(250), restartFrames: Int = frames(megabytes: 128)) {
+        public init(interval: Duration? = .milliseconds(250), restartFrames: Int = frames(megabytes: 128)) {
             self.interval = interval
             self.restartFrames = restartFrames
         }
@@ -48,8 +55,10 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     /// limited to newer systems).
     private let writerThread: (any Sendable)?
 
-    private init(writer: SQLiteHandle, reader: SQLiteHandle, fullSync: Bool, logger: Logger) {
+    private init(writer: SQLiteHandle, reader: SQLiteHandle, walHandle: SQLiteHandle?, policy: CheckpointPolicy, fullSync: Bool, logger: Logger) {
         self.fullSync = fullSync
+        self.walHandle = walHandle
+        checkpointPolicy = policy
         if #available(macOS 15, iOS 18, *) {
             writerThread = ThreadExecutor(name: "parley-sqlite")
         } else {
@@ -60,67 +69,74 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         self.logger = logger
     }
 
-    private func startCheckpoints(_ handle: SQLiteHandle, policy: CheckpointPolicy) {
+    private func startCheckpoints() {
+        guard walHandle != nil, let interval = checkpointPolicy.interval else { return }
         let logger = self.logger
+        let loop: @Sendable () async -> Void = { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                do {
+                    try await self?.checkpointRound()
+                } catch {
+                    logger.warning("WAL checkpoint failed", metadata: ["error": "\(error)"])
+                }
+            }
+        }
         let task: Task<Void, Never>
         if #available(macOS 15, iOS 18, *) {
-            task = ThreadExecutor.task(named: "parley-wal") { [weak self] in
-                await Self.checkpoints(handle, policy: policy, client: { [weak self] in self }, logger: logger)
-            }
+            task = ThreadExecutor.task(named: "parley-wal", loop)
         } else {
-            task = Task.detached(priority: .utility) { [weak self] in
-                await Self.checkpoints(handle, policy: policy, client: { [weak self] in self }, logger: logger)
-            }
+            task = Task.detached(priority: .utility, operation: loop)
         }
         checkpointer.withLock { $0 = task }
     }
 
-    /// The writer does not checkpoint (`wal_autocheckpoint = 0`): a checkpoint copies pages and
-    /// syncs the file, and inside a commit it would stall every write queued behind it. This loop
-    /// does it on its own connection and its own thread instead (the sync blocks, and tasks may run
-    /// on the event loops that serve the sockets), every `policy.interval` while the WAL grows
-    /// (PASSIVE: it never blocks a writer or a reader; what it cannot copy yet it copies next time).
+    /// One round of the checkpointer. The writer does not checkpoint (`wal_autocheckpoint = 0`): a
+    /// checkpoint copies pages and syncs the file, and inside a commit it would stall every write
+    /// queued behind it. The rounds run on their own connection and their own thread instead (the
+    /// sync blocks, and tasks may run on the event loops that serve the sockets), every
+    /// `interval` (PASSIVE: it never blocks a writer or a reader; what it cannot copy yet it copies
+    /// next time).
     ///
     /// A PASSIVE checkpoint alone never lets the WAL start again while writes keep coming: SQLite
     /// goes back to the WAL's beginning only when a transaction starts with every frame copied, and
     /// under steady load a new commit always lands between the copy and the next write. The WAL then
     /// grows for as long as the load lasts (3 GB in two minutes of the text bench), and every page a
     /// commit appends extends the file, which the kernel zeroes first (23% of the server's CPU at
-    /// saturation, bench/profiles/step4). So once the WAL holds `policy.restartFrames`, the next
-    /// checkpoint holds the writes back (`whileWritesWait`) while it copies what is left, a few
-    /// milliseconds after the background copy, and the writer's next transaction starts the WAL
-    /// again from its beginning, over pages the kernel already has.
-    private static func checkpoints(
-        _ handle: SQLiteHandle, policy: CheckpointPolicy, client: @escaping @Sendable () -> SQLiteDatabaseClient?, logger: Logger
-    ) async {
-        while !Task.isCancelled {
-            try? await Task.sleep(for: policy.interval)
-            do {
-                let frames = try checkpoint(handle)
-                if frames >= policy.restartFrames, let client = client() {
-                    // Once more without holding anything: what is left for the hold is what was
-                    // committed during this pass, a few milliseconds' worth.
-                    _ = try checkpoint(handle)
-                    let held = Mutex<Duration>(.zero)
-                    try await client.whileWritesWait {
-                        let started = ContinuousClock.now
-                        _ = try checkpoint(handle)
-                        held.withLock { $0 = ContinuousClock.now - started }
-                    }
-                    logger.debug("the WAL starts again", metadata: ["frames": "\(frames)", "held": "\(held.withLock { $0 })"])
-                }
-            } catch {
-                logger.warning("WAL checkpoint failed", metadata: ["error": "\(error)"])
-            }
+    /// saturation, bench/profiles/step4). So once the WAL holds `restartFrames`, the round copies
+    /// once more and, if commits came in meanwhile, holds the writes back (`whileWritesWait`) while
+    /// it copies the last few frames; the writer's next transaction starts the WAL again from its
+    /// beginning, over pages the kernel already has.
+    func checkpointRound() async throws {
+        guard let handle = walHandle else { return }
+        let first = try Self.checkpoint(handle)
+        guard first.log >= checkpointPolicy.restartFrames else { return }
+        // Once more without holding anything: what is left for the hold is what was committed
+        // during this pass, a few milliseconds' worth.
+        let second = try Self.checkpoint(handle)
+        // Nothing written since the last round's hold and everything copied: the WAL waits for the
+        // next transaction, which starts it again by itself. (While writes are coming, "everything
+        // copied" says nothing: a transaction already under way appends after it.)
+        let idle = lastHeldAt.withLock { $0 } == second.log && second.copied == second.log
+        guard !idle else { return }
+        let held = Mutex<Duration>(.zero)
+        try await whileWritesWait {
+            let started = ContinuousClock.now
+            _ = try Self.checkpoint(handle)
+            held.withLock { $0 = ContinuousClock.now - started }
         }
-        handle.close()
+        lastHeldAt.withLock { $0 = second.log }
+        logger.debug("the WAL starts again", metadata: ["frames": "\(first.log)", "held": "\(held.withLock { $0 })"])
     }
 
-    /// A PASSIVE checkpoint on `handle`; returns the frames the WAL holds (SQLite's `log` column).
-    private static func checkpoint(_ handle: SQLiteHandle) throws -> Int {
-        var frames = 0
-        try handle.run("PRAGMA wal_checkpoint(PASSIVE)", []) { row in frames = Int(((try? row.directInteger("log")) ?? nil) ?? 0) }
-        return frames
+    /// A PASSIVE checkpoint on `handle`: the frames the WAL holds and how many of them are copied
+    /// (SQLite's `log` and `checkpointed` columns).
+    private static func checkpoint(_ handle: SQLiteHandle) throws -> (log: Int, copied: Int) {
+        var result = (log: 0, copied: 0)
+        try handle.run("PRAGMA wal_checkpoint(PASSIVE)", []) { row in
+            result = (Int(((try? row.directInteger("log")) ?? nil) ?? 0), Int(((try? row.directInteger("checkpointed")) ?? nil) ?? 0))
+        }
+        return result
     }
 
     static func prepareDirectory(for path: String) throws {
@@ -167,12 +183,12 @@ public final class SQLiteDatabaseClient: DatabaseClient {
             reader.close()
             throw error
         }
-        let client = SQLiteDatabaseClient(writer: writer, reader: reader, fullSync: fullSync, logger: logger)
-        if let path {
-            let checkpointHandle = try SQLiteHandle(path: path)
-            try await DirectSQLiteDatabase(handle: checkpointHandle, logger: logger).raw("PRAGMA busy_timeout = 5000").run()
-            client.startCheckpoints(checkpointHandle, policy: checkpoints)
+        let walHandle = try path.map { try SQLiteHandle(path: $0) }
+        if let walHandle {
+            try await DirectSQLiteDatabase(handle: walHandle, logger: logger).raw("PRAGMA busy_timeout = 5000").run()
         }
+        let client = SQLiteDatabaseClient(writer: writer, reader: reader, walHandle: walHandle, policy: checkpoints, fullSync: fullSync, logger: logger)
+        client.startCheckpoints()
         return client
     }
 
@@ -376,6 +392,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         let checkpoints = checkpointer.withLock { $0 }
         checkpoints?.cancel()
         await checkpoints?.value
+        walHandle?.close()
         if #available(macOS 15, iOS 18, *) { (writerThread as? ThreadExecutor)?.stop() }
         writer.close()
         if reader !== writer {
