@@ -64,6 +64,7 @@ struct ConfigurationTests {
         (["PARLEY_DATA_DIR": ""], "PARLEY_DATA_DIR"),
         (["PARLEY_PROT": "8080"], "PARLEY_PROT"),
         (["PARLEY_TRANSCRIBER_NICE": "20"], "PARLEY_TRANSCRIBER_NICE"),
+        (["PARLEY_SQLITE_WAL_MB": "2"], "PARLEY_SQLITE_WAL_MB"),
         (["PARLEY_TRANSCRIBER_NICE": "-1"], "PARLEY_TRANSCRIBER_NICE"),
     ])
     func badSettings(environment: [String: String], setting: String) {
