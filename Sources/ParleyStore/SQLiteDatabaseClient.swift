@@ -47,8 +47,11 @@ public final class SQLiteDatabaseClient: DatabaseClient {
             self.restartFrames = restartFrames
         }
 
-        /// The frames of 4 KB pages (4,120 bytes each with its header) in `megabytes`.
-        public static func frames(megabytes: Int) -> Int { megabytes * 1_048_576 / 4120 }
+        /// A WAL frame: a 4 KB page and its 24-byte header.
+        static let frameBytes = 4096 + 24
+
+        /// The frames of 4 KB pages in `megabytes`.
+        public static func frames(megabytes: Int) -> Int { megabytes * 1_048_576 / frameBytes }
     }
 
     /// Where transactions run (a `ThreadExecutor`; typed loosely because stored properties cannot be
@@ -176,7 +179,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
                 try await db.raw("PRAGMA wal_autocheckpoint = 0").run()
                 // After a burst the WAL's file is cut back to twice the size that makes writes wait
                 // for a checkpoint when it starts again (below that it is reused, never shrunk).
-                try await db.raw(SQLQueryString("PRAGMA journal_size_limit = \(unsafeRaw: String(2 * checkpoints.restartFrames * 4120))")).run()
+                try await db.raw(SQLQueryString("PRAGMA journal_size_limit = \(unsafeRaw: String(2 * checkpoints.restartFrames * CheckpointPolicy.frameBytes))")).run()
             }
         } catch {
             writer.close()
@@ -218,14 +221,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         let value = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<any Sendable, any Error>) in
             // The batch runs in the first writer's task: each body gets its own caller's request id back.
             let requestId = WorkRequestID.current
-            let job = WriteJob(body: { db in try await WorkRequestID.$current.withValue(requestId) { try await body(db) } }, continuation: continuation)
-            let startDrain = queue.withLock { queue -> Bool in
-                queue.pending.append(job)
-                if queue.draining { return false }
-                queue.draining = true
-                return true
-            }
-            if startDrain { startDraining() }
+            enqueue(WriteJob(body: { db in try await WorkRequestID.$current.withValue(requestId) { try await body(db) } }, continuation: continuation))
         }
         guard let typed = value as? T else { throw StoreError.corrupt("a write returned an unexpected type") }
         return typed
@@ -297,15 +293,19 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     /// that needs the WAL still for a moment, never for a write of data.
     func whileWritesWait(_ body: @escaping @Sendable () async throws -> Void) async throws {
         _ = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<any Sendable, any Error>) in
-            let job = WriteJob(body: { _ in try await body(); return true }, continuation: continuation, alone: true)
-            let startDrain = queue.withLock { queue -> Bool in
-                queue.pending.append(job)
-                if queue.draining { return false }
-                queue.draining = true
-                return true
-            }
-            if startDrain { startDraining() }
+            enqueue(WriteJob(body: { _ in try await body(); return true }, continuation: continuation, alone: true))
         }
+    }
+
+    /// Queues `job` for the writer, and starts draining the queue if nobody is.
+    private func enqueue(_ job: WriteJob) {
+        let startDrain = queue.withLock { queue -> Bool in
+            queue.pending.append(job)
+            if queue.draining { return false }
+            queue.draining = true
+            return true
+        }
+        if startDrain { startDraining() }
     }
 
     private let queue = Mutex<(pending: [WriteJob], draining: Bool)>(([], false))

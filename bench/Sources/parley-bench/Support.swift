@@ -242,6 +242,19 @@ struct API: Sendable {
         try await call("POST", "/v1/auth/login", body: LoginRequest(email: email, password: password), as: AgentSessionResponse.self).token
     }
 
+    /// A consumer's voice note, uploaded as the widget does (the recording as the raw body); the
+    /// whole response, with its timings, when it is 201.
+    func uploadVoice(token: String, clientMessageId: String, note: [UInt8], contentType: String = "audio/webm") async throws -> RawHTTP.Response {
+        let port = self.port
+        let response = try await RawHTTP.onThread {
+            try RawHTTP.request(
+                port: port, "POST", "/v1/consumer/voice-messages?clientMessageId=\(clientMessageId)",
+                headers: [("Authorization", "Bearer \(token)"), ("Content-Type", contentType)], body: note)
+        }
+        guard response.status == 201 else { throw BenchError("voice upload: \(response.status) \(response.text)") }
+        return response
+    }
+
     func consumerSession(appId: String, name: String? = nil) async throws -> ConsumerSessionResponse {
         try await call("POST", "/v1/consumer/session", body: ConsumerSessionRequest(appId: AppID(rawValue: appId), displayName: name))
     }

@@ -129,15 +129,8 @@ enum TranscribingBench {
         // (about 4 times faster than real time per worker, slower while the phases run).
         let notes = max(1, Int((Double(workers) * (options.seconds + 3) * Double(options.repeats) * 5 / Double(options.noteSeconds)).rounded(.up)) + workers)
         let consumer = try await api.consumerSession(appId: server.appId, name: "Transcribing bench")
-        let port = server.port
         for index in 0..<notes {
-            let token = consumer.token
-            let response = try await RawHTTP.onThread {
-                try RawHTTP.request(
-                    port: port, "POST", "/v1/consumer/voice-messages?clientMessageId=transcribing-\(index)",
-                    headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "audio/webm")], body: note)
-            }
-            guard response.status == 201 else { throw BenchError("voice upload: \(response.status) \(response.text)") }
+            _ = try await api.uploadVoice(token: consumer.token, clientMessageId: "transcribing-\(index)", note: note)
         }
         // Renditions first (ffmpeg at the server's own priority): the phases measure transcription alone.
         let deadline = ContinuousClock.now + .seconds(300)

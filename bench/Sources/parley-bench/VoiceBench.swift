@@ -118,13 +118,7 @@ enum VoiceBench {
         var last: MessageDTO?
         let port = server.port
         for run in 0..<runs {
-            let token = consumer.token
-            let response = try await RawHTTP.onThread {
-                try RawHTTP.request(
-                    port: port, "POST", "/v1/consumer/voice-messages?clientMessageId=voice-bench-\(run)",
-                    headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "audio/webm")], body: noteBytes)
-            }
-            guard response.status == 201 else { throw BenchError("voice upload: \(response.status) \(response.text)") }
+            let response = try await api.uploadVoice(token: consumer.token, clientMessageId: "voice-bench-\(run)", note: noteBytes)
             let sent = try ParleyJSON.makeDecoder().decode(SendMessageResponse.self, from: Data(response.body)).message
             answered.append(Double(response.firstByte - response.sent) / 1e6)
             let deadline = ContinuousClock.now + .seconds(120)
