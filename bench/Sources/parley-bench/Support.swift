@@ -43,34 +43,34 @@ struct Distribution: Sendable {
 enum ProcStats {
     static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
-    /// User plus system CPU seconds the process has used so far.
-    static func cpuSeconds(pid: Int32) -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return .nan }
-        // After the command name: state is field 3, utime field 14, stime field 15.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return .nan }
-        return (user + system) / ticksPerSecond
+    /// The fields of `/proc/<pid>/stat` after the command name (which may hold spaces): index 0 is
+    /// field 3 (state), 1 the parent's pid, 11 and 12 utime and stime, 13 and 14 cutime and cstime.
+    private static func statFields(_ pid: Int32) -> [Substring]? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return nil }
+        return stat[stat.index(after: close)...].split(separator: " ")
     }
+
+    /// The sum of two clock-tick fields of `/proc/<pid>/stat`, in seconds.
+    private static func seconds(_ pid: Int32, fields first: Int, _ second: Int) -> Double {
+        guard let fields = statFields(pid), fields.count > second, let a = Double(fields[first]), let b = Double(fields[second]) else { return .nan }
+        return (a + b) / ticksPerSecond
+    }
+
+    /// User plus system CPU seconds the process has used so far.
+    static func cpuSeconds(pid: Int32) -> Double { seconds(pid, fields: 11, 12) }
 
     /// CPU seconds of `pid`'s children: those that ended (the kernel's cutime and cstime) plus
     /// those still running, so that the difference over a span is what its helpers spent in it.
     static func childrenCPUSeconds(pid: Int32) -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return .nan }
-        // cutime and cstime are fields 16 and 17.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 14, let user = Double(fields[13]), let system = Double(fields[14]) else { return .nan }
-        return (user + system) / ticksPerSecond + children(of: pid).map { cpuSeconds(pid: $0) }.filter { !$0.isNaN }.reduce(0, +)
+        seconds(pid, fields: 13, 14) + children(of: pid).map { cpuSeconds(pid: $0) }.filter { !$0.isNaN }.reduce(0, +)
     }
 
     /// The processes whose parent is `pid` (the server's ffmpeg and transcriber runs).
     static func children(of pid: Int32) -> [Int32] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap { Int32($0) }.filter { child in
-            guard let stat = try? String(contentsOfFile: "/proc/\(child)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return false }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            return fields.count > 1 && Int32(fields[1]) == pid
+            guard let fields = statFields(child), fields.count > 1 else { return false }
+            return Int32(fields[1]) == pid
         }
     }
 
