@@ -1,6 +1,7 @@
 """Voice and video calls in two real Chromium pages (agent workspace and consumer widget) against a
 running `parley serve` and a running coturn. Each test runs in its own private network namespace:
 run this file with scripts/e2e-isolated.sh (the README's test command does)."""
+import json
 import os
 import re
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from conftest import CHROMIUM, ROOT, running_parley
+from conftest import CHROMIUM, ROOT, api, running_parley
 
 PHONE = {"width": 360, "height": 740}
 DESKTOP = {"width": 1280, "height": 800}
@@ -475,4 +476,109 @@ def test_screen_share_both_ways(call_server, browser, shoot, console_errors):
     assert transceivers == 3, transceivers  # audio, camera, screen
     consumer.get_by_role("button", name="Hang up").click()
     expect(agent.locator(".call-record").last).to_have_text(re.compile(r"Video call · 0:\d\d"))
+    assert console_errors.errors == []
+
+
+# ParleyKit's chat screen hosts the widget in app mode; this stand-in for its web view answers as
+# ParleyChatHost does: the session on `ready`, with `screenShare: true` (the app can share its own
+# screens), and frames of the app's screen on `screenShare.start` until `screenShare.stop`.
+# ParleyKit draws them from its windows (AppScreenCapture, iOS); here a canvas draws an app-like
+# screen, 390x844 as an iPhone's at scale 1, four times a second (APP_SCREEN_FPS).
+APP_HOST = """
+window.__host = [];
+window.__frames = 0;
+const drawAppScreen = () => {
+    const canvas = document.createElement("canvas");
+    canvas.width = 390; canvas.height = 844;
+    const g = canvas.getContext("2d");
+    g.fillStyle = "#f4f5f7"; g.fillRect(0, 0, 390, 844);
+    g.fillStyle = "#1f6feb"; g.fillRect(0, 0, 390, 96);
+    g.fillStyle = "#fff"; g.font = "600 24px sans-serif"; g.fillText("Your orders", 20, 70);
+    g.fillStyle = "#fff"; g.fillRect(16, 120, 358, 120);
+    g.fillStyle = "#111"; g.font = "18px sans-serif"; g.fillText("Order 48213 · Running shoes", 32, 160);
+    g.fillStyle = "#555"; g.fillText("Arrives Thursday", 32, 196);
+    // A secure field as AppScreenCapture leaves it: filled over before the frame leaves the app.
+    g.fillStyle = "#fff"; g.fillRect(16, 264, 358, 72);
+    g.fillStyle = "#111"; g.fillText("Card", 32, 306);
+    g.fillStyle = "#30363d"; g.fillRect(110, 284, 248, 34);
+    g.fillStyle = "#111"; g.fillText(`Frame ${window.__frames + 1}`, 32, 820);
+    return canvas.toDataURL("image/jpeg", 0.6);
+};
+window.webkit = { messageHandlers: { parley: { postMessage: (message) => {
+    window.__host.push(message);
+    // WKWebView delivers messages to the app after the page's script has run: so does this.
+    if (message.type === "ready") setTimeout(() => parleyApp.start({ token: window.__token, screenShare: true }));
+    if (message.type === "screenShare.start") {
+        const send = () => { if (parleyApp.screenFrame(drawAppScreen())) window.__frames += 1; };
+        send();
+        window.__sharing = setInterval(send, 1000 / message.framesPerSecond);
+    }
+    if (message.type === "screenShare.stop") clearInterval(window.__sharing);
+} } } };
+"""
+
+
+def test_screen_share_from_an_app(call_server, browser, shoot, console_errors):
+    """A customer in a brand's app (ParleyKit's chat screen: the widget in app mode, in a web view
+    without getDisplayMedia) shares the app's screens in a call: the app hands the page frames, the
+    page sends them as the call's shared screen, and the agent sees them large. The app stops by
+    itself (the person left the call's screen, or iOS stopped it) and the agent is back to the
+    call; frames that are not images are ignored."""
+    server = call_server
+    assert server.in_app_id, "the demo brand has an in-app app"
+    admin = api(server, "POST", "/v1/auth/login", {"email": server.email, "password": server.password})["token"]
+    api(server, "PATCH", "/v1/brand/settings", {"screenShareFromConsumers": True}, admin)
+    session = api(server, "POST", "/v1/consumer/session", {"appId": server.in_app_id, "displayName": "Rae in the app"})
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    context.add_init_script(f"window.__token = {json.dumps(session['token'])};" + APP_HOST + CAPTURE_PEERS)
+    consumer = console_errors(context.new_page())
+    consumer.goto(f"{server.url}/widget.html?app={server.in_app_id}&mode=app")
+    expect(consumer.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
+    consumer.fill("#message", "The app says my order is late")
+    consumer.press("#message", "Enter")
+    expect(consumer.locator(".row.out")).to_have_count(1)
+    agent = console_errors(browser.new_context(viewport=DESKTOP).new_page())
+    agent.add_init_script(CAPTURE_PEERS)
+    login(agent, server)
+    agent.locator(".conversations li button").first.click()
+    expect(agent.locator(".row.in")).to_have_count(1)
+
+    start_call(agent, consumer, "voice").get_by_role("button", name=re.compile("^Accept")).click()
+    expect(consumer.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=30000)
+    wait_for_media(consumer, ["audio"])
+    # A phone's web view has no getDisplayMedia; the button is there because the app can share.
+    consumer.evaluate("() => { delete MediaDevices.prototype.getDisplayMedia; }")
+    share = consumer.get_by_role("button", name="Share your screen")
+    expect(share).to_be_visible()
+    shoot(consumer, "app-screen-share-button-390")
+    share.click()
+    expect(consumer.get_by_role("button", name="Stop sharing your screen")).to_have_attribute("aria-pressed", "true")
+    assert {"type": "screenShare.start", "framesPerSecond": 4} in consumer.evaluate("window.__host")
+    # The agent sees the app's screen, whole and large, at the app's size.
+    expect(agent.locator(".call-overlay.has-screen .remote-video")).to_be_visible(timeout=15000)
+    expect(agent.locator(".call-badges")).to_contain_text("is sharing their screen")
+    agent.wait_for_function(
+        "() => { const v = document.querySelector('.remote-video'); return v.videoWidth === 390 && v.videoHeight === 844; }",
+        timeout=15000)
+    agent.wait_for_timeout(500)  # a few frames
+    shoot(agent, "app-screen-from-customer-1280")
+    shoot(consumer, "app-screen-sharing-390")
+    # Whatever is not a frame is ignored: no script, no other URL, nothing over the size limit.
+    for bad in ("javascript:alert(1)", "https://example.com/a.jpg", "data:text/html;base64,PHNjcmlwdD4=", "data:image/jpeg;base64," + "A" * 1_600_000):
+        assert consumer.evaluate("(url) => parleyApp.screenFrame(url)", bad) is False
+    # The app stops by itself: the agent is back to the call, the customer's button to "Share".
+    frames = consumer.evaluate("window.__frames")
+    assert frames >= 2, frames
+    consumer.evaluate("() => { clearInterval(window.__sharing); parleyApp.screenShareEnded('stopped'); }")
+    expect(agent.locator(".call-overlay.has-screen")).to_have_count(0, timeout=15000)
+    expect(consumer.get_by_role("button", name="Share your screen")).to_have_attribute("aria-pressed", "false")
+    shoot(agent, "app-screen-ended-1280")
+    # Shared again, and stopped from the page: the app is told to stop.
+    consumer.get_by_role("button", name="Share your screen").click()
+    expect(agent.locator(".call-overlay.has-screen .remote-video")).to_be_visible(timeout=15000)
+    consumer.get_by_role("button", name="Stop sharing your screen").click()
+    expect(agent.locator(".call-overlay.has-screen")).to_have_count(0, timeout=15000)
+    assert consumer.evaluate("window.__host.filter((m) => m.type === 'screenShare.stop').length") >= 1
+    agent.get_by_role("button", name="Hang up").click()
+    expect(agent.locator(".call-record")).to_have_text(re.compile(r"Voice call · 0:\d\d"))
     assert console_errors.errors == []

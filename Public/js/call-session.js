@@ -45,9 +45,12 @@ export class CallSession extends EventTarget {
    * @param realtime the page's Realtime connection
    * @param api the page's Api (agents start calls over HTTP)
    * @param role "agent" or "consumer"
+   * @param screenSource in a brand's app (widget in app mode), the app's own screen (app-screen.js),
+   *   used where the browser has no getDisplayMedia
    */
-  constructor({ realtime, api, role }) {
+  constructor({ realtime, api, role, screenSource = null }) {
     super();
+    this.screenSource = screenSource;
     this.realtime = realtime;
     this.api = api;
     this.role = role;
@@ -358,7 +361,8 @@ export class CallSession extends EventTarget {
 
   /** Whether this side may share its screen in this call (its profile or the brand), and the browser can. */
   get canShareScreen() {
-    return Boolean(navigator.mediaDevices?.getDisplayMedia) && Boolean(this.call?.screenShare?.[this.role]);
+    const able = Boolean(this.screenSource?.available) || Boolean(navigator.mediaDevices?.getDisplayMedia);
+    return able && Boolean(this.call?.screenShare?.[this.role]);
   }
 
   /** Whether the other side's shared screen is coming in now. */
@@ -381,8 +385,10 @@ export class CallSession extends EventTarget {
     if (this.sharingScreen) { await this.stopScreenShare(); return; }
     if (!this.pc || this.call?.state !== "active" || !this.canShareScreen) return;
     let stream;
+    // In a brand's app, the app's own screens (it captures them natively; app-screen.js).
+    const app = this.screenSource?.available ? this.screenSource : null;
     try {
-      stream = await navigator.mediaDevices.getDisplayMedia({ video: { frameRate: { ideal: 15, max: 30 } }, audio: false });
+      stream = app ? await app.start() : await navigator.mediaDevices.getDisplayMedia({ video: { frameRate: { ideal: 15, max: 30 } }, audio: false });
     } catch (error) {
       // Cancelling the browser's picker is a choice, not an error.
       if (error.name !== "NotAllowedError" && error.name !== "AbortError") this.notice("The screen could not be shared.");
@@ -394,13 +400,15 @@ export class CallSession extends EventTarget {
       this.adopt(ack.call);
     } catch (error) {
       track.stop();
+      app?.stop();
       this.notice(error.message);
       return;
     }
-    if (!this.pc) { track.stop(); return; }  // the call ended meanwhile
+    if (!this.pc) { track.stop(); app?.stop(); return; }  // the call ended meanwhile
     track.contentHint = "detail";
-    // The browser's own "Stop sharing" bar ends the track.
+    // The browser's own "Stop sharing" bar ends the track; in an app, the app says so.
     track.onended = () => this.stopScreenShare();
+    if (app) app.onEnded = () => this.stopScreenShare();
     if (this.screenTransceiver) {
       await this.screenTransceiver.sender.replaceTrack(track);
       this.screenTransceiver.direction = "sendrecv";
@@ -418,6 +426,7 @@ export class CallSession extends EventTarget {
     this.sharingScreen = false;
     for (const track of this.screen?.getTracks() ?? []) track.stop();
     this.screen = null;
+    this.screenSource?.stop();
     if (this.pc && this.screenTransceiver) {
       this.screenTransceiver.direction = "recvonly";
       await this.screenTransceiver.sender.replaceTrack(null).catch(() => {});
@@ -435,6 +444,7 @@ export class CallSession extends EventTarget {
     this.pc = null;
     for (const track of this.local?.getTracks() ?? []) track.stop();
     for (const track of this.screen?.getTracks() ?? []) track.stop();
+    this.screenSource?.stop();
     this.local = null;
     this.screen = null;
     this.sharingScreen = false;

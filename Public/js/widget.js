@@ -5,6 +5,7 @@ import { Composer, configureAttachments, connectionStatusText } from "./composer
 import { Timeline } from "./timeline.js";
 import { icon, initials, isImage } from "./icons.js";
 import { CallSession } from "./call-session.js";
+import { AppScreen } from "./app-screen.js";
 import "./call-view.js";
 import "./voice-recorder.js";
 import { NotifyOffer } from "./notify.js";
@@ -32,17 +33,27 @@ function tellHost(message) {
   try { window.webkit?.messageHandlers?.parley?.postMessage(message); } catch {}
 }
 let hostSession = null;
+/** The app's own screens, for screen share in calls (app mode only; the host says whether it can). */
+const appScreen = new AppScreen(tellHost);
 const hostSessionWaiters = [];
 if (appMode) {
   document.documentElement.classList.add("app-mode");
   window.parleyApp = Object.freeze({
-    /** The host's session: `{ token }` (ParleyKit's consumer session). */
+    /**
+     * The host's session: `{ token }` (ParleyKit's consumer session), and `screenShare: true` when
+     * the app can share its own screens in a call (app-screen.js).
+     */
     start(session) {
       if (typeof session?.token !== "string" || !session.token) return false;
       hostSession = session.token;
+      appScreen.available = session.screenShare === true;
       hostSessionWaiters.splice(0).forEach((resolve) => resolve(hostSession));
       return true;
     },
+    /** A frame of the app's screen while it shares (a data: URL of a JPEG or PNG). */
+    screenFrame(dataUrl) { return appScreen.frame(dataUrl); },
+    /** The app stopped sharing by itself (`denied`: the person said no). */
+    screenShareEnded(reason) { appScreen.ended(reason); },
   });
 }
 /** The session the host app gives (waits for it). */
@@ -243,7 +254,7 @@ async function start() {
     if (conversations[0].state === "resolved") showClosed(conversations[0], { seq: conversations[0].lastSeq + 0.5 });
   }
   realtime = new Realtime({ token: api.token });
-  calls = new CallSession({ realtime, api, role: "consumer" });
+  calls = new CallSession({ realtime, api, role: "consumer", screenSource: appMode ? appScreen : null });
   $(".widget").append(Object.assign(document.createElement("parley-call"), { session: calls }));
   calls.addEventListener("ringing", () => {
     // Inside a brand's page, a ringing call opens the chat panel.

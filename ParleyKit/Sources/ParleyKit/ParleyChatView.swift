@@ -45,15 +45,62 @@ public final class ParleyChatHost: NSObject, WKNavigationDelegate, WKUIDelegate 
         switch type {
         case "ready": Task { await handOver(renew: false) }
         case "sessionExpired": Task { await handOver(renew: true) }
+        #if os(iOS)
+        case "screenShare.start": startSharing(framesPerSecond: message["framesPerSecond"] as? Int)
+        case "screenShare.stop": stopSharing(tellPage: nil)
+        #endif
         default: break
         }
     }
+
+    /// Whether the app can share its own screens in calls (AppScreenCapture: iOS).
+    #if os(iOS)
+    static let sharesScreens = true
+    #else
+    static let sharesScreens = false
+    #endif
+
+    #if os(iOS)
+    /// The app shares its own screens in a call (issue 29): frames until the page says stop, the
+    /// app leaves the foreground, or the page cannot take them.
+    private var sharing: Task<Void, Never>?
+    private var backgroundObserver: (any NSObjectProtocol)?
+
+    private func startSharing(framesPerSecond: Int?) {
+        sharing?.cancel()
+        let interval = AppScreenFrames.interval(framesPerSecond: framesPerSecond)
+        sharing = Task { [weak self] in
+            var frames = AppScreenFrames()
+            while !Task.isCancelled, let self {
+                if let jpeg = AppScreenCapture.frame(), let script = frames.script(for: jpeg, at: .now) {
+                    do { _ = try await self.webView.evaluateJavaScript(script) } catch { break }
+                }
+                try? await Task.sleep(for: interval)
+            }
+        }
+        // iOS draws nothing for an app in the background: the share ends, and the call goes on.
+        backgroundObserver = NotificationCenter.default.addObserver(
+            forName: UIApplication.didEnterBackgroundNotification, object: nil, queue: .main
+        ) { [weak self] _ in
+            MainActor.assumeIsolated { self?.stopSharing(tellPage: "stopped") }
+        }
+    }
+
+    private func stopSharing(tellPage reason: String?) {
+        sharing?.cancel()
+        sharing = nil
+        if let backgroundObserver { NotificationCenter.default.removeObserver(backgroundObserver) }
+        backgroundObserver = nil
+        if let reason { webView.evaluateJavaScript("parleyApp.screenShareEnded(\"\(reason)\")") }
+    }
+    #endif
 
     private func handOver(renew: Bool) async {
         for attempt in 0..<6 {
             do {
                 let token = renew ? try await parley.renewSessionToken() : try await parley.sessionToken()
-                let json = String(decoding: try JSONEncoder().encode(["token": token]), as: UTF8.self)
+                let session: [String: Any] = ["token": token, "screenShare": Self.sharesScreens]
+                let json = String(decoding: try JSONSerialization.data(withJSONObject: session), as: UTF8.self)
                 _ = try await webView.evaluateJavaScript("parleyApp.start(\(json))")
                 return
             } catch {
