@@ -28,7 +28,7 @@ public enum AppScreenCapture {
     static func frame() -> Data? {
         let scenes = UIApplication.shared.connectedScenes.compactMap { $0 as? UIWindowScene }
         guard let scene = scenes.first(where: { $0.activationState == .foregroundActive }),
-            let window = scene.windows.first(where: \.isKeyWindow) ?? scene.windows.first
+            let window = scene.windows.first(where: { $0.isKeyWindow }) ?? scene.windows.first
         else { return nil }
         let bounds = window.bounds
         guard bounds.width > 0, bounds.height > 0 else { return nil }

@@ -71,9 +71,11 @@ public final class ParleyChatHost: NSObject, WKNavigationDelegate, WKUIDelegate 
         let interval = AppScreenFrames.interval(framesPerSecond: framesPerSecond)
         sharing = Task { [weak self] in
             var frames = AppScreenFrames()
-            while !Task.isCancelled, let self {
+            while !Task.isCancelled {
+                guard let webView = self?.webView else { return }
                 if let jpeg = AppScreenCapture.frame(), let script = frames.script(for: jpeg, at: .now) {
-                    do { _ = try await self.webView.evaluateJavaScript(script) } catch { break }
+                    // `screenFrame` returns a boolean: the async evaluateJavaScript needs a value back.
+                    do { _ = try await webView.evaluateJavaScript(script) } catch { return }  // the page went away
                 }
                 try? await Task.sleep(for: interval)
             }
