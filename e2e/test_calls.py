@@ -92,13 +92,15 @@ def login(page, server, email=None, password=None):
     expect(page.locator(".topbar .status")).to_have_text("Online", timeout=10000)
 
 
-def open_pages(browser, server, console_errors, consumer_viewport=PHONE):
-    """A consumer who wrote from the widget, and the admin agent with that conversation open."""
+def open_pages(browser, server, console_errors, consumer_viewport=PHONE, widget=None, consumer_script="",
+               first_message="Hi, could you call me about my order?"):
+    """A consumer who wrote from the widget (`widget`: its query, the web widget's by default), and
+    the admin agent with that conversation open."""
     consumer = console_errors(browser.new_context(viewport=consumer_viewport).new_page())
-    consumer.add_init_script(CAPTURE_PEERS)
-    consumer.goto(f"{server.url}/widget.html?app={server.app_id}")
+    consumer.add_init_script(consumer_script + CAPTURE_PEERS)
+    consumer.goto(f"{server.url}/widget.html?{widget or f'app={server.app_id}'}")
     expect(consumer.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
-    consumer.fill("#message", "Hi, could you call me about my order?")
+    consumer.fill("#message", first_message)
     consumer.press("#message", "Enter")
     expect(consumer.locator(".row.out")).to_have_count(1)
     agent = console_errors(browser.new_context(viewport=DESKTOP).new_page())
@@ -529,19 +531,9 @@ def test_screen_share_from_an_app(call_server, browser, shoot, console_errors):
     admin = api(server, "POST", "/v1/auth/login", {"email": server.email, "password": server.password})["token"]
     api(server, "PATCH", "/v1/brand/settings", {"screenShareFromConsumers": True}, admin)
     session = api(server, "POST", "/v1/consumer/session", {"appId": server.in_app_id, "displayName": "Rae in the app"})
-    context = browser.new_context(viewport={"width": 390, "height": 844})
-    context.add_init_script(f"window.__token = {json.dumps(session['token'])};" + APP_HOST + CAPTURE_PEERS)
-    consumer = console_errors(context.new_page())
-    consumer.goto(f"{server.url}/widget.html?app={server.in_app_id}&mode=app")
-    expect(consumer.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
-    consumer.fill("#message", "The app says my order is late")
-    consumer.press("#message", "Enter")
-    expect(consumer.locator(".row.out")).to_have_count(1)
-    agent = console_errors(browser.new_context(viewport=DESKTOP).new_page())
-    agent.add_init_script(CAPTURE_PEERS)
-    login(agent, server)
-    agent.locator(".conversations li button").first.click()
-    expect(agent.locator(".row.in")).to_have_count(1)
+    agent, consumer = open_pages(
+        browser, server, console_errors, consumer_viewport={"width": 390, "height": 844}, widget=f"app={server.in_app_id}&mode=app",
+        consumer_script=f"window.__token = {json.dumps(session['token'])};" + APP_HOST, first_message="The app says my order is late")
 
     start_call(agent, consumer, "voice").get_by_role("button", name=re.compile("^Accept")).click()
     expect(consumer.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=30000)
