@@ -91,6 +91,25 @@ def test_app_mode_in_chromium(server, browser, shoot, console_errors):
     assert not console_errors.errors or all("/v1/consumer/me" in error for error in console_errors.errors), console_errors.errors
 
 
+def test_app_mode_host_answering_at_once(server, browser, console_errors):
+    """WKWebView hands the app a script message after the page's script has run, but a host may
+    answer `ready` from within postMessage itself: the page still takes the session and connects."""
+    session = sdk_session(server)
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    context.add_init_script(f"""
+        window.__host = [];
+        window.webkit = {{ messageHandlers: {{ parley: {{ postMessage: (message) => {{
+            window.__host.push(message);
+            if (message.type === "ready") parleyApp.start({{ token: {json.dumps(session["token"])} }});
+        }} }} }} }};""")
+    page = console_errors(context.new_page())
+    page.goto(f"{server.url}/widget.html?app={server.in_app_id}&mode=app")
+    expect(page.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
+    assert page.evaluate("window.__host.filter((m) => m.type === 'ready').length") == 1
+    context.close()
+    assert console_errors.errors == []
+
+
 def test_app_mode_in_webkit(server, webkit):  # noqa: F811 (the fixture)
     folder = story_folder("test_app_mode_in_webkit")
     step = 0

@@ -59,8 +59,10 @@ if (appMode) {
 /** The session the host app gives (waits for it). */
 function sessionFromHost() {
   if (hostSession) return Promise.resolve(hostSession);
+  // Waiting before asking: a host may answer from within postMessage.
+  const session = new Promise((resolve) => hostSessionWaiters.push(resolve));
   tellHost({ type: "ready" });
-  return new Promise((resolve) => hostSessionWaiters.push(resolve));
+  return session;
 }
 /** Whether the visitor can see the chat: an embedded chat is loaded while its panel is closed. */
 let panelOpen = !embedded;
