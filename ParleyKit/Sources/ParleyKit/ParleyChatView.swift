@@ -67,7 +67,8 @@ public final class ParleyChatHost: NSObject, WKNavigationDelegate, WKUIDelegate 
     private var backgroundObserver: (any NSObjectProtocol)?
 
     private func startSharing(framesPerSecond: Int?) {
-        sharing?.cancel()
+        // A share already running ends first: its loop and its background observer.
+        stopSharing(tellPage: nil)
         let interval = AppScreenFrames.interval(framesPerSecond: framesPerSecond)
         sharing = Task { [weak self] in
             var frames = AppScreenFrames()
