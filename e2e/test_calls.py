@@ -93,11 +93,14 @@ def login(page, server, email=None, password=None):
 
 
 def open_pages(browser, server, console_errors, consumer_viewport=PHONE, widget=None, consumer_script="",
-               first_message="Hi, could you call me about my order?"):
+               first_message="Hi, could you call me about my order?", consumer_setup=None):
     """A consumer who wrote from the widget (`widget`: its query, the web widget's by default), and
-    the admin agent with that conversation open."""
+    the admin agent with that conversation open. `consumer_setup` gets the consumer's page before
+    it loads (to route its real-time connection, say)."""
     consumer = console_errors(browser.new_context(viewport=consumer_viewport).new_page())
     consumer.add_init_script(consumer_script + CAPTURE_PEERS)
+    if consumer_setup:
+        consumer_setup(consumer)
     consumer.goto(f"{server.url}/widget.html?{widget or f'app={server.app_id}'}")
     expect(consumer.locator(".status")).to_have_attribute("data-state", "online", timeout=10000)
     consumer.fill("#message", first_message)
@@ -258,6 +261,50 @@ def test_voice_call_turns_into_video(call_server, browser, shoot, console_errors
     expect(agent.locator(".call-record")).to_have_text(re.compile(r"Video call · 0:\d\d"))
     assert calls_of(agent, call_server)[0]["media"] == "video"
     assert console_errors.errors == []
+
+
+def test_an_offer_that_comes_before_the_answers_ack_is_kept(call_server, browser, shoot, console_errors):
+    """The server tells the agent that the call was answered (and the agent offers at once) before
+    it acknowledges the consumer's answer: a busy server stores the call's state in between. The
+    consumer's page then gets the agent's offer and candidates before it has a peer connection;
+    it keeps them for it instead of dropping them (the call stayed "Connecting…" on a loaded CI
+    machine). Here the consumer's connection holds the ack of `call.accept` back until the
+    agent's offer has been passed on, every time."""
+    held = {"accept": None, "ack": None, "offered": False}
+
+    def route(ws):
+        upstream = ws.connect_to_server()
+
+        def from_page(message):
+            frame = json.loads(message)
+            if frame.get("type") == "call.accept":
+                held["accept"] = frame.get("id")
+            upstream.send(message)
+
+        def from_server(message):
+            frame = json.loads(message)
+            if frame.get("type") == "ack" and held["accept"] and frame.get("id") == held["accept"] and not held["offered"]:
+                held["ack"] = message
+                return
+            ws.send(message)
+            if frame.get("type") == "call.signal" and frame.get("signal", {}).get("kind") == "offer" and not held["offered"]:
+                held["offered"] = True
+                if held["ack"]:
+                    ws.send(held["ack"])
+        ws.on_message(from_page)
+        upstream.on_message(from_server)
+
+    agent, consumer = open_pages(browser, call_server, console_errors,
+                                 consumer_setup=lambda page: page.route_web_socket(re.compile(r".*/v1/realtime.*"), route))
+    start_call(agent, consumer, "voice").get_by_role("button", name=re.compile("^Accept")).click()
+    expect(consumer.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=30000)
+    expect(agent.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=10000)
+    assert held["offered"] and held["ack"], held
+    wait_for_media(consumer, ["audio"])
+    wait_for_media(agent, ["audio"])
+    shoot(consumer, "call-connected-after-late-ack-360")
+    agent.get_by_role("button", name="Hang up").click()
+    expect(agent.locator(".call-record")).to_have_text(re.compile(r"Voice call · 0:\d\d"))
 
 
 def test_declined_missed_cancelled_and_closed_page(call_server, browser, shoot, console_errors):

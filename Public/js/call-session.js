@@ -105,7 +105,21 @@ export class CallSession extends EventTarget {
     this.reset();
     this.peerName = call.inviterName;
     this.call = { ...call, state: "connecting" };
+    // The server tells the agent of the answer before it acknowledges it here, and the agent offers
+    // at once: its offer and candidates may come before this side has a peer connection. They
+    // wait for it (signals run in order on this.signals).
+    let peerReady;
+    this.signals = new Promise((resolve) => { peerReady = resolve; });
     this.changed();
+    try {
+      await this.answer(call);
+    } finally {
+      peerReady();
+    }
+  }
+
+  /** accept's second half: opens the media, answers, and makes the peer connection. */
+  async answer(call) {
     let mediaError = null;
     try {
       await this.openMedia(call.media === "video");
