@@ -101,7 +101,7 @@ mkdir -p "$dir"
 echo "$PWD/.build/$build/parley" >"$dir/binary"
 export -p | grep -E '^declare -x PARLEY_' >"$dir/parley.env" || true
 trap 'echo "cluster: start failed; stopping what started" >&2; stop_all' ERR
-admin_url=$(scripts/postgres.sh start "$dir/pg")
+admin_url=$(scripts/postgres.sh start "$dir/pg" --durable)
 psql_url=${admin_url%/postgres}/parley
 "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)/psql" "$admin_url" -qc "CREATE DATABASE parley" >/dev/null
 s3=$(scripts/seaweedfs.sh start "$dir/s3")

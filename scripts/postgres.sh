@@ -4,10 +4,22 @@
 #   scripts/postgres.sh start DIR --tls  the same with TLS (ssl=on, a certificate for "localhost" only,
 #                                        signed by a test CA in DIR/tls/ca.crt) and password sign-in
 #                                        (scram-sha-256, the password in the printed URL)
+#   scripts/postgres.sh start DIR --durable  commits wait for the disk (fsync=on, PostgreSQL's default),
+#                                        as in production: the bench's; the tests' runs without (faster)
 #   scripts/postgres.sh stop DIR         stops it (by its pid file) and removes DIR
 set -euo pipefail
 action=$1
 dir=$2
+shift 2
+tls_option=false
+fsync=off
+for option in "$@"; do
+    case "$option" in
+    --tls) tls_option=true ;;
+    --durable) fsync=on ;;
+    *) echo "postgres.sh: unknown option $option" >&2; exit 2 ;;
+    esac
+done
 source "$(dirname "$0")/lib/daemon.sh"
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [[ -n "$bin" ]] || { echo "postgres.sh: PostgreSQL is not installed" >&2; exit 1; }
@@ -27,8 +39,8 @@ start)
     port=$(free_port tcp)
     # pg_stat_statements is loaded (not created) so that the bench can count statements per message
     # (bench/Sources/parley-bench/ClusterBench.swift creates the extension in its own database).
-    options="-k $dir -p $port -h 127.0.0.1 -c fsync=off -c max_connections=800 -c shared_preload_libraries=pg_stat_statements"
-    if [[ "${3:-}" == "--tls" ]]; then
+    options="-k $dir -p $port -h 127.0.0.1 -c fsync=$fsync -c max_connections=800 -c shared_preload_libraries=pg_stat_statements"
+    if $tls_option; then
         password=$(openssl rand -hex 12)
         printf '%s\n' "$password" >"$dir/password"
         [[ $(id -u) -eq 0 ]] && chown postgres "$dir/password"
@@ -62,7 +74,7 @@ stop)
     rm -rf "$dir"
     ;;
 *)
-    echo "usage: scripts/postgres.sh start|stop DIR" >&2
+    echo "usage: scripts/postgres.sh start DIR [--tls] [--durable] | stop DIR" >&2
     exit 2
     ;;
 esac

@@ -78,7 +78,7 @@ enum ClusterBench {
         let pg = work.appendingPathComponent("pg").path, s3 = work.appendingPathComponent("s3").path
         let admin: String, endpoint: String
         do {
-            admin = try await script(root, ["postgres.sh", "start", pg])
+            admin = try await script(root, ["postgres.sh", "start", pg, "--durable"])
             endpoint = try await script(root, ["seaweedfs.sh", "start", s3])
         } catch {
             await stopStores()

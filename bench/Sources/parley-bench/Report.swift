@@ -160,7 +160,7 @@ struct Report {
         }
         return [
             "## Across nodes", "",
-            "Two `parley serve --cluster` nodes on one PostgreSQL (scripts/postgres.sh) and one SeaweedFS bucket; the consumers are",
+            "Two `parley serve --cluster` nodes on one PostgreSQL (scripts/postgres.sh --durable: fsync on, as in production) and one SeaweedFS bucket; the consumers are",
             "connected to node A and send at \(cluster.rate) messages/s for \(Self.f(cluster.seconds, 0)) s; the agent is connected to node A",
             "(*same node*) or node B (*across nodes*: every frame goes through PostgreSQL LISTEN/NOTIFY). The runs interleave; each",
             "row is the median of \(cluster.repeats) by delivery p99. CPU is both nodes' per message delivered; PostgreSQL's is its",
