@@ -449,6 +449,11 @@ def shows_screen_of(viewer, sharer):
     viewer.wait_for_function(
         "([w, h]) => { const v = document.querySelector('.remote-video'); return v.videoWidth === w && v.videoHeight === h; }",
         arg=[width, height])
+    # Nothing but the camera tiles is drawn over the screen: the call's name, state, timer and badge
+    # are a line above it.
+    header = viewer.locator(".call-overlay.has-screen .call-identity").bounding_box()
+    screen = viewer.locator(".call-overlay.has-screen .remote-video").bounding_box()
+    assert header["y"] + header["height"] <= screen["y"] + 0.5, (header, screen)
 
 
 def test_screen_share_both_ways(call_server, browser, shoot, console_errors):
