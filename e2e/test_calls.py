@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -303,6 +304,46 @@ def test_an_offer_that_comes_before_the_answers_ack_is_kept(call_server, browser
     wait_for_media(consumer, ["audio"])
     wait_for_media(agent, ["audio"])
     shoot(consumer, "call-connected-after-late-ack-360")
+    agent.get_by_role("button", name="Hang up").click()
+    expect(agent.locator(".call-record")).to_have_text(re.compile(r"Voice call · 0:\d\d"))
+
+
+def test_an_answer_that_comes_before_the_agents_own_call_is_kept(call_server, browser, shoot, console_errors):
+    """The agent's page learns its call's id from the answer to its POST; on a slow network the
+    customer may answer before that answer arrives, and the call's "connecting" frame then comes
+    over the agent's socket first. The page keeps it for the call it is starting instead of dropping
+    it (the call stayed "Ringing…" until the connect timeout). Here the agent's POST is answered only
+    once that frame has arrived, every time."""
+    agent, consumer = open_pages(browser, call_server, console_errors)
+    frames = []
+    agent.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
+    # The page's socket is already open: reload so that the listener sees the new one.
+    agent.reload()
+    agent.locator(".conversations li button").first.click()
+    expect(agent.locator(".row.in")).to_have_count(1)
+    held = {}
+
+    def hold(route):
+        if route.request.method != "POST":
+            route.continue_()
+            return
+        held["response"] = route.fetch()
+        held["route"] = route
+    agent.route(re.compile(r".*/v1/conversations/[^/]+/calls$"), hold)
+    agent.click(".start-call[data-media=voice]")
+    sheet = consumer.locator(".call-incoming")
+    expect(sheet).to_be_visible(timeout=10000)
+    sheet.get_by_role("button", name=re.compile("^Accept")).click()
+    deadline = time.time() + 10
+    while not any('"state":"connecting"' in str(frame) for frame in frames) and time.time() < deadline:
+        agent.wait_for_timeout(50)
+    assert any('"state":"connecting"' in str(frame) for frame in frames), "the agent's socket never heard the answer"
+    assert "route" in held
+    held["route"].fulfill(response=held["response"])
+    expect(agent.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=30000)
+    expect(consumer.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=10000)
+    wait_for_media(agent, ["audio"])
+    shoot(agent, "call-connected-after-late-post-1280")
     agent.get_by_role("button", name="Hang up").click()
     expect(agent.locator(".call-record")).to_have_text(re.compile(r"Voice call · 0:\d\d"))
 

@@ -78,13 +78,20 @@ export class CallSession extends EventTarget {
     this.reset();
     this.peerName = peerName;
     this.call = { id: null, state: "starting", media, videoAllowed: media === "video", version: 0 };
+    // Until the POST answers with the call's id, call frames are kept by id: on a slow network the
+    // customer may answer first, and the "connecting" frame comes before the answer.
+    this.early = new Map();
     this.changed();
     try {
       await this.openMedia(media === "video");
       const response = await this.api.post(`/v1/conversations/${conversationId}/calls`, { media, connectionId: this.realtime.connectionId });
       this.ice = response.ice;
+      const early = this.early?.get(response.call.id);
+      this.early = null;
       this.adopt(response.call);
+      if (early) this.adopt(early);
     } catch (error) {
+      this.early = null;
       this.fail(error.code === "NotAllowedError" || error.name === "NotAllowedError"
         ? "Allow the microphone and camera to make calls." : error.message);
     }
@@ -165,6 +172,8 @@ export class CallSession extends EventTarget {
     if (frame.type === "call") {
       const call = frame.call;
       if (this.call?.id === call.id) { this.adopt(call); return; }
+      if (this.early && this.call?.state === "starting" && this.early.size < 64
+          && !(this.early.get(call.id)?.version >= call.version)) this.early.set(call.id, call);
       if (this.role === "consumer") {
         if (call.state === "ringing" && !this.busy) {
           this.incoming = call;
