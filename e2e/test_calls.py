@@ -348,6 +348,40 @@ def test_an_answer_that_comes_before_the_agents_own_call_is_kept(call_server, br
     expect(agent.locator(".call-record")).to_have_text(re.compile(r"Voice call · 0:\d\d"))
 
 
+def test_a_call_cancelled_while_it_starts_does_not_ring(call_server, browser, shoot, console_errors):
+    """The agent cancels a call before the server has answered its POST (a slow network, or the
+    browser still asking for the microphone): the overlay closes at once, and the call the server
+    makes is hung up as soon as the page learns its id, instead of ringing on without the agent's
+    microphone (their tracks were already stopped)."""
+    agent, consumer = open_pages(browser, call_server, console_errors)
+    held = {}
+
+    def hold(route):
+        if route.request.method != "POST":
+            route.continue_()
+            return
+        held["response"] = route.fetch()
+        held["route"] = route
+    agent.route(re.compile(r".*/v1/conversations/[^/]+/calls$"), hold)
+    agent.click(".start-call[data-media=voice]")
+    expect(agent.locator(".call-overlay[data-state=starting]")).to_be_visible(timeout=10000)
+    # The server has made the call; its answer is held back.
+    deadline = time.time() + 10
+    while "route" not in held and time.time() < deadline:
+        agent.wait_for_timeout(50)
+    assert "route" in held
+    agent.get_by_role("button", name="Cancel call").click()
+    expect(agent.locator(".call-overlay")).to_be_hidden(timeout=5000)
+    held["route"].fulfill(response=held["response"])
+    # The call the server made ends, cancelled by the agent; the agent's page shows no call.
+    expect(agent.locator(".call-record")).to_have_text(re.compile(r"Cancelled|Call cancelled"), timeout=10000)
+    expect(consumer.locator(".call-incoming")).to_be_hidden(timeout=10000)
+    assert calls_of(agent, call_server)[0]["outcome"] == "cancelled"
+    expect(agent.locator(".call-overlay")).to_be_hidden()
+    shoot(agent, "call-cancelled-while-starting-1280")
+    shoot(consumer, "no-call-ringing-360")
+
+
 def test_declined_missed_cancelled_and_closed_page(call_server, browser, shoot, console_errors):
     agent, consumer = open_pages(browser, call_server, console_errors)
 

@@ -82,15 +82,24 @@ export class CallSession extends EventTarget {
     // customer may answer first, and the "connecting" frame comes before the answer.
     this.early = new Map();
     this.changed();
+    // Hanging up before the server has named the call ends this attempt (`hangUp`).
+    const attempt = this.attempt = (this.attempt ?? 0) + 1;
     try {
       await this.openMedia(media === "video");
+      if (this.attempt !== attempt) { this.stopLocal(); return; }
       const response = await this.api.post(`/v1/conversations/${conversationId}/calls`, { media, connectionId: this.realtime.connectionId });
+      if (this.attempt !== attempt) {
+        // Cancelled meanwhile: the call the server made is hung up, never left ringing.
+        await this.realtime.request({ type: "call.hangup", callId: response.call.id }).catch(() => {});
+        return;
+      }
       this.ice = response.ice;
       const early = this.early?.get(response.call.id);
       this.early = null;
       this.adopt(response.call);
       if (early) this.adopt(early);
     } catch (error) {
+      if (this.attempt !== attempt) { this.stopLocal(); return; }
       this.early = null;
       this.fail(error.code === "NotAllowedError" || error.name === "NotAllowedError"
         ? "Allow the microphone and camera to make calls." : error.message);
@@ -156,7 +165,17 @@ export class CallSession extends EventTarget {
   }
 
   async hangUp() {
-    if (!this.call?.id) { this.teardown(); this.hide(); return; }
+    if (!this.call?.id) {
+      // Still starting (the microphone asked for, or the server not answered yet): this attempt
+      // ends here, and `start` hangs up the call the server makes, if it makes one.
+      this.attempt = (this.attempt ?? 0) + 1;
+      this.early = null;
+      this.teardown();
+      this.call = null;
+      this.error = null;
+      this.changed();
+      return;
+    }
     try {
       const ack = await this.realtime.request({ type: "call.hangup", callId: this.call.id });
       this.adopt(ack.call);
@@ -460,6 +479,13 @@ export class CallSession extends EventTarget {
 
   attachLocal() {
     this.changed("streams");
+  }
+
+  /** Stops the microphone and camera an abandoned start opened (after `hangUp` tore down). */
+  stopLocal() {
+    if (this.call) return;  // a new call has them now
+    for (const track of this.local?.getTracks() ?? []) track.stop();
+    this.local = null;
   }
 
   teardown() {
