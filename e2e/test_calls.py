@@ -382,6 +382,54 @@ def test_a_call_cancelled_while_it_starts_does_not_ring(call_server, browser, sh
     shoot(consumer, "no-call-ringing-360")
 
 
+# The agent's getUserMedia waits for the test (`window.__releaseMedia()`), as while the browser asks
+# the person; every stream it gave is kept in `window.__streams`.
+HELD_MEDIA = """
+    window.__streams = [];
+    const realGetUserMedia = navigator.mediaDevices.getUserMedia.bind(navigator.mediaDevices);
+    let release;
+    window.__mediaAsked = false;
+    const allowed = new Promise((resolve) => { release = resolve; });
+    window.__releaseMedia = () => release();
+    navigator.mediaDevices.getUserMedia = async (constraints) => {
+        window.__mediaAsked = true;
+        await allowed;
+        const stream = await realGetUserMedia(constraints);
+        window.__streams.push(stream);
+        return stream;
+    };
+"""
+
+
+def test_a_call_cancelled_while_the_browser_asks_for_the_microphone(call_server, browser, shoot, console_errors):
+    """The agent cancels while the browser still asks for the microphone: no call is made, and the
+    microphone the browser then gives is closed at once (its tracks end)."""
+    agent, consumer = open_pages(browser, call_server, console_errors)
+    agent.add_init_script(HELD_MEDIA)
+    agent.reload()
+    agent.locator(".conversations li button").first.click()
+    expect(agent.locator(".row.in")).to_have_count(1)
+    posts = []
+    agent.on("request", lambda r: posts.append(r.url) if r.method == "POST" and r.url.endswith("/calls") else None)
+    agent.click(".start-call[data-media=voice]")
+    expect(agent.locator(".call-overlay[data-state=starting]")).to_be_visible(timeout=10000)
+    agent.wait_for_function("() => window.__mediaAsked")
+    agent.get_by_role("button", name="Cancel call").click()
+    expect(agent.locator(".call-overlay")).to_be_hidden(timeout=5000)
+    agent.evaluate("() => window.__releaseMedia()")
+    agent.wait_for_function("() => window.__streams.length === 1 && window.__streams[0].getTracks().every((t) => t.readyState === 'ended')")
+    agent.wait_for_timeout(300)
+    assert posts == [], posts
+    assert calls_of(agent, call_server) == []
+    expect(consumer.locator(".call-incoming")).to_be_hidden()
+    # The next call works as ever.
+    start_call(agent, consumer, "voice").get_by_role("button", name=re.compile("^Accept")).click()
+    expect(agent.locator(".call-overlay[data-state=active]")).to_be_visible(timeout=30000)
+    shoot(agent, "call-after-a-cancelled-start-1280")
+    agent.get_by_role("button", name="Hang up").click()
+    expect(agent.locator(".call-record")).to_have_text(re.compile(r"Voice call · 0:\d\d"))
+
+
 def test_declined_missed_cancelled_and_closed_page(call_server, browser, shoot, console_errors):
     agent, consumer = open_pages(browser, call_server, console_errors)
 

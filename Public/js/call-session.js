@@ -85,8 +85,7 @@ export class CallSession extends EventTarget {
     // Hanging up before the server has named the call ends this attempt (`hangUp`).
     const attempt = this.attempt = (this.attempt ?? 0) + 1;
     try {
-      await this.openMedia(media === "video");
-      if (this.attempt !== attempt) { this.stopLocal(); return; }
+      if (!(await this.openMedia(media === "video", () => this.attempt === attempt))) return;
       const response = await this.api.post(`/v1/conversations/${conversationId}/calls`, { media, connectionId: this.realtime.connectionId });
       if (this.attempt !== attempt) {
         // Cancelled meanwhile: the call the server made is hung up, never left ringing.
@@ -99,7 +98,7 @@ export class CallSession extends EventTarget {
       this.adopt(response.call);
       if (early) this.adopt(early);
     } catch (error) {
-      if (this.attempt !== attempt) { this.stopLocal(); return; }
+      if (this.attempt !== attempt) return;
       this.early = null;
       this.fail(error.code === "NotAllowedError" || error.name === "NotAllowedError"
         ? "Allow the microphone and camera to make calls." : error.message);
@@ -232,13 +231,23 @@ export class CallSession extends EventTarget {
 
   // MARK: WebRTC
 
-  async openMedia(video) {
-    this.local = await navigator.mediaDevices.getUserMedia({ audio: true, video });
+  /**
+   * Opens the microphone (and camera); false, with them closed again, when `current` says the
+   * call asking for them was given up meanwhile (the browser may ask the person first).
+   */
+  async openMedia(video, current = () => true) {
+    const stream = await navigator.mediaDevices.getUserMedia({ audio: true, video });
+    if (!current()) {
+      for (const track of stream.getTracks()) track.stop();
+      return false;
+    }
+    this.local = stream;
     this.muted = false;
     this.cameraOn = video;
     this.attachLocal();
     const devices = await navigator.mediaDevices.enumerateDevices().catch(() => []);
     this.cameras = devices.filter((device) => device.kind === "videoinput");
+    return true;
   }
 
   createPeer() {
@@ -479,13 +488,6 @@ export class CallSession extends EventTarget {
 
   attachLocal() {
     this.changed("streams");
-  }
-
-  /** Stops the microphone and camera an abandoned start opened (after `hangUp` tore down). */
-  stopLocal() {
-    if (this.call) return;  // a new call has them now
-    for (const track of this.local?.getTracks() ?? []) track.stop();
-    this.local = null;
   }
 
   teardown() {
