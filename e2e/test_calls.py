@@ -110,9 +110,29 @@ def open_pages(browser, server, console_errors, consumer_viewport=PHONE, widget=
     agent = console_errors(browser.new_context(viewport=DESKTOP).new_page())
     agent.add_init_script(CAPTURE_PEERS)
     login(agent, server)
+    open_first_conversation(agent)
+    return agent, consumer
+
+
+def open_first_conversation(agent):
+    """The agent opens the conversation at the top of their list (the customer's one message)."""
     agent.locator(".conversations li button").first.click()
     expect(agent.locator(".row.in")).to_have_count(1)
-    return agent, consumer
+
+
+def hold_call_posts(agent):
+    """Holds back the server's answer to the agent's next call POST (the request itself reaches the
+    server): the returned dict gets its `route` and `response`, for the test to fulfil when it wants."""
+    held = {}
+
+    def hold(route):
+        if route.request.method != "POST":
+            route.continue_()
+            return
+        held["response"] = route.fetch()
+        held["route"] = route
+    agent.route(re.compile(r".*/v1/conversations/[^/]+/calls$"), hold)
+    return held
 
 
 def stats(page):
@@ -319,17 +339,8 @@ def test_an_answer_that_comes_before_the_agents_own_call_is_kept(call_server, br
     agent.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
     # The page's socket is already open: reload so that the listener sees the new one.
     agent.reload()
-    agent.locator(".conversations li button").first.click()
-    expect(agent.locator(".row.in")).to_have_count(1)
-    held = {}
-
-    def hold(route):
-        if route.request.method != "POST":
-            route.continue_()
-            return
-        held["response"] = route.fetch()
-        held["route"] = route
-    agent.route(re.compile(r".*/v1/conversations/[^/]+/calls$"), hold)
+    open_first_conversation(agent)
+    held = hold_call_posts(agent)
     agent.click(".start-call[data-media=voice]")
     sheet = consumer.locator(".call-incoming")
     expect(sheet).to_be_visible(timeout=10000)
@@ -354,15 +365,7 @@ def test_a_call_cancelled_while_it_starts_does_not_ring(call_server, browser, sh
     makes is hung up as soon as the page learns its id, instead of ringing on without the agent's
     microphone (their tracks were already stopped)."""
     agent, consumer = open_pages(browser, call_server, console_errors)
-    held = {}
-
-    def hold(route):
-        if route.request.method != "POST":
-            route.continue_()
-            return
-        held["response"] = route.fetch()
-        held["route"] = route
-    agent.route(re.compile(r".*/v1/conversations/[^/]+/calls$"), hold)
+    held = hold_call_posts(agent)
     agent.click(".start-call[data-media=voice]")
     expect(agent.locator(".call-overlay[data-state=starting]")).to_be_visible(timeout=10000)
     # The server has made the call; its answer is held back.
@@ -407,8 +410,7 @@ def test_a_call_cancelled_while_the_browser_asks_for_the_microphone(call_server,
     agent, consumer = open_pages(browser, call_server, console_errors)
     agent.add_init_script(HELD_MEDIA)
     agent.reload()
-    agent.locator(".conversations li button").first.click()
-    expect(agent.locator(".row.in")).to_have_count(1)
+    open_first_conversation(agent)
     posts = []
     agent.on("request", lambda r: posts.append(r.url) if r.method == "POST" and r.url.endswith("/calls") else None)
     agent.click(".start-call[data-media=voice]")
