@@ -190,8 +190,8 @@ export class CallSession extends EventTarget {
     if (frame.type === "call") {
       const call = frame.call;
       if (this.call?.id === call.id) { this.adopt(call); return; }
-      if (this.early && this.call?.state === "starting" && this.early.size < 64
-          && !(this.early.get(call.id)?.version >= call.version)) this.early.set(call.id, call);
+      // `early` is there only while a start waits for its POST (set in start, cleared on every way out).
+      if (this.early && this.early.size < 64 && !(this.early.get(call.id)?.version >= call.version)) this.early.set(call.id, call);
       if (this.role === "consumer") {
         if (call.state === "ringing" && !this.busy) {
           this.incoming = call;
