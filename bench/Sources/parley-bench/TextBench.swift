@@ -61,6 +61,28 @@ final class Timeline: Sendable {
     /// listed, on standard error.
     static let debug = ProcessInfo.processInfo.environment["BENCH_DEBUG"] != nil
 
+    /// `BENCH_TIMELINE_DIR` set: each phase writes its messages there, one line each (sent, in
+    /// nanoseconds from the phase's first send; ack and delivery, in microseconds after the send;
+    /// -1 for none), to find when the slow ones happened.
+    static let dumpDirectory = ProcessInfo.processInfo.environment["BENCH_TIMELINE_DIR"]
+
+    func dump(name: String) {
+        guard let directory = Self.dumpDirectory else { return }
+        let sent = self.sent.withLock { $0 }
+        let acked = self.acked.withLock { $0 }
+        let delivered = self.delivered.withLock { $0 }
+        let count = min(capacity, next.load(ordering: .relaxed))
+        let first = sent.prefix(count).filter { $0 != 0 }.min() ?? 0
+        var lines = "sent_ns ack_us delivery_us first=\(first)\n"
+        for index in 0..<count where sent[index] != 0 {
+            let ack = acked[index] == 0 ? -1 : Int(acked[index] - sent[index]) / 1000
+            let delivery = delivered[index] == 0 ? -1 : Int(delivered[index] - sent[index]) / 1000
+            lines += "\(sent[index] - first) \(ack) \(delivery)\n"
+        }
+        let stamp = monotonicNanos()
+        try? Data(lines.utf8).write(to: URL(fileURLWithPath: directory).appendingPathComponent("\(name)-\(stamp).txt"))
+    }
+
     /// Milliseconds from send to ack and from send to delivery, for messages sent in `window`.
     func latencies(sentBetween window: ClosedRange<UInt64>? = nil) -> (ack: [Double], delivery: [Double]) {
         let sent = self.sent.withLock { $0 }
@@ -298,6 +320,7 @@ enum TextBench {
         var databaseUse: PostgresProbe.Use?
         if let database { databaseUse = try await database.finish(cpuBefore: databaseBefore ?? .nan) }
         let (ack, delivery) = timeline.latencies()
+        timeline.dump(name: name + (agentPort == nil ? "" : "-across"))
         await PerfRecorder.finish(perf, delivered: delivery.count, serverCPUSeconds: cpu)
         for socket in sockets { await socket.close() }
         await agent.close()
@@ -349,6 +372,7 @@ enum TextBench {
         await socket.close()
         await child.stop()
         let (ack, delivery) = timeline.latencies()
+        timeline.dump(name: "echo")
         return Phase(
             name: "echo", seconds: seconds, sent: sent, acked: ack.count, delivered: delivery.count, ackLatency: Distribution(ack),
             deliveryLatency: Distribution(delivery), serverCPUSeconds: cpu, generatorCPUSeconds: own)
