@@ -4,6 +4,7 @@ import ParleyAPI
 import ParleyDomain
 import ParleyServer
 import ParleyStore
+import Synchronization
 import Testing
 
 /// An `error` frame, as a Swift error.
@@ -213,6 +214,29 @@ struct CallTests {
 
             await secondDevice.close()
             await otherAgent.close()
+            await party.close()
+        }
+    }
+
+    @Test("a call's new state is stored before anyone hears of it: whoever is told can read it back")
+    func storedBeforeTold() async throws {
+        let bus = StoreCheckingBus()
+        try await TestServer.run(bus: bus, configure: Self.configure) { server in
+            bus.store.withLock { $0 = server.services.store }
+            let party = try await Party.make(server)
+            let started = try await party.invite(server).decode(CallSessionResponse.self)
+            _ = try await party.consumerSocket.next(where: { Self.call($0, .ringing) != nil })
+            _ = try await Self.request(party.consumerSocket, .callAccept(id: "a1", callId: started.call.id), id: "a1").get()
+            _ = try await party.agentSocket.next(where: { Self.call($0, .connecting) != nil })
+            _ = try await Self.request(party.agentSocket, .callReport(id: "r1", callId: started.call.id, .connected, reason: nil), id: "r1").get()
+            _ = try await party.consumerSocket.next(where: { Self.call($0, .active) != nil })
+            _ = try await Self.request(party.agentSocket, .callHangUp(id: "h1", callId: started.call.id), id: "h1").get()
+            _ = try await party.consumerSocket.next(where: { Self.call($0, .ended) != nil })
+            let seen = bus.seen.withLock { $0 }
+            #expect(seen.map(\.published) == [.ringing, .connecting, .active, .ended])
+            for check in seen {
+                #expect(check.stored == check.published, "published \(check.published) while the store had \(String(describing: check.stored))")
+            }
             await party.close()
         }
     }
@@ -464,4 +488,31 @@ struct CallTests {
             await party.close()
         }
     }
+}
+
+/// The in-process bus, and for each call state it carries, what the store held at that moment: an
+/// event must never announce a state that a reader cannot find yet.
+final class StoreCheckingBus: EventBus {
+    struct Check: Sendable {
+        var published: CallState
+        var stored: CallState?
+    }
+
+    private let bus = LocalEventBus()
+    let store = Mutex<Store?>(nil)
+    let seen = Mutex<[Check]>([])
+
+    func publish(_ event: RealtimeEvent) async {
+        if let store = store.withLock({ $0 }), case .conversation(let brandId, _) = event.audience,
+            case .call(let call)? = try? ParleyJSON.makeDecoder().decode(ServerFrame.self, from: Data(event.frame.utf8))
+        {
+            let stored = try? await store.read { repo in try await repo.call(brandId: brandId, id: call.id) }
+            seen.withLock { $0.append(Check(published: call.state, stored: stored?.state)) }
+        }
+        await bus.publish(event)
+    }
+
+    func subscribe(_ handler: @escaping @Sendable (RealtimeEvent) -> Void) { bus.subscribe(handler) }
+    func publish(_ event: DomainEvent) async { await bus.publish(event) }
+    func subscribe(domain handler: @escaping @Sendable (DomainEvent) -> Void) { bus.subscribe(domain: handler) }
 }

@@ -430,17 +430,19 @@ public final class CallService: Service, Sendable {
         }
     }
 
-    /// Stores and publishes a call's new state. An ended call also gets its timeline event.
+    /// Stores a call's new state, then publishes it: whoever hears of it (a page, another node) can
+    /// read it back. An ended call also gets its timeline event. A state that cannot be stored is
+    /// still published, after the error is logged: the call itself goes on from this node's memory.
     func changed(_ session: Session) async {
         let audience = RealtimeEvent.Audience.conversation(brandId: session.brandId, consumerId: session.consumerId)
         guard session.call.state == .ended else {
             let call = session.call
-            await bus.publish(.call(call), to: audience, logger: logger)
             do {
                 _ = try await store.write { repo in try await repo.updateCall(call, brandId: session.brandId) }
             } catch {
                 logger.error("could not store a call's state", metadata: ["call": "\(call.id)", "error": "\(error)"])
             }
+            await bus.publish(.call(call), to: audience, logger: logger)
             return
         }
         var call = session.call

@@ -41,6 +41,7 @@ struct TestServer: Sendable {
         clock: any WallClock = SystemClock(),
         recording: RecordingDatabase? = nil,
         transcriber: (any Transcriber)? = nil,
+        bus: (any EventBus)? = nil,
         configure: (inout ParleyConfiguration) -> Void = { _ in },
         _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
@@ -73,8 +74,8 @@ struct TestServer: Sendable {
         let services: ParleyServices
         do {
             services = try await ParleyServices.make(
-                configuration: configuration, clock: clock, wrapDatabase: { recording?.wrap($0) ?? $0 }, transcriber: transcriber,
-                logger: logger)
+                configuration: configuration, bus: bus, clock: clock, wrapDatabase: { recording?.wrap($0) ?? $0 },
+                transcriber: transcriber, logger: logger)
         } catch {
             await owned.drop()
             throw TestFailure("the server did not start: \(String(reflecting: error))")
