@@ -63,7 +63,8 @@ final class Timeline: Sendable {
 
     /// `BENCH_TIMELINE_DIR` set: each phase writes its messages there, one line each (sent, in
     /// nanoseconds from the phase's first send; ack and delivery, in microseconds after the send;
-    /// -1 for none), to find when the slow ones happened.
+    /// -1 for none), after a header line that gives the first send's `CLOCK_MONOTONIC` time, to find
+    /// when the slow ones happened (bench/slow_messages.py).
     static let dumpDirectory = ProcessInfo.processInfo.environment["BENCH_TIMELINE_DIR"]
 
     func dump(name: String) {
