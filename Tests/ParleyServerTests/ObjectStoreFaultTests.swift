@@ -57,6 +57,23 @@ struct ObjectStoreFaultTests {
         _ = try await Self.seaweed("stop", directory)
     }
 
+    /// What a client does after 503 (Retry-After): the same upload again, once a second, until the
+    /// store takes it (at most a minute). SeaweedFS answers before its volumes take writes, both when
+    /// it starts and when it comes back; and the bucket's first write grows its volumes, which on a
+    /// busy machine outlasted the server's 1 s store timeout here once (a fresh-clone CI run).
+    static func uploadUntilStored(
+        _ server: TestServer, _ data: Data, token: String, conversationId: ConversationID? = nil
+    ) async throws -> TestServer.Reply {
+        let clientMessageId = UUID().uuidString
+        var reply = try await VoiceTests.upload(server, data, token: token, clientMessageId: clientMessageId, conversationId: conversationId)
+        let deadline = Date().addingTimeInterval(60)
+        while reply.status == .serviceUnavailable, Date() < deadline {
+            try await Task.sleep(for: .seconds(1))
+            reply = try await VoiceTests.upload(server, data, token: token, clientMessageId: clientMessageId, conversationId: conversationId)
+        }
+        return reply
+    }
+
     /// The upload, the outage and the recovery, on a server whose media is in that SeaweedFS.
     static func withServer(_ endpoint: String, _ directory: URL) async throws {
         let audio = try AudioFixtures.files()
@@ -68,7 +85,7 @@ struct ObjectStoreFaultTests {
         }) { server in
             let acme = try await BrandScenario.make(server)
             let (token, _) = try await acme.consumer()
-            let first = try await VoiceTests.upload(server, try audio.data("note.webm"), token: token).decode(SendMessageResponse.self).message
+            let first = try await Self.uploadUntilStored(server, try audio.data("note.webm"), token: token).decode(SendMessageResponse.self).message
             _ = try await VoiceTests.processed(server, first, token: acme.adminToken)
             let before = try await HTTPErrorTests.rowCounts(server)
 
@@ -85,17 +102,7 @@ struct ObjectStoreFaultTests {
             #expect(ready.status == .serviceUnavailable && !ready.text.contains(#""media":"ok""#), "\(ready.text)")
 
             _ = try await Self.seaweed("resume", directory)
-            // As a client does after 503 (Retry-After): the same upload again, until the store has found
-            // its feet (SeaweedFS answers before its volumes take writes).
-            let clientMessageId = UUID().uuidString
-            var again = try await VoiceTests.upload(
-                server, try audio.data("note.ogg"), token: token, clientMessageId: clientMessageId, conversationId: first.conversationId)
-            let deadline = Date().addingTimeInterval(60)
-            while again.status == .serviceUnavailable, Date() < deadline {
-                try await Task.sleep(for: .seconds(1))
-                again = try await VoiceTests.upload(
-                    server, try audio.data("note.ogg"), token: token, clientMessageId: clientMessageId, conversationId: first.conversationId)
-            }
+            let again = try await Self.uploadUntilStored(server, try audio.data("note.ogg"), token: token, conversationId: first.conversationId)
             #expect(again.status == .created)
             #expect(try await server.get("/v1/media/\(first.id)/opus", token: acme.adminToken).status == .ok)
             #expect(try await server.get("/ready").status == .ok)
