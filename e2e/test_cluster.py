@@ -38,8 +38,18 @@ class Cluster:
         return f"http://127.0.0.1:{(self.directory / f'pin{n}.port').read_text().strip()}"
 
     def script(self, *args):
-        subprocess.run(["scripts/cluster.sh", *args], cwd=ROOT, check=True, capture_output=True, text=True,
-                       env={**os.environ, "CLUSTER_DIR": str(self.directory)}, timeout=120)
+        """Runs scripts/cluster.sh; when it fails or hangs, the error carries its output and the end of
+        every node's log (the directory is removed afterwards)."""
+        try:
+            subprocess.run(["scripts/cluster.sh", *args], cwd=ROOT, check=True, capture_output=True, text=True,
+                           env={**os.environ, "CLUSTER_DIR": str(self.directory)}, timeout=120)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
+            logs = "".join(f"\n--- node{n}.log (end)\n" + "".join(path.read_text(errors="replace").splitlines(True)[-40:])
+                           for n in (1, 2, 3) if (path := self.directory / f"node{n}.log").exists())
+            output = (error.stdout or "") + (error.stderr or "")
+            if isinstance(output, bytes):
+                output = output.decode(errors="replace")
+            raise AssertionError(f"scripts/cluster.sh {' '.join(args)}: {error}\n{output[-2000:]}{logs}") from error
 
 
 @contextmanager

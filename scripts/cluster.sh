@@ -49,12 +49,16 @@ start_node() {
     echo $! >"$dir/node$n.pid"
     echo "$port" >"$dir/node$n.port"
 
-    for _ in $(seq 1 600); do
-        curl -sf -o /dev/null "http://127.0.0.1:$port/ready" && return 0
+    # 60 s by the clock: each probe is cut at 2 s (a node that accepts and does not answer would
+    # otherwise hold one probe, and this wait, for as long as it liked).
+    local deadline=$((SECONDS + 60))
+    while ((SECONDS < deadline)); do
+        curl -sf --max-time 2 -o /dev/null "http://127.0.0.1:$port/ready" && return 0
         kill -0 "$(cat "$dir/node$n.pid")" 2>/dev/null || { echo "cluster: node $n exited; see $dir/node$n.log" >&2; return 1; }
         sleep 0.1
     done
     echo "cluster: node $n was not ready within 60 s; see $dir/node$n.log" >&2
+    tail -n 40 "$dir/node$n.log" >&2 || true
     return 1
 }
 if [[ "$action" == "stop" ]]; then
