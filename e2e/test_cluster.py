@@ -46,9 +46,9 @@ class Cluster:
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
             logs = "".join(f"\n--- node{n}.log (end)\n" + "".join(path.read_text(errors="replace").splitlines(True)[-40:])
                            for n in (1, 2, 3) if (path := self.directory / f"node{n}.log").exists())
-            output = (error.stdout or "") + (error.stderr or "")
-            if isinstance(output, bytes):
-                output = output.decode(errors="replace")
+            # On a timeout the captured output is bytes, or None for a stream that wrote nothing.
+            output = "".join(part.decode(errors="replace") if isinstance(part, bytes) else part or ""
+                             for part in (error.stdout, error.stderr))
             raise AssertionError(f"scripts/cluster.sh {' '.join(args)}: {error}\n{output[-2000:]}{logs}") from error
 
 
