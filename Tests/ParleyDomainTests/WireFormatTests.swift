@@ -39,6 +39,25 @@ struct WireFormatTests {
         #expect(ParleyJSON.parseDate("2026-11-18T08:26:40Z") != nil)
     }
 
+    @Test("times from 1970 to 9999 are formatted by arithmetic exactly as ISO8601FormatStyle formats them")
+    func dateArithmetic() {
+        func styled(_ millis: Int64) -> String {
+            let (seconds, fraction) = millis.quotientAndRemainder(dividingBy: 1000)
+            let base = Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
+            return String(base.dropLast()) + "." + String(String(fraction + 1000).dropFirst()) + "Z"
+        }
+        var state: UInt64 = 30
+        var samples: [Int64] = [0, 1, 999, 86_399_999, 86_400_000, 951_782_400_000, 951_868_799_999, 4_107_542_399_999, 253_402_300_799_999]
+        for _ in 0..<100_000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            samples.append(Int64((state >> 11) % 253_402_300_800_000))
+        }
+        for millis in samples {
+            #expect(ParleyJSON.formatDate(Date(timeIntervalSince1970: Double(millis) / 1000)) == styled(millis), "\(millis)")
+        }
+        #expect(ParleyJSON.formatDate(Date(timeIntervalSince1970: -0.5)) == "1969-12-31T23:59:59.500Z")
+    }
+
     @Test("the error shape")
     func errorShape() throws {
         let body = ErrorBody(code: "message_too_long", message: "Too long.", field: "text")

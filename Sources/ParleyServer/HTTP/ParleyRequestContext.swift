@@ -91,7 +91,7 @@ enum ParleyCoders {
 
     /// The ack of a `send` frame around an already encoded message (see `ServerFrame.ack`).
     static func sendAck(id: String, messageJSON: String, conversation: ConversationDTO?) throws -> String {
-        var text = #"{"type":""# + ServerFrameType.ack.rawValue + #"","id":"# + (try json(id)) + #","message":"# + messageJSON
+        var text = #"{"type":""# + ServerFrameType.ack.rawValue + #"","id":"# + MessageJSON.string(id) + #","message":"# + messageJSON
         if let conversation { text += #","conversation":"# + (try json(conversation)) }
         return text + "}"
     }

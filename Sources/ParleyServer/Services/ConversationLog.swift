@@ -123,7 +123,7 @@ struct ConversationLog: Sendable {
                 await bus.publish(.event(event), to: audience, excluding: exceptSender ? connection : nil, logger: logger)
             case .message(let message, let audience):
                 do {
-                    let json = try ParleyCoders.json(message)
+                    let json = try MessageJSON.text(message)
                     await bus.publish(RealtimeEvent(audience: audience, frame: ParleyCoders.messageFrame(json: json), excludingConnection: connection))
                     messageJSON = json
                 } catch {
