@@ -217,6 +217,7 @@ struct RealtimeController {
 
     /// The frame, or nil after telling the client why it is not one.
     private func decode(_ text: String, outbox: Outbox) -> ClientFrame? {
+        if let frame = SendFrameReader.read(text) { return frame }
         do {
             return try ParleyCoders.decoder.decode(ClientFrame.self, from: Data(text.utf8))
         } catch let error as DecodingError {
