@@ -26,10 +26,10 @@ BUCKETS = [
     ("tracing / request ids", r"TaskLocal|withValue|RequestID|withSpan"),
     # The message itself.
     ("limits", r"FrameLimiter|RateLimit|RealtimeLimits|TypingGate|ConnectionGuard"),
-    ("frame decode", r"JSONDecoder|ClientFrame.*init\(from|MessageAssembler|decode\("),
+    ("frame decode", r"JSONDecoder|ClientFrame.*init\(from|MessageAssembler|decode\(|SendFrameReader"),
     ("SQLite (statements, commit)", r"sqlite3|SQLite|SQLiteHandle|DirectSQLite"),
     ("SQL building", r"SQLKit|SQLQueryString|SQLRow|SQLSerializer|SQLRepository|Records\.|Codable.*Row|RowDecoder|RowEncoder"),
-    ("frame / message encode", r"JSONEncoder|ParleyCoders|messageFrame|sendAck"),
+    ("frame / message encode", r"JSONEncoder|ParleyCoders|messageFrame|sendAck|MessageJSON|formatDate"),
     ("fan-out (hub, outboxes)", r"RealtimeHub|Outbox|EventBus|LocalEventBus|publish\("),
     ("WebSocket and socket I/O", r"WebSocket|NIOWebSocket|HummingbirdWebSocket|writev|sendmsg|recvmsg|sys_write|sys_read|__x64_sys_(write|read|sendto|recvfrom)|tcp_|ip_|inet_|sock_|deflate|inflate"),
     ("HTTP", r"HTTP1|NIOHTTP|Hummingbird\.|Router"),
