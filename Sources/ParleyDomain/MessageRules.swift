@@ -13,7 +13,7 @@ public enum MessageRules {
         if id.utf8.count > maxClientMessageIdLength {
             throw .invalidField(field, "'\(field)' is longer than \(maxClientMessageIdLength) bytes.")
         }
-        if id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+        if id.unicodeScalars.contains(where: isControl) {
             throw .invalidField(field, "'\(field)' contains control characters.")
         }
     }
@@ -24,7 +24,7 @@ public enum MessageRules {
     /// clients' job. Refused: empty or blank text, text over the channel's limit, and control
     /// characters other than tab, line feed and carriage return.
     public static func validateText(_ text: String, channel: Channel, sender: ParticipantKind) throws(ParleyError) -> String {
-        if text.allSatisfy({ $0.isWhitespace }) {
+        if !hasVisibleASCII(text), text.allSatisfy({ $0.isWhitespace }) {
             throw ParleyError(.unprocessable, code: .emptyMessage, message: "A message needs some text.", field: "text")
         }
         let limit = ChannelRules.of(channel).maxText(from: sender)
@@ -58,7 +58,7 @@ public enum MessageRules {
     }
 
     private static func refuseControlCharacters(_ text: String) throws(ParleyError) {
-        for scalar in text.unicodeScalars where scalar.properties.generalCategory == .control {
+        for scalar in text.unicodeScalars where isControl(scalar) {
             if scalar != "\n" && scalar != "\t" && scalar != "\r" {
                 throw ParleyError(
                     .badRequest, code: .invalidCharacters,
@@ -68,8 +68,24 @@ public enum MessageRules {
         }
     }
 
+    /// Whether `scalar` is a control character (general category Cc). Unicode fixes that set for
+    /// good (U+0000-001F and U+007F-009F, its stability policy), so the range check is exact and
+    /// spares every message's scalars a lookup in the property tables.
+    public static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+    }
+
+    /// Whether `text` has a printable ASCII character other than a space: then it is not blank (such a
+    /// character starts its grapheme cluster, or follows a prepended mark, and neither is whitespace),
+    /// and the check by characters, which splits the text into grapheme clusters, is not needed.
+    private static func hasVisibleASCII(_ text: String) -> Bool {
+        text.utf8.contains { $0 > 0x20 && $0 < 0x7F }
+    }
+
     /// A short single-line preview for conversation lists.
     public static func preview(of text: String, limit: Int = 120) -> String {
+        // Printable ASCII within the limit has no line to join and nothing to cut.
+        if text.utf8.count <= limit, text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text }
         let oneLine = text.split(whereSeparator: { $0.isNewline }).joined(separator: " ")
         if oneLine.count <= limit { return oneLine }
         return String(oneLine.prefix(limit - 1)) + "…"

@@ -71,6 +71,33 @@ struct MessageRulesTests {
     func callCapability() {
         #expect(Channel.allCases.filter { ChannelRules.of($0).supportsCalls } == [.web, .inApp])
     }
+
+    @Test("the control-character check is exactly Unicode's general category Cc, over every scalar")
+    func controlCategory() {
+        for value in UInt32(0)...0x10FFFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            if MessageRules.isControl(scalar) != (scalar.properties.generalCategory == .control) {
+                Issue.record("U+\(String(value, radix: 16)) is \(scalar.properties.generalCategory)")
+            }
+        }
+    }
+
+    @Test("blank texts are refused with or without ASCII in them; previews are the same by either path")
+    func blankAndPreview() throws {
+        for blank in [" ", "\n\t \r\n", "\u{3000}", "\u{A0}\u{2028}"] {
+            #expect(throws: ParleyError.self, "\(blank.unicodeScalars.map(\.value))") { try MessageRules.validateText(blank, channel: .web, sender: .consumer) }
+        }
+        for text in [" a ", "\u{600}a", "é", "a\u{301}"] {
+            #expect(try MessageRules.validateText(text, channel: .web, sender: .consumer) == text)
+        }
+        func byLines(_ text: String, limit: Int = 120) -> String {
+            let oneLine = text.split(whereSeparator: { $0.isNewline }).joined(separator: " ")
+            return oneLine.count <= limit ? oneLine : String(oneLine.prefix(limit - 1)) + "…"
+        }
+        for text in ["", " ", "Hello there", "  two  spaces  ", String(repeating: "x", count: 120), String(repeating: "x", count: 121), "a\nb", "\nlead", "café"] {
+            #expect(MessageRules.preview(of: text) == byLines(text), "\(text)")
+        }
+    }
 }
 
 @Suite("Attachment rules")
