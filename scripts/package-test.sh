@@ -85,7 +85,7 @@ start_as_unit() {
         server_pid=$!
     fi
     for _ in $(seq 1 300); do
-        curl -fsS "$base/health" > /dev/null 2>&1 && return 0
+        curl -fsS --max-time 2 "$base/health" > /dev/null 2>&1 && return 0
         sleep 0.1
     done
     fail "the installed server did not answer /health within 30 s"
