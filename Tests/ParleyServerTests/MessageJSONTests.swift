@@ -7,7 +7,7 @@ import Testing
 
 /// `MessageJSON` writes a message's JSON by hand on the message path: its text must say exactly what
 /// `ParleyCoders.encoder`'s says (the same object: Foundation's encoder on Linux orders an object's
-/// keys differently from one process to the next, so the texts are compared parsed), with every
+/// keys differently from one call to the next, so the texts are compared parsed), with every
 /// string escaped byte for byte as the encoder escapes it, and decode to the same message.
 @Suite("Message JSON")
 struct MessageJSONTests {
