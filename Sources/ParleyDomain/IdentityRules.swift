@@ -21,7 +21,7 @@ public enum IdentityRules {
         let parts = trimmed.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."),
             !parts[1].hasSuffix("."), trimmed.utf8.count <= 254,
-            !trimmed.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
+            !trimmed.unicodeScalars.contains(where: { $0.properties.isWhitespace || MessageRules.isControl($0) })
         else {
             throw .invalidField("email", "'\(email.prefix(80))' is not an email address.")
         }
@@ -45,7 +45,7 @@ public enum IdentityRules {
         if trimmed.count > maxLength {
             throw .invalidField(field, "'\(field)' can have at most \(maxLength) characters.")
         }
-        if trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+        if trimmed.unicodeScalars.contains(where: MessageRules.isControl) {
             throw .invalidField(field, "'\(field)' contains control characters.")
         }
         return trimmed

@@ -70,7 +70,8 @@ public enum MessageRules {
 
     /// Whether `scalar` is a control character (general category Cc). Unicode fixes that set for
     /// good (U+0000-001F and U+007F-009F, its stability policy), so the range check is exact and
-    /// spares every message's scalars a lookup in the property tables.
+    /// spares every message's scalars a lookup in the property tables. Every control-character
+    /// check of the server's inputs uses it (names, emails, identity tokens' subjects too).
     public static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }

@@ -137,7 +137,7 @@ enum ConsumerIdentityVerifier {
                 message: "The identity token's audience does not include this app.", field: "identityToken")
         }
         let subject = claims.sub.value
-        if subject.isEmpty || subject.utf8.count > 255 || subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+        if subject.isEmpty || subject.utf8.count > 255 || subject.unicodeScalars.contains(where: MessageRules.isControl) {
             throw ParleyError(
                 .unauthorized, code: .invalidIdentityToken,
                 message: "The identity token's subject must be 1-255 printable characters.", field: "identityToken")

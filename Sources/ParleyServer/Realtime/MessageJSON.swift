@@ -9,13 +9,14 @@ import ParleyAPI
 /// container per value, dynamic casts, the custom date strategy's closure and `ISO8601FormatStyle`).
 /// No listed package writes JSON faster for a `Codable` type. A plain message (no voice note,
 /// attachment or channel delivery: most of them) is written here; any other goes through
-/// `ParleyCoders.encoder`. The text is byte for byte what the encoder makes
-/// (`MessageJSONTests` compares the two over every field, every control character and a
-/// thousand random messages), so clients cannot tell which wrote it.
+/// `ParleyCoders.json`. The text is the same object the encoder makes, its strings escaped byte for
+/// byte as the encoder escapes them, its keys in declaration order (the encoder's order on Linux
+/// changes from one call to the next); `MessageJSONTests` compares the two over every field, every
+/// control character and a thousand random messages, so clients cannot tell which wrote it.
 enum MessageJSON {
     static func text(_ message: MessageDTO) throws -> String {
         guard message.voice == nil, message.attachment == nil, message.channelDelivery == nil else {
-            return String(decoding: try ParleyCoders.encoder.encode(message), as: UTF8.self)
+            return try ParleyCoders.json(message)
         }
         var out = [UInt8]()
         out.reserveCapacity(320 + message.text.utf8.count)
