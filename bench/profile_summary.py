@@ -76,7 +76,7 @@ def main():
             unpassed = PASS_THROUGH.sub("", stack)
             for name, pattern in compiled:
                 subject = unpassed
-                if name == SCHEDULER and ";" + JOB + ";" in stack:
+                if name == SCHEDULER and ";" + JOB + ";" in unpassed:
                     subject = unpassed.rsplit(";" + JOB + ";", 1)[1]
                 if name == PIPELINES and ";" + JOB + ";" in stack:
                     continue

@@ -29,12 +29,6 @@ stop_all() {
     [[ -n "${CLUSTER_KEEP_LOGS:-}" ]] || rm -rf "$dir"
 }
 
-# Whether URL answers 2xx within 2 s: a process that accepts a connection and does not answer must
-# not hold a readiness wait past its own deadline.
-answers() {
-    curl -sf --max-time 2 -o /dev/null "$1"
-}
-
 start_node() {
     local n=$1 port psql_url s3
     port=$(cat "$dir/node$n.port" 2>/dev/null || free_port tcp)
@@ -58,7 +52,7 @@ start_node() {
     # 60 s by the clock, each probe cut at 2 s (`answers`).
     local deadline=$((SECONDS + 60))
     while ((SECONDS < deadline)); do
-        answers "http://127.0.0.1:$port/ready" && return 0
+        answers "http://127.0.0.1:$port/ready" -f && return 0
         kill -0 "$(cat "$dir/node$n.pid")" 2>/dev/null || { echo "cluster: node $n exited; see $dir/node$n.log" >&2; return 1; }
         sleep 0.1
     done
@@ -174,7 +168,7 @@ echo $! >"$dir/haproxy.pid"
 lb_ready=false
 lb_deadline=$((SECONDS + 10))
 while ((SECONDS < lb_deadline)); do
-    if answers "http://127.0.0.1:$lb_port/ready"; then lb_ready=true; break; fi
+    if answers "http://127.0.0.1:$lb_port/ready" -f; then lb_ready=true; break; fi
     sleep 0.1
 done
 $lb_ready || { echo "cluster: HAProxy did not answer on port $lb_port within 10 s; see $dir/haproxy.log" >&2; false; }

@@ -57,9 +57,9 @@ http {
 EOF
     nginx -t -p "$dir" -c "$dir/nginx.conf" > "$dir/logs/test.log" 2>&1 || { cat "$dir/logs/test.log" >&2; exit 1; }
     nginx -p "$dir" -c "$dir/nginx.conf"
-    deadline=$((SECONDS + 10))  # by the clock: each probe is cut at 2 s
+    deadline=$((SECONDS + 10))  # by the clock: each probe is cut at 2 s (`answers`)
     while ((SECONDS < deadline)); do
-        [ -s "$dir/nginx.pid" ] && curl -s --max-time 2 -o /dev/null --cacert "$tls/ca.crt" "https://localhost:$https_port/health" && break
+        [ -s "$dir/nginx.pid" ] && answers "https://localhost:$https_port/health" --cacert "$tls/ca.crt" && break
         sleep 0.1
     done
     [ -s "$dir/nginx.pid" ] || { cat "$dir/logs/error.log" >&2; exit 1; }

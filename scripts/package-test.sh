@@ -12,6 +12,7 @@
 #   scripts/package-test.sh [--configuration debug|release]   (debug by default: one minute to build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/daemon.sh
 
 configuration=debug
 [ "${1:-}" = "--configuration" ] && configuration="$2"
@@ -84,8 +85,9 @@ start_as_unit() {
             >> "$work/server.log" 2>&1 &
         server_pid=$!
     fi
-    for _ in $(seq 1 300); do
-        curl -fsS --max-time 2 "$base/health" > /dev/null 2>&1 && return 0
+    local deadline=$((SECONDS + 30))  # by the clock: each probe is cut at 2 s (`answers`)
+    while ((SECONDS < deadline)); do
+        answers "$base/health" -f && return 0
         sleep 0.1
     done
     fail "the installed server did not answer /health within 30 s"

@@ -28,9 +28,9 @@ launch() {
     ) &
     echo $! >"$dir/weed.pid"
     # Ready when the S3 API answers (any answer: a bucket listing needs no signature here).
-    local deadline=$((SECONDS + 30))  # by the clock: each probe is cut at 2 s
+    local deadline=$((SECONDS + 30))  # by the clock: each probe is cut at 2 s (`answers`)
     while ((SECONDS < deadline)); do
-        if curl -s --max-time 2 -o /dev/null "http://127.0.0.1:${ports[3]}/" 2>/dev/null; then
+        if answers "http://127.0.0.1:${ports[3]}/"; then
             echo "http://127.0.0.1:${ports[3]}"
             return 0
         fi

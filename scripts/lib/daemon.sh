@@ -1,4 +1,4 @@
-# Helpers for the scripts that start throw-away daemons for tests (coturn.sh, clamd.sh).
+# Helpers for the scripts that start throw-away daemons for tests (coturn.sh, clamd.sh, ...).
 
 # Closes every inherited descriptor above stderr, so that a daemon started next does not hold the
 # caller's pipes open (a test reading the script's output would never see end-of-file).
@@ -13,6 +13,15 @@ close_inherited_descriptors() {
 # A free local port: `free_port tcp` or `free_port udp`.
 free_port() {
     python3 -c "import socket, sys; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM if sys.argv[1] == 'udp' else socket.SOCK_STREAM); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1]); s.close()" "$1"
+}
+
+# Whether URL answers within 2 s (any HTTP answer; more curl options after it, e.g. -f for 2xx
+# only): a readiness probe, so that a process that accepts a connection and never answers cannot
+# hold a wait past its own deadline.
+answers() {
+    local url=$1
+    shift
+    curl -s --max-time 2 -o /dev/null "$@" "$url"
 }
 
 # Stops the process whose id is in FILE (TERM, then KILL after 5 s) and removes FILE.
