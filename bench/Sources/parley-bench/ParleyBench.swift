@@ -75,7 +75,8 @@ struct Run: AsyncParsableCommand {
             report.text = try await server().use { running in
                 try await TextBench.run(
                     server: running, consumers: tiny ? 4 : 100, rate: tiny ? 50 : 1000, seconds: tiny ? 1 : 10,
-                    saturationSeconds: tiny ? 1 : 10, window: tiny ? 2 : 8, repeats: tiny ? 1 : 3, echoBinary: ownPath)
+                    saturationSeconds: tiny ? 1 : 10, window: tiny ? 2 : 8, repeats: tiny ? 1 : 3, echoBinary: ownPath,
+                    quietSeconds: tiny ? 1 : 10)
             }
         }
         if sections.contains("connections") {

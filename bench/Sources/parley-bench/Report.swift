@@ -241,12 +241,15 @@ struct Report {
             row("Fixed rate, \(rate)/s for \(Self.f(text.fixed.seconds, 0)) s", text.fixed),
             row("Saturation, \(text.window) in flight per consumer, \(Self.f(text.saturation.seconds, 0)) s", text.saturation),
             row("Baseline: plain WebSocket echo, \(rate)/s (echo = ack = delivery)", text.echo),
+        ] + (text.quiet.map { [row("Quiet, \(TextBench.quietRate)/s for \(Self.f($0.seconds, 0)) s", $0)] } ?? [])
+            + (text.quietEcho.map { [row("Baseline: the echo, \(TextBench.quietRate)/s", $0)] } ?? []) + [
             "",
-            "Each row is the median of \(text.repeats) runs (fixed rate and echo by delivery p99, saturation by throughput), interleaved on one server. "
+            "Each row is the median of \(text.repeats) runs (fixed rate, echo and quiet by delivery p99, saturation by throughput), interleaved on one server. "
                 + "Ranges over the runs: fixed-rate delivery p99 \(Self.f(text.fixedP99Range.0, 2))–\(Self.f(text.fixedP99Range.1, 2)) ms, "
                 + "echo p99 \(Self.f(text.echoP99Range.0, 2))–\(Self.f(text.echoP99Range.1, 2)) ms, "
                 + "saturation \(Self.f(text.throughputRange.0, 0))–\(Self.f(text.throughputRange.1, 0)) messages/s, "
-                + "server CPU per message at the fixed rate \(Self.f(text.fixedCPURange.0, 0))–\(Self.f(text.fixedCPURange.1, 0)) µs (median \(Self.f(text.fixedCPUMedian, 0))).",
+                + "server CPU per message at the fixed rate \(Self.f(text.fixedCPURange.0, 0))–\(Self.f(text.fixedCPURange.1, 0)) µs (median \(Self.f(text.fixedCPUMedian, 0)))"
+                + (text.quiet == nil ? "." : ", quiet delivery p99 \(Self.f(text.quietP99Range.0, 2))–\(Self.f(text.quietP99Range.1, 2)) ms."),
             "",
             "Delivery p99 at the fixed rate is \(Self.f(text.fixed.deliveryLatency.p99 / text.echo.deliveryLatency.p99, 1))× the echo's p99; "
                 + "p50 is \(Self.f(text.fixed.deliveryLatency.p50 / text.echo.deliveryLatency.p50, 1))×. "

@@ -141,7 +141,17 @@ enum TextBench {
         /// does (the fixed row is the run with the median delivery p99), so the figure compared is the median.
         var fixedCPURange: (Double, Double) = (.nan, .nan)
         var fixedCPUMedian: Double = .nan
+        /// The quiet rate (`quietRate`): what a message costs when the server is not busy, the hour
+        /// most brands have most of the time. Nil when the run has no quiet phase.
+        var quiet: Phase?
+        var quietP99Range: (Double, Double) = (.nan, .nan)
+        /// The echo at the quiet rate: a server woken from idle for each message.
+        var quietEcho: Phase?
     }
+
+    /// Messages a second in the quiet phase: one every 50 ms, so each commit finds the writer idle and
+    /// the previous one's WAL frames copied by the background checkpoint (every 250 ms) or not yet.
+    static let quietRate = 20
 
     /// A consumer with its conversation and its connection.
     struct Sender: Sendable {
@@ -170,7 +180,7 @@ enum TextBench {
 
     static func run(
         server: ParleyServer, consumers: Int, rate: Int, seconds: Double, saturationSeconds: Double, window: Int, repeats: Int,
-        echoBinary: URL
+        echoBinary: URL, quietSeconds: Double? = nil
     ) async throws -> Report {
         let api = server.api
         let agentToken = try await api.login(email: server.adminEmail, password: server.adminPassword)
@@ -181,7 +191,16 @@ enum TextBench {
         var fixedRuns: [Phase] = []
         var saturationRuns: [Phase] = []
         var echoRuns: [Phase] = []
+        var quietRuns: [Phase] = []
+        var quietEchoRuns: [Phase] = []
         for _ in 0..<repeats {
+            if let quietSeconds {
+                quietRuns.append(
+                    try await phase(
+                        "quiet", server: server, agentToken: agentToken, sessions: sessions, seconds: quietSeconds,
+                        capacity: quietRate * Int(quietSeconds.rounded(.up)) + 16, mode: .fixedRate(quietRate)))
+                quietEchoRuns.append(try await echoPhase(binary: echoBinary, rate: quietRate, seconds: quietSeconds))
+            }
             fixedRuns.append(
                 try await phase(
                     "fixed", server: server, agentToken: agentToken, sessions: sessions, seconds: seconds,
@@ -202,7 +221,10 @@ enum TextBench {
             echoP99Range: (echoRuns.map(\.deliveryLatency.p99).min() ?? .nan, echoRuns.map(\.deliveryLatency.p99).max() ?? .nan),
             throughputRange: (saturationRuns.map(\.messagesPerSecond).min() ?? .nan, saturationRuns.map(\.messagesPerSecond).max() ?? .nan),
             fixedCPURange: (fixedRuns.map(\.cpuMicrosPerMessage).min() ?? .nan, fixedRuns.map(\.cpuMicrosPerMessage).max() ?? .nan),
-            fixedCPUMedian: median(fixedRuns, by: { $0.cpuMicrosPerMessage }).cpuMicrosPerMessage)
+            fixedCPUMedian: median(fixedRuns, by: { $0.cpuMicrosPerMessage }).cpuMicrosPerMessage,
+            quiet: quietRuns.isEmpty ? nil : median(quietRuns, by: { $0.deliveryLatency.p99 }),
+            quietP99Range: (quietRuns.map(\.deliveryLatency.p99).min() ?? .nan, quietRuns.map(\.deliveryLatency.p99).max() ?? .nan),
+            quietEcho: quietEchoRuns.isEmpty ? nil : median(quietEchoRuns, by: { $0.deliveryLatency.p99 }))
     }
 
     /// Every consumer opens its conversation over HTTP first, so the timed sends all continue one.
