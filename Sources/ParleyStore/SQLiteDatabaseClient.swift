@@ -110,10 +110,24 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     /// once more and, if commits came in meanwhile, holds the writes back (`whileWritesWait`) while
     /// it copies the last few frames; the writer's next transaction starts the WAL again from its
     /// beginning, over pages the kernel already has.
+    ///
+    /// The first commit into a WAL whose every frame is copied starts it again from its beginning,
+    /// and SQLite syncs the WAL's new header inside that commit (a disk flush: 1-10 ms here, and up to
+    /// half a second on a busy shared disk). Left to itself that commit would be the next message's,
+    /// run on the event loop that serves its socket, and at a quiet hour, when every round copies
+    /// everything, that is the first message after every round. So a round that copies every frame
+    /// (and finds more than the one frame of its own last restart) starts the WAL again itself with a
+    /// one-page write (`restartWAL`), off the sockets' threads; the hold below does the same before
+    /// it lets the writes go. A write that slips in between starts the WAL itself, as before.
     func checkpointRound() async throws {
         guard let handle = walHandle else { return }
         let first = try Self.checkpoint(handle)
-        guard first.log >= checkpointPolicy.restartFrames else { return }
+        guard first.log >= checkpointPolicy.restartFrames else {
+            if first.copied == first.log, first.log > Self.restartFrames {
+                _ = try await write(Self.restartWAL)
+            }
+            return
+        }
         // Once more without holding anything: what is left for the hold is what was committed
         // during this pass, a few milliseconds' worth.
         let second = try Self.checkpoint(handle)
@@ -125,11 +139,28 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         let held = Mutex<Duration>(.zero)
         try await whileWritesWait {
             let started = ContinuousClock.now
-            _ = try Self.checkpoint(handle)
+            let last = try Self.checkpoint(handle)
+            if last.copied == last.log { _ = try await self.transaction(Self.restartWAL) }
             held.withLock { $0 = ContinuousClock.now - started }
         }
         lastHeldAt.withLock { $0 = second.log }
         logger.debug("the WAL starts again", metadata: ["frames": "\(first.log)", "held": "\(held.withLock { $0 })"])
+    }
+
+    /// The write that starts the WAL again when every frame in it is copied: one row of its own
+    /// table, one page, so the WAL holds exactly `restartFrames` frames after it.
+    @Sendable private static func restartWAL(_ db: any SQLDatabase) async throws {
+        try await db.raw("UPDATE wal_restart SET count = count + 1 WHERE id = 1").run()
+    }
+
+    /// The frames `restartWAL` leaves in the WAL.
+    static let restartFrames = 1
+
+    /// The frames the WAL holds and how many of them are copied, by a PASSIVE checkpoint on the
+    /// checkpoints' connection (so it copies what it can, as a round would). (0, 0) in memory.
+    func walFrames() throws -> (log: Int, copied: Int) {
+        guard let walHandle else { return (0, 0) }
+        return try Self.checkpoint(walHandle)
     }
 
     /// A PASSIVE checkpoint on `handle`: the frames the WAL holds and how many of them are copied
@@ -180,6 +211,10 @@ public final class SQLiteDatabaseClient: DatabaseClient {
                 // After a burst the WAL's file is cut back to twice the size that makes writes wait
                 // for a checkpoint when it starts again (below that it is reused, never shrunk).
                 try await db.raw(SQLQueryString("PRAGMA journal_size_limit = \(unsafeRaw: String(2 * checkpoints.restartFrames * CheckpointPolicy.frameBytes))")).run()
+                // The checkpointer's own row (`restartWAL`), outside the migrations: the store
+                // needs it before they run, and PostgreSQL has no WAL of this kind.
+                try await db.raw("CREATE TABLE IF NOT EXISTS wal_restart (id INTEGER PRIMARY KEY CHECK (id = 1), count INTEGER NOT NULL)").run()
+                try await db.raw("INSERT OR IGNORE INTO wal_restart (id, count) VALUES (1, 0)").run()
             }
         } catch {
             writer.close()

@@ -69,4 +69,78 @@ struct SQLiteWALTests {
         #expect(try await again.read { db in try await db.raw("SELECT count(*) AS n FROM notes").first()?.decode(column: "n", as: Int.self) } == written)
         await again.close()
     }
+
+    /// A store on a new file with a table of notes, and no background rounds (the test runs them).
+    static func openNotes(_ directory: URL, restartFrames: Int = SQLiteDatabaseClient.CheckpointPolicy.frames(megabytes: 128)) async throws -> SQLiteDatabaseClient {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let client = try await SQLiteDatabaseClient.open(
+            path: directory.appendingPathComponent("store.sqlite").path, checkpoints: .init(interval: nil, restartFrames: restartFrames),
+            logger: Logger(label: "test"))
+        try await client.write { db in
+            try await db.raw("CREATE TABLE notes (id TEXT PRIMARY KEY, body BLOB NOT NULL)").run()
+        }
+        return client
+    }
+
+    /// Writes `count` notes of 3 KB, each in its own transaction (a page and an index page or more each).
+    static func writeNotes(_ client: SQLiteDatabaseClient, _ count: Int) async throws {
+        for index in 0..<count {
+            let id = UUID().uuidString
+            let body = SQLBind(Data(repeating: UInt8(index % 251), count: 3000))
+            try await client.write { db in
+                try await db.raw("INSERT INTO notes (id, body) VALUES (\(bind: id), \(body))").run()
+            }
+        }
+    }
+
+    static func restarts(_ client: SQLiteDatabaseClient) async throws -> Int? {
+        try await client.read { db in try await db.raw("SELECT count FROM wal_restart WHERE id = 1").first()?.decode(column: "count", as: Int.self) }
+    }
+
+    /// The first commit into a WAL whose every frame is copied starts it again from its beginning, and
+    /// SQLite syncs the WAL's new header inside that commit: a disk flush, which on a shared disk
+    /// took up to half a second (bench/RESULTS.md, "An event loop waiting for the disk"). At a quiet
+    /// hour the background round copies everything every 250 ms, so that commit was the next message's,
+    /// on the event loop that runs it. The round starts the WAL again itself.
+    @Test("a round that copies every frame starts the WAL again itself: the next write of data appends to it, and an idle round writes nothing")
+    func roundStartsWALAgain() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-wal-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let client = try await Self.openNotes(directory)
+        try await Self.writeNotes(client, 20)
+        let before = try client.walFrames()
+        #expect(before.log > 20)
+        try await client.checkpointRound()
+        // The round copied the notes, then its own one-page write started the WAL again.
+        let after = try client.walFrames()
+        #expect(after.log == 1, "the WAL holds \(after.log) frames after the round (\(before.log) before it)")
+        let restarts = try await Self.restarts(client)
+        // The next note appends after the round's frame instead of starting the WAL (and syncing it).
+        try await Self.writeNotes(client, 1)
+        #expect(try client.walFrames().log > 1)
+        // Rounds with nothing new to copy leave the WAL as it is.
+        try await client.checkpointRound()
+        let settled = try await Self.restarts(client)
+        #expect(settled == (restarts ?? 0) + 1)
+        try await client.checkpointRound()
+        try await client.checkpointRound()
+        #expect(try await Self.restarts(client) == settled)
+        #expect(try client.walFrames().log == 1)
+        await client.close()
+    }
+
+    @Test("a round that holds the writes back to copy the last frames starts the WAL again before it lets them go")
+    func holdStartsWALAgain() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-wal-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let client = try await Self.openNotes(directory, restartFrames: 16)
+        try await Self.writeNotes(client, 20)
+        try await client.checkpointRound()
+        let after = try client.walFrames()
+        #expect(after.log == 1, "the WAL holds \(after.log) frames after the hold")
+        try await Self.writeNotes(client, 1)
+        #expect(try client.walFrames().log > 1)
+        #expect(try await client.read { db in try await db.raw("SELECT count(*) AS n FROM notes").first()?.decode(column: "n", as: Int.self) } == 21)
+        await client.close()
+    }
 }
