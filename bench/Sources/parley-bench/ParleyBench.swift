@@ -166,10 +166,11 @@ struct Quick: AsyncParsableCommand {
         _ = ProcStats.raiseFileLimit()
         func log(_ line: String) { FileHandle.standardError.write(Data("parley-bench: \(line)\n".utf8)) }
         let started = ContinuousClock.now
-        log("quick: text messaging (3 interleaved runs of 5 s a phase)")
+        log("quick: text messaging (3 interleaved runs of 5 s a phase, the quiet rate included)")
         let text = try await ParleyServer(binary: binary, publicDir: publicDir).use { running in
             try await TextBench.run(
-                server: running, consumers: 100, rate: 1000, seconds: 5, saturationSeconds: 5, window: 8, repeats: 3, echoBinary: ownPath)
+                server: running, consumers: 100, rate: 1000, seconds: 5, saturationSeconds: 5, window: 8, repeats: 3, echoBinary: ownPath,
+                quietSeconds: 5)
         }
         log("quick: 1,000 idle connections, and to plain Hummingbird")
         let connections = try await ParleyServer(binary: binary, publicDir: publicDir).use {
