@@ -108,8 +108,8 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     /// commit appends extends the file, which the kernel zeroes first (23% of the server's CPU at
     /// saturation, bench/profiles/step4). So once the WAL holds `restartFrames`, the round copies
     /// once more and, if commits came in meanwhile, holds the writes back (`whileWritesWait`) while
-    /// it copies the last few frames; the writer's next transaction starts the WAL again from its
-    /// beginning, over pages the kernel already has.
+    /// it copies the last few frames and starts the WAL again from its beginning (below), over pages
+    /// the kernel already has.
     ///
     /// The first commit into a WAL whose every frame is copied starts it again from its beginning,
     /// and SQLite syncs the WAL's new header inside that commit (a disk flush: 1-10 ms here, and up to
@@ -123,7 +123,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         guard let handle = walHandle else { return }
         let first = try Self.checkpoint(handle)
         guard first.log >= checkpointPolicy.restartFrames else {
-            if first.copied == first.log, first.log > Self.restartFrames {
+            if first.copied == first.log, first.log > Self.framesAfterRestart {
                 _ = try await write(Self.restartWAL)
             }
             return
@@ -148,13 +148,13 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     }
 
     /// The write that starts the WAL again when every frame in it is copied: one row of its own
-    /// table, one page, so the WAL holds exactly `restartFrames` frames after it.
+    /// table, one page, so the WAL holds exactly `framesAfterRestart` frames after it.
     @Sendable private static func restartWAL(_ db: any SQLDatabase) async throws {
         try await db.raw("UPDATE wal_restart SET count = count + 1 WHERE id = 1").run()
     }
 
     /// The frames `restartWAL` leaves in the WAL.
-    static let restartFrames = 1
+    static let framesAfterRestart = 1
 
     /// The frames the WAL holds and how many of them are copied, by a PASSIVE checkpoint on the
     /// checkpoints' connection (so it copies what it can, as a round would). (0, 0) in memory.
