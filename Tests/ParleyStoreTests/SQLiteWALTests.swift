@@ -21,17 +21,12 @@ struct SQLiteWALTests {
     func walStaysBounded() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-wal-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("store.sqlite").path
         // 256 frames of 4 KB pages: a WAL of about 1 MB before a checkpoint holds the writes back.
         // No background rounds: the writer whose commit is the 400th since the last round runs the
         // next, while the others go on writing (the server's rounds run every 250 ms on a thread of
         // their own). Counting all writers' commits keeps the rounds even however the tasks are scheduled.
-        let client = try await SQLiteDatabaseClient.open(
-            path: path, checkpoints: .init(interval: nil, restartFrames: 256), logger: Logger(label: "test"))
-        try await client.write { db in
-            try await db.raw("CREATE TABLE notes (id TEXT PRIMARY KEY, body BLOB NOT NULL)").run()
-        }
+        let client = try await Self.openNotes(directory, restartFrames: 256)
         // Four writers, each committing as soon as the one before has: the writer never waits, as
         // under a steady stream of messages. Each commit appends a few pages (a random key, a 3 KB row).
         let writers = 4
