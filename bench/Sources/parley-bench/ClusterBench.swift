@@ -151,14 +151,10 @@ enum ClusterBench {
                             "two nodes", server: a, agentToken: agentToken, sessions: sessions, seconds: options.saturationSeconds,
                             capacity: saturationCapacity, mode: .window(options.window), otherNodes: [b.child], consumerPorts: [a.port, b.port], database: probe))
                 }
-                func median(_ runs: [TextBench.Phase]) -> TextBench.Phase { runs.sorted { $0.deliveryLatency.p99 < $1.deliveryLatency.p99 }[runs.count / 2] }
-                func busiest(_ runs: [TextBench.Phase]) -> TextBench.Phase { runs.sorted { $0.messagesPerSecond < $1.messagesPerSecond }[runs.count / 2] }
-                func range(_ runs: [TextBench.Phase]) -> (Double, Double) {
-                    (runs.map(\.deliveryLatency.p99).min() ?? .nan, runs.map(\.deliveryLatency.p99).max() ?? .nan)
-                }
-                func throughput(_ runs: [TextBench.Phase]) -> (Double, Double) {
-                    (runs.map(\.messagesPerSecond).min() ?? .nan, runs.map(\.messagesPerSecond).max() ?? .nan)
-                }
+                func median(_ runs: [TextBench.Phase]) -> TextBench.Phase { TextBench.median(runs, by: \.deliveryLatency.p99) }
+                func busiest(_ runs: [TextBench.Phase]) -> TextBench.Phase { TextBench.median(runs, by: \.messagesPerSecond) }
+                func range(_ runs: [TextBench.Phase]) -> (Double, Double) { TextBench.range(runs, \.deliveryLatency.p99) }
+                func throughput(_ runs: [TextBench.Phase]) -> (Double, Double) { TextBench.range(runs, \.messagesPerSecond) }
                 var voiceS3: VoiceBench.Report?
                 if options.noteSeconds > 0 {
                     voiceS3 = try await VoiceBench.run(

@@ -211,20 +211,27 @@ enum TextBench {
                     "saturation", server: server, agentToken: agentToken, sessions: sessions, seconds: saturationSeconds,
                     capacity: 60_000 * Int(saturationSeconds.rounded(.up)) + 16, mode: .window(window)))
         }
-        func median(_ runs: [Phase], by key: (Phase) -> Double) -> Phase { runs.sorted { key($0) < key($1) }[runs.count / 2] }
         return Report(
             consumers: consumers, window: window, repeats: repeats,
             fixed: median(fixedRuns, by: { $0.deliveryLatency.p99 }),
             saturation: median(saturationRuns, by: { $0.messagesPerSecond }),
             echo: median(echoRuns, by: { $0.deliveryLatency.p99 }),
-            fixedP99Range: (fixedRuns.map(\.deliveryLatency.p99).min() ?? .nan, fixedRuns.map(\.deliveryLatency.p99).max() ?? .nan),
-            echoP99Range: (echoRuns.map(\.deliveryLatency.p99).min() ?? .nan, echoRuns.map(\.deliveryLatency.p99).max() ?? .nan),
-            throughputRange: (saturationRuns.map(\.messagesPerSecond).min() ?? .nan, saturationRuns.map(\.messagesPerSecond).max() ?? .nan),
-            fixedCPURange: (fixedRuns.map(\.cpuMicrosPerMessage).min() ?? .nan, fixedRuns.map(\.cpuMicrosPerMessage).max() ?? .nan),
+            fixedP99Range: range(fixedRuns, \.deliveryLatency.p99),
+            echoP99Range: range(echoRuns, \.deliveryLatency.p99),
+            throughputRange: range(saturationRuns, \.messagesPerSecond),
+            fixedCPURange: range(fixedRuns, \.cpuMicrosPerMessage),
             fixedCPUMedian: median(fixedRuns, by: { $0.cpuMicrosPerMessage }).cpuMicrosPerMessage,
             quiet: quietRuns.isEmpty ? nil : median(quietRuns, by: { $0.deliveryLatency.p99 }),
-            quietP99Range: (quietRuns.map(\.deliveryLatency.p99).min() ?? .nan, quietRuns.map(\.deliveryLatency.p99).max() ?? .nan),
+            quietP99Range: range(quietRuns, \.deliveryLatency.p99),
             quietEcho: quietEchoRuns.isEmpty ? nil : median(quietEchoRuns, by: { $0.deliveryLatency.p99 }))
+    }
+
+    /// The run whose `key` is the median of `runs` (the noisy machine's runs are summarized by it).
+    static func median(_ runs: [Phase], by key: (Phase) -> Double) -> Phase { runs.sorted { key($0) < key($1) }[runs.count / 2] }
+
+    /// The lowest and highest `key` over `runs` (NaN for none).
+    static func range(_ runs: [Phase], _ key: (Phase) -> Double) -> (Double, Double) {
+        (runs.map(key).min() ?? .nan, runs.map(key).max() ?? .nan)
     }
 
     /// Every consumer opens its conversation over HTTP first, so the timed sends all continue one.
