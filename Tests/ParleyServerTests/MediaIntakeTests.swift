@@ -1,7 +1,7 @@
 import Foundation
 import ParleyAPI
 import ParleyDomain
-import ParleyServer
+@testable import ParleyServer
 import Testing
 
 @Suite("Media intake: one door for voice notes and attachments")
@@ -60,5 +60,78 @@ struct MediaIntakeTests {
                 #expect(try retry.decode(SendMessageResponse.self).message.id == first.decode(SendMessageResponse.self).message.id)
             }
         }
+    }
+}
+
+/// The uploads a sender has in progress (`UploadGate`): refused over HTTP at the limit, waited for by
+/// a channel's jobs.
+@Suite("Upload slots per sender")
+struct UploadGateTests {
+    /// Holds `count` of `consumer`'s slots until the returned continuation finishes.
+    static func hold(_ gate: UploadGate, consumer: String, count: Int) async -> (Task<Void, any Error>, AsyncStream<Void>.Continuation) {
+        let release = AsyncStream<Void>.makeStream()
+        let holding = AsyncStream<Void>.makeStream()
+        let task = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<count {
+                    group.addTask {
+                        try await gate.run(consumer: consumer, address: nil) {
+                            holding.continuation.yield()
+                            for await _ in release.stream {}
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        var holders = 0
+        for await _ in holding.stream {
+            holders += 1
+            if holders == count { break }
+        }
+        return (task, release.continuation)
+    }
+
+    @Test("at the limit an upload is refused with 429 too_many_uploads; a channel's files wait and run as slots free; another sender is not held up")
+    func waitersInOrder() async throws {
+        let gate = UploadGate(perConsumer: 2, perAddress: 4)
+        let (held, release) = await Self.hold(gate, consumer: "ana", count: 2)
+        await #expect { try await gate.run(consumer: "ana", address: "10.0.0.1") { await Task.yield() } } throws: {
+            ($0 as? ParleyError)?.code == .tooManyUploads
+        }
+        // Someone else's upload goes through at once.
+        #expect(try await gate.run(consumer: "ben", address: nil) { "ben" } == "ben")
+
+        let order = AsyncStream<Int>.makeStream()
+        let waiters = (1...3).map { n in
+            Task {
+                try await gate.run(consumer: "ana", address: nil, waiting: true) { _ = order.continuation.yield(n) }
+            }
+        }
+        // Nothing runs while the slots are held.
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(gate.inProgress(consumer: "ana") == 2)
+        release.finish()
+        try await held.value
+        for waiter in waiters { try await waiter.value }
+        order.continuation.finish()
+        var ran: [Int] = []
+        for await n in order.stream { ran.append(n) }
+        #expect(ran.sorted() == [1, 2, 3])
+        #expect(gate.inProgress(consumer: "ana") == 0)
+    }
+
+    @Test("a waiter that is cancelled (the server stopping) leaves the queue and takes no slot")
+    func cancelledWaiter() async throws {
+        let gate = UploadGate(perConsumer: 1, perAddress: 4)
+        let (held, release) = await Self.hold(gate, consumer: "ana", count: 1)
+        let waiter = Task { try await gate.run(consumer: "ana", address: nil, waiting: true) { "ran" } }
+        try await Task.sleep(for: .milliseconds(50))
+        waiter.cancel()
+        await #expect(throws: CancellationError.self) { try await waiter.value }
+        release.finish()
+        try await held.value
+        #expect(gate.inProgress(consumer: "ana") == 0)
+        #expect(try await gate.run(consumer: "ana", address: nil) { "next" } == "next")
     }
 }

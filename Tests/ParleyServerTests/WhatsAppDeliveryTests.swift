@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import ParleyAPI
 import ParleyMedia
-import ParleyServer
+@testable import ParleyServer
 import Testing
 
 /// WhatsApp end to end against a local endpoint that follows the Cloud API's documentation
@@ -115,6 +115,61 @@ struct WhatsAppDeliveryTests {
             try await server.jobsSettled()
             #expect(try await Self.messages(server, acme.adminToken) { _ in true }.count == 6)
             #expect(fake.state.withLock { $0.mediaFetches } == fetches)
+        }
+    }
+
+    @Test("a customer's media that come while their other files are still being taken in wait for a slot: not refused, no attempt spent, no backoff")
+    func mediaWaitForTheCustomersSlot() async throws {
+        let images = try ImageFixtures.files()
+        // The clock never moves: a media job that was refused and put back for a retry would never run again.
+        try await Self.run { server, acme, app, fake in
+            let conversation = try await Self.customerWrote(server, acme, app)
+            fake.addMedia(id: "1074393247913592", data: try images.data("invoice.pdf"), mime: "application/pdf")
+            // The customer's other files, still being taken in: every upload slot they have is held.
+            let gate = server.services.voice.uploads
+            let release = AsyncStream<Void>.makeStream()
+            let holding = AsyncStream<Void>.makeStream()
+            let held = Task {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<gate.perConsumer {
+                        group.addTask {
+                            try await gate.run(consumer: conversation.consumerId.rawValue, address: nil) {
+                                holding.continuation.yield()
+                                for await _ in release.stream {}
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            var holders = 0
+            for await _ in holding.stream {
+                holders += 1
+                if holders == gate.perConsumer { break }
+            }
+
+            try await Self.deliver(server, app, try WhatsAppTests.fixture("document-message.json"))
+            // The media job has fetched the file and found no slot free (it is running, or on today's
+            // main: back in the queue for a retry, its attempt spent).
+            let deadline = Date().addingTimeInterval(30)
+            func mediaJob(_ state: String) async throws -> JobDTO? {
+                try await server.get("/v1/jobs?state=\(state)", token: acme.adminToken).decode(ListResponse<JobDTO>.self).items
+                    .first { $0.kind == "whatsapp.media" }
+            }
+            while try await mediaJob("running") == nil, try await mediaJob("queued").map({ $0.attempts == 0 }) ?? true {
+                guard Date() < deadline else { throw TestFailure("the media job did not start") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(try await mediaJob("queued") == nil, "the job was refused and put back for a retry")
+            release.continuation.finish()
+            try await held.value
+
+            let all = try await Self.messages(server, acme.adminToken, in: conversation.id, within: 30) { $0.count == 3 }
+            #expect(all.contains { $0.attachment?.type == .pdf && $0.attachment?.fileName == "receipt.pdf" })
+            #expect(all.contains { $0.text == "My receipt" })
+            try await server.jobsSettled()
+            #expect(try await mediaJob("failed") == nil)
         }
     }
 

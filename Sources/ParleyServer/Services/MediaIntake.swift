@@ -86,7 +86,7 @@ struct MediaIntake: Sendable {
         try rules.authorize(principal, settings)
         guard size <= rules.cap(settings) else { throw rules.tooLarge(settings) }
         let request = SendMessageRequest(clientMessageId: clientMessageId, text: "")
-        return try await uploads.run(consumer: principal.participant.id, address: nil) {
+        return try await uploads.run(consumer: principal.participant.id, address: nil, waiting: true) {
             try await ingest(Received(file: file, size: size, principal: principal, request: request, settings: settings))
         }
     }

@@ -83,10 +83,32 @@ final class WorkSlots: Sendable {
 
 /// Uploads in progress per consumer and per client address. Anonymous sessions are free to make, so
 /// the address limit is the one a single client cannot multiply.
+///
+/// An upload over HTTP that finds its sender at the limit is refused (429: the client sends it again
+/// after the one in progress). A file a channel's job took in (a WhatsApp customer's album, three
+/// photos sent together) waits for its sender's slot instead: refused, the job would spend an
+/// attempt and wait out a backoff of 5 s and more for a slot that frees in a moment. A waiter holds
+/// one of the job runner's slots, so the jobs bound how many wait, and the holder it waits for is
+/// bounded by its own limits (its conversions' timeouts).
 final class UploadGate: Sendable {
+    private struct State {
+        var counts: [String: Int] = [:]
+        var waiting: [(id: UInt64, keys: [String], continuation: CheckedContinuation<Void, any Error>)] = []
+        var nextId: UInt64 = 0
+
+        func fits(_ keys: [String], perConsumer: Int, perAddress: Int) -> Bool {
+            guard counts[keys[0], default: 0] < perConsumer else { return false }
+            return keys.count < 2 || counts[keys[1], default: 0] < perAddress
+        }
+
+        mutating func take(_ keys: [String]) {
+            for key in keys { counts[key, default: 0] += 1 }
+        }
+    }
+
     let perConsumer: Int
     let perAddress: Int
-    private let counts = Mutex<[String: Int]>([:])
+    private let state = Mutex(State())
 
     init(perConsumer: Int, perAddress: Int) {
         self.perConsumer = perConsumer
@@ -94,30 +116,87 @@ final class UploadGate: Sendable {
     }
 
     /// Uploads in progress from `address`.
-    func inProgress(address: String) -> Int { counts.withLock { $0["a:" + address, default: 0] } }
+    func inProgress(address: String) -> Int { state.withLock { $0.counts["a:" + address, default: 0] } }
 
-    /// Runs `work` counted against `consumer` and `address`; refuses with 429 when either is at its limit.
-    func run<T: Sendable>(consumer: String, address: String?, _ work: () async throws -> T) async throws -> T {
+    /// Uploads in progress from `consumer`.
+    func inProgress(consumer: String) -> Int { state.withLock { $0.counts["c:" + consumer, default: 0] } }
+
+    /// Runs `work` counted against `consumer` and `address`. When either is at its limit: refuses
+    /// with 429, or with `waiting`, waits (first come, first served) until a slot frees.
+    func run<T: Sendable>(consumer: String, address: String?, waiting: Bool = false, _ work: () async throws -> T) async throws -> T {
         let keys = ["c:" + consumer] + (address.map { ["a:" + $0] } ?? [])
-        let admitted = counts.withLock { counts -> Bool in
-            guard counts[keys[0], default: 0] < perConsumer else { return false }
-            if keys.count > 1, counts[keys[1], default: 0] >= perAddress { return false }
-            for key in keys { counts[key, default: 0] += 1 }
-            return true
+        try await acquire(keys, waiting: waiting)
+        defer { release(keys) }
+        return try await work()
+    }
+
+    private func acquire(_ keys: [String], waiting: Bool) async throws {
+        let id: UInt64? = state.withLock { state in
+            // Nobody overtakes a waiter for the same slots.
+            if state.fits(keys, perConsumer: perConsumer, perAddress: perAddress), !state.waiting.contains(where: { $0.keys[0] == keys[0] }) {
+                state.take(keys)
+                return nil
+            }
+            state.nextId += 1
+            return state.nextId
         }
-        guard admitted else {
+        guard let id else { return }
+        guard waiting else {
             throw ParleyError(
                 .rateLimited, code: .tooManyUploads,
                 message: "Too many files are being uploaded at once; wait for one to finish.", retryAfter: 2)
         }
-        defer {
-            counts.withLock { counts in
-                for key in keys {
-                    let remaining = counts[key, default: 1] - 1
-                    counts[key] = remaining > 0 ? remaining : nil
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                enum Outcome { case admitted, cancelled, queued }
+                let outcome = state.withLock { state -> Outcome in
+                    if Task.isCancelled { return .cancelled }
+                    // A slot may have freed since the first look.
+                    if state.fits(keys, perConsumer: perConsumer, perAddress: perAddress), !state.waiting.contains(where: { $0.keys[0] == keys[0] }) {
+                        state.take(keys)
+                        return .admitted
+                    }
+                    state.waiting.append((id, keys, continuation))
+                    return .queued
+                }
+                switch outcome {
+                case .admitted: continuation.resume()
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                case .queued: break
                 }
             }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                guard let index = state.waiting.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiting.remove(at: index).continuation
+            }
+            waiter?.resume(throwing: CancellationError())
         }
-        return try await work()
+    }
+
+    private func release(_ keys: [String]) {
+        // The freed slots go to the oldest waiters that now fit (they are counted before they run).
+        let admitted = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            for key in keys {
+                let remaining = state.counts[key, default: 1] - 1
+                state.counts[key] = remaining > 0 ? remaining : nil
+            }
+            var admitted: [CheckedContinuation<Void, any Error>] = []
+            var index = 0
+            var passedOver: Set<String> = []
+            while index < state.waiting.count {
+                let waiter = state.waiting[index]
+                if !passedOver.contains(waiter.keys[0]), state.fits(waiter.keys, perConsumer: perConsumer, perAddress: perAddress) {
+                    state.take(waiter.keys)
+                    admitted.append(state.waiting.remove(at: index).continuation)
+                } else {
+                    // A later waiter of the same sender does not overtake this one.
+                    passedOver.insert(waiter.keys[0])
+                    index += 1
+                }
+            }
+            return admitted
+        }
+        for continuation in admitted { continuation.resume() }
     }
 }
