@@ -63,7 +63,14 @@ struct WhatsAppDeliveryTests {
             }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw TestFailure("the messages did not get there within \(seconds) s: \(last.map { "\($0.kind) \($0.text) \(String(describing: $0.channelDelivery))" })")
+        // What the jobs were doing, so that a job put back for a retry (due on a clock that does not move) shows.
+        var jobs: [String] = []
+        for state in ["queued", "running", "failed"] {
+            let listed = try? await server.get("/v1/jobs?state=\(state)", token: token).decode(ListResponse<JobDTO>.self).items
+            jobs += (listed ?? []).map { "\($0.kind) \($0.state) attempts \($0.attempts) \($0.lastError ?? "")" }
+        }
+        throw TestFailure(
+            "the messages did not get there within \(seconds) s: \(last.map { "\($0.kind) \($0.text) \(String(describing: $0.channelDelivery))" }); jobs: \(jobs)")
     }
 
     /// The customer's WhatsApp conversation, opened by their documented text message.
