@@ -45,10 +45,13 @@ let package = Package(
     ],
     targets: [
         .target(name: "ParleyDomain", dependencies: [.product(name: "ParleyAPI", package: "ParleyKit")], swiftSettings: swiftSettings),
+        // A VFS that gathers a commit's WAL writes into one (Sources/CParleySQLite/wal_writes.c);
+        // SQLite's header comes with SQLiteKit.
+        .target(name: "CParleySQLite", dependencies: [.product(name: "SQLiteKit", package: "sqlite-kit")]),
         .target(
             name: "ParleyStore",
             dependencies: [
-                .product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain",
+                .product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain", "CParleySQLite",
                 .product(name: "SQLiteKit", package: "sqlite-kit"),
                 .product(name: "PostgresKit", package: "postgres-kit"),
                 // sslmode's certificate checks (TLS to PostgreSQL); already built for PostgresNIO.
@@ -147,7 +150,7 @@ let package = Package(
             name: "ParleyMediaTests", dependencies: ["ParleyDomain", "ParleyMedia"],
             // Real read speech for the transcriber (Fixtures/speech/SOURCES.md), read from the source tree.
             exclude: ["Fixtures"], swiftSettings: swiftSettings),
-        .testTarget(name: "ParleyStoreTests", dependencies: [.product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain", "ParleyStore", .product(name: "SQLiteKit", package: "sqlite-kit")], swiftSettings: swiftSettings),
+        .testTarget(name: "ParleyStoreTests", dependencies: [.product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain", "ParleyStore", "CParleySQLite", .product(name: "SQLiteKit", package: "sqlite-kit")], swiftSettings: swiftSettings),
         .testTarget(
             name: "ParleyServerTests",
             dependencies: [

@@ -1,3 +1,4 @@
+import CParleySQLite
 import Foundation
 import Logging
 import NIOCore
@@ -35,7 +36,8 @@ final class SQLiteHandle: Sendable {
     init(path: String) throws {
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
-        let status = sqlite_nio_sqlite3_open_v2(path, &handle, flags, nil)
+        // Through the VFS that gathers each commit's WAL writes into one (wal_writes.c).
+        let status = sqlite_nio_sqlite3_open_v2(path, &handle, flags, parley_wal_writes_vfs())
         guard status == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite_nio_sqlite3_errmsg($0)) } ?? "cannot open"
             sqlite_nio_sqlite3_close(handle)

@@ -1,0 +1,111 @@
+import CParleySQLite
+import Foundation
+import Logging
+import SQLKit
+import Testing
+
+@testable import ParleyStore
+
+/// The VFS that gathers a commit's WAL writes into one (Sources/CParleySQLite/wal_writes.c).
+@Suite("SQLite's WAL writes, gathered")
+struct SQLiteWALWritesTests {
+    static func counts() -> (sqlite: Int64, file: Int64, overwrites: Int64) {
+        var (sqlite, file, overwrites): (Int64, Int64, Int64) = (0, 0, 0)
+        parley_wal_writes_counts(&sqlite, &file, &overwrites)
+        return (sqlite, file, overwrites)
+    }
+
+    static func count(_ client: SQLiteDatabaseClient) async throws -> Int? {
+        try await client.read { db in try await db.raw("SELECT count(*) AS n FROM notes").first()?.decode(column: "n", as: Int.self) }
+    }
+
+    /// The database and its WAL as they are on disk now, copied while the store stays open: what a
+    /// machine that lost power (or a process killed) would leave. Opening the copy recovers from the WAL.
+    static func crashImage(of directory: URL) throws -> URL {
+        let copy = directory.appendingPathComponent("image-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
+        for suffix in ["", "-wal"] {
+            let from = directory.appendingPathComponent("store.sqlite" + suffix)
+            if FileManager.default.fileExists(atPath: from.path) {
+                try FileManager.default.copyItem(at: from, to: copy.appendingPathComponent("store.sqlite" + suffix))
+            }
+        }
+        return copy
+    }
+
+    @Test("a commit's frames reach the WAL file in one write; every commit is in the file, whole, when it returns, and another connection reads it at once")
+    func oneWritePerCommit() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-walw-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let client = try await SQLiteWALTests.openNotes(directory)
+        let before = Self.counts()
+        for index in 1...200 {
+            try await SQLiteWALTests.writeNotes(client, 1)
+            #expect(try await Self.count(client) == index)
+        }
+        let after = Self.counts()
+        // Each commit is at least two frames (the row's page and its key's), four writes asked for.
+        // (Other suites' stores write through the same VFS meanwhile: the figures are the process's.)
+        let asked = after.sqlite - before.sqlite
+        let made = after.file - before.file
+        #expect(asked >= 200 * 4)
+        #expect(made * 3 <= asked, "\(made) writes reached the file for \(asked) asked")
+
+        // What is on disk is every commit: a copy of the files now recovers all 200 rows.
+        let image = try Self.crashImage(of: directory)
+        let recovered = try await SQLiteDatabaseClient.open(path: image.appendingPathComponent("store.sqlite").path, logger: Logger(label: "test"))
+        #expect(try await Self.count(recovered) == 200)
+        await recovered.close()
+        await client.close()
+    }
+
+    @Test("a transaction larger than what is kept back, and one that rewrites frames it wrote itself (a tiny page cache spills pages mid-transaction), commit whole: read by another connection, recovered from a copy of the files, intact")
+    func largeAndRewritten() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-walw-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let client = try await SQLiteWALTests.openNotes(directory)
+        // About 6 MB in one transaction: nearly a hundred times the 64 KB kept back.
+        try await client.write { db in
+            for index in 0..<2_000 {
+                let body = SQLBind(Data(repeating: UInt8(index % 251), count: 3000))
+                try await db.raw("INSERT INTO notes (id, body) VALUES (\(bind: String(format: "a%05d", index)), \(body))").run()
+            }
+        }
+        #expect(try await Self.count(client) == 2_000)
+        let before = Self.counts()
+        // A page cache of a few pages: SQLite writes dirty pages into the WAL before the commit
+        // and, when the transaction changes them again, rewrites those frames in place and then
+        // their checksums (walRewriteChecksums): writes that are not appends.
+        try await client.write { db in
+            try await db.raw("PRAGMA cache_size = 4").run()
+            for round in 0..<3 {
+                for index in stride(from: 0, to: 2_000, by: 7) {
+                    let body = SQLBind(Data(repeating: UInt8((index + round) % 251), count: 2900 + round))
+                    try await db.raw("UPDATE notes SET body = \(body) WHERE id = \(bind: String(format: "a%05d", index))").run()
+                }
+                try await db.raw("INSERT INTO notes (id, body) VALUES (\(bind: "b\(round)"), \(SQLBind(Data(count: 100))))").run()
+            }
+            try await db.raw("PRAGMA cache_size = -2000").run()
+        }
+        // (Counted across the process: this is the only test that makes SQLite rewrite its own frames.)
+        #expect(Self.counts().overwrites > before.overwrites, "the transaction rewrote none of its frames")
+        let expected = 2_003
+        #expect(try await Self.count(client) == expected)
+        let changed = try await client.read { db in
+            try await db.raw("SELECT length(body) AS n FROM notes WHERE id = 'a00007'").first()?.decode(column: "n", as: Int.self)
+        }
+        #expect(changed == 2902)
+
+        let image = try Self.crashImage(of: directory)
+        let recovered = try await SQLiteDatabaseClient.open(path: image.appendingPathComponent("store.sqlite").path, logger: Logger(label: "test"))
+        #expect(try await Self.count(recovered) == expected)
+        let check = try await recovered.read { db in try await db.raw("PRAGMA integrity_check").first()?.decode(column: "integrity_check", as: String.self) }
+        #expect(check == "ok")
+        let recoveredChange = try await recovered.read { db in
+            try await db.raw("SELECT length(body) AS n FROM notes WHERE id = 'a00007'").first()?.decode(column: "n", as: Int.self)
+        }
+        #expect(recoveredChange == 2902)
+        await recovered.close()
+        await client.close()
+    }
+}
