@@ -134,26 +134,7 @@ struct WhatsAppDeliveryTests {
             fake.addMedia(id: "1074393247913592", data: try images.data("invoice.pdf"), mime: "application/pdf")
             // The customer's other files, still being taken in: every upload slot they have is held.
             let gate = server.services.voice.uploads
-            let release = AsyncStream<Void>.makeStream()
-            let holding = AsyncStream<Void>.makeStream()
-            let held = Task {
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for _ in 0..<gate.perConsumer {
-                        group.addTask {
-                            try await gate.run(consumer: conversation.consumerId.rawValue, address: nil) {
-                                holding.continuation.yield()
-                                for await _ in release.stream {}
-                            }
-                        }
-                    }
-                    try await group.waitForAll()
-                }
-            }
-            var holders = 0
-            for await _ in holding.stream {
-                holders += 1
-                if holders == gate.perConsumer { break }
-            }
+            let (held, release) = await UploadGateTests.hold(gate, consumer: conversation.consumerId.rawValue, count: gate.perConsumer)
 
             try await Self.deliver(server, app, try WhatsAppTests.fixture("document-message.json"))
             // The media job has fetched the file and found no slot free (it is running, or on today's
@@ -169,7 +150,7 @@ struct WhatsAppDeliveryTests {
             }
             try await Task.sleep(for: .milliseconds(200))
             #expect(try await mediaJob("queued") == nil, "the job was refused and put back for a retry")
-            release.continuation.finish()
+            release.finish()
             try await held.value
 
             let all = try await Self.messages(server, acme.adminToken, in: conversation.id, within: 30) { $0.count == 3 }
