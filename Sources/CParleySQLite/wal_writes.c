@@ -11,7 +11,8 @@
 // - a commit frame (a header whose "database size after commit" is not 0) goes out with its page,
 //   before sqlite3WalFrames publishes the commit in the wal-index, so no reader or checkpointer
 //   (their own file handles) is ever told of a frame that is not in the file, and an error is
-//   SQLite's error from that write, as before;
+//   SQLite's error from that write, as before; this holds however the header itself was written
+//   (kept back, or straight to the file as a handle's first write);
 // - any other call on the file (read, sync, truncate, size, locks, file controls, close) first
 //   writes what is kept;
 // - a write that is not an append (a frame rewritten in place, the checksums rewritten at the end
@@ -38,7 +39,7 @@ typedef struct GatherFile {
     int length;
     sqlite3_int64 start;
     sqlite3_int64 end;     // the end of what this handle has written or kept since the log started
-    int commitPending;     // the last append was a commit frame's header: its page completes it
+    int commitPending;     // a commit frame's header was just written: its page, the next write, completes the commit
 } GatherFile;
 
 static sqlite3_vfs *underlying;
@@ -49,7 +50,6 @@ static int flush(GatherFile *file) {
     if (file->length == 0) return SQLITE_OK;
     int length = file->length;
     file->length = 0;
-    file->commitPending = 0;
     atomic_fetch_add_explicit(&fileWrites, 1, memory_order_relaxed);
     return file->real->pMethods->xWrite(file->real, file->buffer, length, file->start);
 }
@@ -75,6 +75,14 @@ static int gatherRead(sqlite3_file *f, void *out, int amount, sqlite3_int64 offs
     return REAL(f)->pMethods->xRead(REAL(f), out, amount, offset);
 }
 
+// A frame header (24 bytes, after the WAL's own 32) whose bytes 4-7, the database's size in pages
+// after a commit, are not 0: the last frame of a commit.
+static int isCommitHeader(const void *data, int amount, sqlite3_int64 offset) {
+    if (amount != kFrameHeader || offset < kWalHeader) return 0;
+    const unsigned char *header = data;
+    return (header[4] | header[5] | header[6] | header[7]) != 0;
+}
+
 static int writeThrough(GatherFile *file, const void *data, int amount, sqlite3_int64 offset) {
     atomic_fetch_add_explicit(&fileWrites, 1, memory_order_relaxed);
     return file->real->pMethods->xWrite(file->real, data, amount, offset);
@@ -88,6 +96,7 @@ static int gatherWrite(sqlite3_file *f, const void *data, int amount, sqlite3_in
         // The WAL header: the log starts again from here.
         FLUSHED(file);
         file->end = amount;
+        file->commitPending = 0;
         return writeThrough(file, data, amount, offset);
     }
     if (offset != file->end || amount > kBufferLimit) {
@@ -95,6 +104,9 @@ static int gatherWrite(sqlite3_file *f, const void *data, int amount, sqlite3_in
         FLUSHED(file);
         if (offset < file->end) atomic_fetch_add_explicit(&overwrites, 1, memory_order_relaxed);
         if (offset + amount > file->end) file->end = offset + amount;
+        // A commit frame's header written here (the first write of a handle, whose `end` was not
+        // where the log ends) still has its page to come, as an append: that write flushes.
+        file->commitPending = isCommitHeader(data, amount, offset);
         return writeThrough(file, data, amount, offset);
     }
     if (file->length > 0 && file->length + amount > kBufferLimit) FLUSHED(file);
@@ -102,6 +114,7 @@ static int gatherWrite(sqlite3_file *f, const void *data, int amount, sqlite3_in
         file->buffer = malloc(kBufferLimit);
         if (file->buffer == NULL) {
             file->end = offset + amount;
+            file->commitPending = isCommitHeader(data, amount, offset);
             return writeThrough(file, data, amount, offset);
         }
     }
@@ -110,12 +123,13 @@ static int gatherWrite(sqlite3_file *f, const void *data, int amount, sqlite3_in
     file->length += amount;
     file->end = offset + amount;
     if (amount == kFrameHeader && offset >= kWalHeader) {
-        const unsigned char *header = data;
-        // Bytes 4-7: the database's size in pages after a commit, 0 in other frames.
-        file->commitPending = (header[4] | header[5] | header[6] | header[7]) != 0;
+        file->commitPending = isCommitHeader(data, amount, offset);
         return SQLITE_OK;
     }
-    if (file->commitPending) return flush(file);
+    if (file->commitPending) {
+        file->commitPending = 0;
+        return flush(file);
+    }
     return SQLITE_OK;
 }
 

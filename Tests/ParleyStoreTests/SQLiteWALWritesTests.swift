@@ -59,6 +59,61 @@ struct SQLiteWALWritesTests {
         await client.close()
     }
 
+    @Test("the first commit of a store opened over a WAL that already holds frames, one page alone, is in the file when it returns")
+    func firstCommitOverAnOldWAL() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-walw-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let client = try await SQLiteWALTests.openNotes(directory)
+        try await SQLiteWALTests.writeNotes(client, 20)
+        try await client.write { db in try await db.raw("INSERT INTO notes (id, body) VALUES ('one', x'00')").run() }
+        // A copy with frames in its WAL: the store opened over it appends after them, so its first
+        // write is not where this process's handle last wrote.
+        let image = try Self.crashImage(of: directory)
+        await client.close()
+        let reopened = try await SQLiteDatabaseClient.open(
+            path: image.appendingPathComponent("store.sqlite").path, checkpoints: .init(interval: nil), logger: Logger(label: "test"))
+        // One page: the row's leaf (its key does not change).
+        try await reopened.write { db in try await db.raw("UPDATE notes SET body = x'0102' WHERE id = 'one'").run() }
+        let read = try await reopened.read { db in
+            try await db.raw("SELECT hex(body) AS body FROM notes WHERE id = 'one'").first()?.decode(column: "body", as: String.self)
+        }
+        #expect(read == "0102")
+        let again = try Self.crashImage(of: image)
+        let recovered = try await SQLiteDatabaseClient.open(path: again.appendingPathComponent("store.sqlite").path, logger: Logger(label: "test"))
+        let body = try await recovered.read { db in
+            try await db.raw("SELECT hex(body) AS body FROM notes WHERE id = 'one'").first()?.decode(column: "body", as: String.self)
+        }
+        #expect(body == "0102", "the commit's page was not in the WAL file when the commit returned")
+        await recovered.close()
+        await reopened.close()
+    }
+
+    @Test("commits of 1 to 40 pages, whatever falls at the 64 KB edge of what is kept back (a commit frame's header last in it, its page over): each is in the file when it returns")
+    func everyCommitSize() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-walw-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let client = try await SQLiteWALTests.openNotes(directory)
+        var written = 0
+        for rows in 1...40 {
+            try await client.write { db in
+                for _ in 0..<rows {
+                    let body = SQLBind(Data(repeating: UInt8(rows), count: 3000))
+                    try await db.raw("INSERT INTO notes (id, body) VALUES (\(bind: UUID().uuidString), \(body))").run()
+                }
+            }
+            written += rows
+            let image = try Self.crashImage(of: directory)
+            let recovered = try await SQLiteDatabaseClient.open(
+                path: image.appendingPathComponent("store.sqlite").path, checkpoints: .init(interval: nil), logger: Logger(label: "test"))
+            let count = try await Self.count(recovered)
+            await recovered.close()
+            try? FileManager.default.removeItem(at: image)
+            #expect(count == written, "after the commit of \(rows) rows")
+            if count != written { break }
+        }
+        await client.close()
+    }
+
     @Test("a transaction larger than what is kept back, and one that rewrites frames it wrote itself (a tiny page cache spills pages mid-transaction), commit whole: read by another connection, recovered from a copy of the files, intact")
     func largeAndRewritten() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-walw-\(UUID().uuidString)")
