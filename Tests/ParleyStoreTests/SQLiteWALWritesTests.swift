@@ -114,6 +114,78 @@ struct SQLiteWALWritesTests {
         await client.close()
     }
 
+    /// SplitMix64: the same sequence on every run, so a failure can be replayed.
+    struct Seeded: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    @Test("300 transactions of random shapes (inserts, updates, deletes, a tiny page cache now and then, the store reopened now and then): after each, another connection and a copy of the files both hold exactly what was committed")
+    func randomTransactions() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-walw-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var client = try await SQLiteWALTests.openNotes(directory)
+        var random = Seeded(state: 28)
+        var expected: [String: Int] = [:]  // id -> body length
+        var next = 0
+        let path = directory.appendingPathComponent("store.sqlite").path
+        for round in 0..<300 {
+            if round > 0, round % 37 == 0 {
+                // A new handle: its first write is not where the last handle's was.
+                await client.close()
+                client = try await SQLiteDatabaseClient.open(path: path, checkpoints: .init(interval: nil), logger: Logger(label: "test"))
+            }
+            if round % 23 == 0 { try await client.checkpointRound() }
+            let tiny = Int.random(in: 0..<10, using: &random) == 0
+            var changes: [(id: String, length: Int?)] = []
+            for _ in 0..<Int.random(in: 1...30, using: &random) {
+                let pick = Int.random(in: 0..<10, using: &random)
+                if pick < 6 || expected.isEmpty {
+                    next += 1
+                    changes.append(("n\(next)", Int.random(in: 1...3500, using: &random)))
+                } else if let id = expected.keys.randomElement(using: &random) {
+                    changes.append((id, pick < 9 ? Int.random(in: 1...3500, using: &random) : nil))
+                }
+            }
+            let planned = changes
+            try await client.write { db in
+                if tiny { try await db.raw("PRAGMA cache_size = 4").run() }
+                for change in planned {
+                    if let length = change.length {
+                        let body = SQLBind(Data(repeating: UInt8(length % 251), count: length))
+                        try await db.raw("INSERT OR REPLACE INTO notes (id, body) VALUES (\(bind: change.id), \(body))").run()
+                    } else {
+                        try await db.raw("DELETE FROM notes WHERE id = \(bind: change.id)").run()
+                    }
+                }
+                if tiny { try await db.raw("PRAGMA cache_size = -16384").run() }
+            }
+            for change in planned { expected[change.id] = change.length }
+            let want = expected.values.reduce(0, +)
+            func total(_ store: SQLiteDatabaseClient) async throws -> (rows: Int, bytes: Int) {
+                let row = try await store.read { db in try await db.raw("SELECT count(*) AS n, coalesce(sum(length(body)), 0) AS b FROM notes").first() }
+                return (try row?.decode(column: "n", as: Int.self) ?? -1, try row?.decode(column: "b", as: Int.self) ?? -1)
+            }
+            let seen = try await total(client)
+            #expect(seen.rows == expected.count && seen.bytes == want, "round \(round): read \(seen)")
+            let image = try Self.crashImage(of: directory)
+            let recovered = try await SQLiteDatabaseClient.open(
+                path: image.appendingPathComponent("store.sqlite").path, checkpoints: .init(interval: nil), logger: Logger(label: "test"))
+            let kept = try await total(recovered)
+            await recovered.close()
+            try? FileManager.default.removeItem(at: image)
+            #expect(kept.rows == expected.count && kept.bytes == want, "round \(round): recovered \(kept)")
+            if kept.rows != expected.count || seen.rows != expected.count { break }
+        }
+        await client.close()
+    }
+
     @Test("a transaction larger than what is kept back, and one that rewrites frames it wrote itself (a tiny page cache spills pages mid-transaction), commit whole: read by another connection, recovered from a copy of the files, intact")
     func largeAndRewritten() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-walw-\(UUID().uuidString)")
