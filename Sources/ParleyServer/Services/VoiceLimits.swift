@@ -104,6 +104,15 @@ final class UploadGate: Sendable {
         mutating func take(_ keys: [String]) {
             for key in keys { counts[key, default: 0] += 1 }
         }
+
+        /// Takes the slots if they are free and nobody waits for this sender's (nobody overtakes a waiter).
+        mutating func admit(_ keys: [String], perConsumer: Int, perAddress: Int) -> Bool {
+            guard fits(keys, perConsumer: perConsumer, perAddress: perAddress), !waiting.contains(where: { $0.keys[0] == keys[0] }) else {
+                return false
+            }
+            take(keys)
+            return true
+        }
     }
 
     let perConsumer: Int
@@ -132,11 +141,7 @@ final class UploadGate: Sendable {
 
     private func acquire(_ keys: [String], waiting: Bool) async throws {
         let id: UInt64? = state.withLock { state in
-            // Nobody overtakes a waiter for the same slots.
-            if state.fits(keys, perConsumer: perConsumer, perAddress: perAddress), !state.waiting.contains(where: { $0.keys[0] == keys[0] }) {
-                state.take(keys)
-                return nil
-            }
+            if state.admit(keys, perConsumer: perConsumer, perAddress: perAddress) { return nil }
             state.nextId += 1
             return state.nextId
         }
@@ -152,10 +157,7 @@ final class UploadGate: Sendable {
                 let outcome = state.withLock { state -> Outcome in
                     if Task.isCancelled { return .cancelled }
                     // A slot may have freed since the first look.
-                    if state.fits(keys, perConsumer: perConsumer, perAddress: perAddress), !state.waiting.contains(where: { $0.keys[0] == keys[0] }) {
-                        state.take(keys)
-                        return .admitted
-                    }
+                    if state.admit(keys, perConsumer: perConsumer, perAddress: perAddress) { return .admitted }
                     state.waiting.append((id, keys, continuation))
                     return .queued
                 }
