@@ -33,6 +33,23 @@ struct SQLiteWALWritesTests {
         return copy
     }
 
+    /// Opens a `crashImage` of `directory` (SQLite recovers it from its WAL), runs `body` on it, and
+    /// closes and deletes it.
+    static func recovered<T>(from directory: URL, _ body: (SQLiteDatabaseClient) async throws -> T) async throws -> T {
+        let image = try crashImage(of: directory)
+        defer { try? FileManager.default.removeItem(at: image) }
+        let store = try await SQLiteDatabaseClient.open(
+            path: image.appendingPathComponent("store.sqlite").path, checkpoints: .init(interval: nil), logger: Logger(label: "test"))
+        do {
+            let value = try await body(store)
+            await store.close()
+            return value
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
     @Test("a commit's frames reach the WAL file in one write; every commit is in the file, whole, when it returns, and another connection reads it at once")
     func oneWritePerCommit() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-walw-\(UUID().uuidString)")
@@ -52,10 +69,7 @@ struct SQLiteWALWritesTests {
         #expect(made * 3 <= asked, "\(made) writes reached the file for \(asked) asked")
 
         // What is on disk is every commit: a copy of the files now recovers all 200 rows.
-        let image = try Self.crashImage(of: directory)
-        let recovered = try await SQLiteDatabaseClient.open(path: image.appendingPathComponent("store.sqlite").path, logger: Logger(label: "test"))
-        #expect(try await Self.count(recovered) == 200)
-        await recovered.close()
+        #expect(try await Self.recovered(from: directory) { try await Self.count($0) } == 200)
         await client.close()
     }
 
@@ -78,13 +92,12 @@ struct SQLiteWALWritesTests {
             try await db.raw("SELECT hex(body) AS body FROM notes WHERE id = 'one'").first()?.decode(column: "body", as: String.self)
         }
         #expect(read == "0102")
-        let again = try Self.crashImage(of: image)
-        let recovered = try await SQLiteDatabaseClient.open(path: again.appendingPathComponent("store.sqlite").path, logger: Logger(label: "test"))
-        let body = try await recovered.read { db in
-            try await db.raw("SELECT hex(body) AS body FROM notes WHERE id = 'one'").first()?.decode(column: "body", as: String.self)
+        let body = try await Self.recovered(from: image) { recovered in
+            try await recovered.read { db in
+                try await db.raw("SELECT hex(body) AS body FROM notes WHERE id = 'one'").first()?.decode(column: "body", as: String.self)
+            }
         }
         #expect(body == "0102", "the commit's page was not in the WAL file when the commit returned")
-        await recovered.close()
         await reopened.close()
     }
 
@@ -102,12 +115,7 @@ struct SQLiteWALWritesTests {
                 }
             }
             written += rows
-            let image = try Self.crashImage(of: directory)
-            let recovered = try await SQLiteDatabaseClient.open(
-                path: image.appendingPathComponent("store.sqlite").path, checkpoints: .init(interval: nil), logger: Logger(label: "test"))
-            let count = try await Self.count(recovered)
-            await recovered.close()
-            try? FileManager.default.removeItem(at: image)
+            let count = try await Self.recovered(from: directory) { try await Self.count($0) }
             #expect(count == written, "after the commit of \(rows) rows")
             if count != written { break }
         }
@@ -174,12 +182,7 @@ struct SQLiteWALWritesTests {
             }
             let seen = try await total(client)
             #expect(seen.rows == expected.count && seen.bytes == want, "round \(round): read \(seen)")
-            let image = try Self.crashImage(of: directory)
-            let recovered = try await SQLiteDatabaseClient.open(
-                path: image.appendingPathComponent("store.sqlite").path, checkpoints: .init(interval: nil), logger: Logger(label: "test"))
-            let kept = try await total(recovered)
-            await recovered.close()
-            try? FileManager.default.removeItem(at: image)
+            let kept = try await Self.recovered(from: directory) { try await total($0) }
             #expect(kept.rows == expected.count && kept.bytes == want, "round \(round): recovered \(kept)")
             if kept.rows != expected.count || seen.rows != expected.count { break }
         }
@@ -218,21 +221,21 @@ struct SQLiteWALWritesTests {
         #expect(Self.counts().overwrites > before.overwrites, "the transaction rewrote none of its frames")
         let expected = 2_003
         #expect(try await Self.count(client) == expected)
-        let changed = try await client.read { db in
-            try await db.raw("SELECT length(body) AS n FROM notes WHERE id = 'a00007'").first()?.decode(column: "n", as: Int.self)
+        func changedLength(_ store: SQLiteDatabaseClient) async throws -> Int? {
+            try await store.read { db in
+                try await db.raw("SELECT length(body) AS n FROM notes WHERE id = 'a00007'").first()?.decode(column: "n", as: Int.self)
+            }
         }
-        #expect(changed == 2902)
+        #expect(try await changedLength(client) == 2902)
 
-        let image = try Self.crashImage(of: directory)
-        let recovered = try await SQLiteDatabaseClient.open(path: image.appendingPathComponent("store.sqlite").path, logger: Logger(label: "test"))
-        #expect(try await Self.count(recovered) == expected)
-        let check = try await recovered.read { db in try await db.raw("PRAGMA integrity_check").first()?.decode(column: "integrity_check", as: String.self) }
-        #expect(check == "ok")
-        let recoveredChange = try await recovered.read { db in
-            try await db.raw("SELECT length(body) AS n FROM notes WHERE id = 'a00007'").first()?.decode(column: "n", as: Int.self)
+        try await Self.recovered(from: directory) { recovered in
+            #expect(try await Self.count(recovered) == expected)
+            let check = try await recovered.read { db in
+                try await db.raw("PRAGMA integrity_check").first()?.decode(column: "integrity_check", as: String.self)
+            }
+            #expect(check == "ok")
+            #expect(try await changedLength(recovered) == 2902)
         }
-        #expect(recoveredChange == 2902)
-        await recovered.close()
         await client.close()
     }
 }
