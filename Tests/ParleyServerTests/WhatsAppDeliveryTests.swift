@@ -64,13 +64,18 @@ struct WhatsAppDeliveryTests {
             try await Task.sleep(for: .milliseconds(50))
         }
         // What the jobs were doing, so that a job put back for a retry (due on a clock that does not move) shows.
-        var jobs: [String] = []
+        var seen: [String] = []
         for state in ["queued", "running", "failed"] {
-            let listed = try? await server.get("/v1/jobs?state=\(state)", token: token).decode(ListResponse<JobDTO>.self).items
-            jobs += (listed ?? []).map { "\($0.kind) \($0.state) attempts \($0.attempts) \($0.lastError ?? "")" }
+            let listed = try? await Self.jobs(server, token: token, state: state)
+            seen += (listed ?? []).map { "\($0.kind) \($0.state) attempts \($0.attempts) \($0.lastError ?? "")" }
         }
         throw TestFailure(
-            "the messages did not get there within \(seconds) s: \(last.map { "\($0.kind) \($0.text) \(String(describing: $0.channelDelivery))" }); jobs: \(jobs)")
+            "the messages did not get there within \(seconds) s: \(last.map { "\($0.kind) \($0.text) \(String(describing: $0.channelDelivery))" }); jobs: \(seen)")
+    }
+
+    /// The brand's kept jobs in `state` (`GET /v1/jobs`).
+    static func jobs(_ server: TestServer, token: String, state: String) async throws -> [JobDTO] {
+        try await server.get("/v1/jobs?state=\(state)", token: token).decode(ListResponse<JobDTO>.self).items
     }
 
     /// The customer's WhatsApp conversation, opened by their documented text message.
@@ -141,8 +146,7 @@ struct WhatsAppDeliveryTests {
             // main: back in the queue for a retry, its attempt spent).
             let deadline = Date().addingTimeInterval(30)
             func mediaJob(_ state: String) async throws -> JobDTO? {
-                try await server.get("/v1/jobs?state=\(state)", token: acme.adminToken).decode(ListResponse<JobDTO>.self).items
-                    .first { $0.kind == "whatsapp.media" }
+                try await Self.jobs(server, token: acme.adminToken, state: state).first { $0.kind == "whatsapp.media" }
             }
             while try await mediaJob("running") == nil, try await mediaJob("queued").map({ $0.attempts == 0 }) ?? true {
                 guard Date() < deadline else { throw TestFailure("the media job did not start") }
@@ -193,7 +197,7 @@ struct WhatsAppDeliveryTests {
             // Two attempts, each cut at the timeout. (The fake counts the requests that reached it: on a
             // loaded machine the second may be cut before it connects, so the job's count is the proof.)
             #expect((1...2).contains(fake.state.withLock { $0.mediaFetches }))
-            let jobs = try await server.get("/v1/jobs?state=failed", token: acme.adminToken).decode(ListResponse<JobDTO>.self).items
+            let jobs = try await Self.jobs(server, token: acme.adminToken, state: "failed")
             #expect(jobs.first?.kind == "whatsapp.media")
             #expect(jobs.first?.attempts == 2)
         }
@@ -305,7 +309,7 @@ struct WhatsAppDeliveryTests {
             }
             #expect(gaveUp.last?.channelDelivery?.errorCode == "not_sent")
             #expect(gaveUp.last?.channelDelivery?.retryable == true)
-            let jobs = try await server.get("/v1/jobs?state=failed", token: acme.adminToken).decode(ListResponse<JobDTO>.self).items
+            let jobs = try await Self.jobs(server, token: acme.adminToken, state: "failed")
             #expect(jobs.count == 1 && jobs.first?.kind == "channel.send" && jobs.first?.attempts == 3)
             #expect(jobs.first?.lastError?.contains("503") == true)
             let (agentToken, _) = try await acme.agent()
