@@ -141,6 +141,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // The durable-message floor (relay-floor-server): SQLite as Parley opens it.
+                "CParleySQLite", .product(name: "SQLiteKit", package: "sqlite-kit"),
             ],
             path: "bench/Sources/parley-bench",
             swiftSettings: swiftSettings

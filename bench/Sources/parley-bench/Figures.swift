@@ -25,6 +25,7 @@ struct Figures: Codable, Sendable {
         Kind(key: "text.delivery_p99_vs_echo", label: "Text: delivery p99 / echo p99", unit: "×", digits: 1, higherIsBetter: false),
         Kind(key: "text.cpu_us_per_message", label: "Text: server CPU per message at 1,000/s", unit: "µs", digits: 0, higherIsBetter: false),
         Kind(key: "text.cpu_vs_echo", label: "Text: server CPU per message / echo's", unit: "×", digits: 1, higherIsBetter: false),
+        Kind(key: "text.cpu_vs_floor", label: "Text: server CPU per message / the durable floor's", unit: "×", digits: 1, higherIsBetter: false),
         Kind(key: "text.quiet_delivery_p99_ms", label: "Text: delivery p99 at 20/s (quiet)", unit: "ms", digits: 2, higherIsBetter: false),
         Kind(key: "text.quiet_p99_vs_echo", label: "Text: quiet delivery p99 / echo p99 at 20/s", unit: "×", digits: 1, higherIsBetter: false),
         Kind(key: "connections.kb_per_connection_1000", label: "1,000 idle connections: memory each", unit: "KB", digits: 1, higherIsBetter: false),
@@ -46,6 +47,9 @@ struct Figures: Codable, Sendable {
             let cpu = text.fixedCPUMedian.isFinite ? text.fixedCPUMedian : text.fixed.cpuMicrosPerMessage
             values["text.cpu_us_per_message"] = cpu
             values["text.cpu_vs_echo"] = cpu / text.echo.cpuMicrosPerMessage
+            if text.floor != nil {
+                values["text.cpu_vs_floor"] = cpu / text.floorCPUMedian
+            }
             if let quiet = text.quiet {
                 values["text.quiet_delivery_p99_ms"] = quiet.deliveryLatency.p99
                 if let echo = text.quietEcho { values["text.quiet_p99_vs_echo"] = quiet.deliveryLatency.p99 / echo.deliveryLatency.p99 }

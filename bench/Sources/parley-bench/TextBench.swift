@@ -147,6 +147,12 @@ enum TextBench {
         var quietP99Range: (Double, Double) = (.nan, .nan)
         /// The echo at the quiet rate: a server woken from idle for each message.
         var quietEcho: Phase?
+        /// The durable-message floor (`floorPhase`) at the fixed rate, the run with the median delivery p99,
+        /// and its CPU per message over the runs; the echo's CPU median beside it.
+        var floor: Phase?
+        var floorCPURange: (Double, Double) = (.nan, .nan)
+        var floorCPUMedian: Double = .nan
+        var echoCPUMedian: Double = .nan
     }
 
     /// Messages a second in the quiet phase: one every 50 ms, so each commit finds the writer idle and
@@ -191,6 +197,7 @@ enum TextBench {
         var fixedRuns: [Phase] = []
         var saturationRuns: [Phase] = []
         var echoRuns: [Phase] = []
+        var floorRuns: [Phase] = []
         var quietRuns: [Phase] = []
         var quietEchoRuns: [Phase] = []
         for _ in 0..<repeats {
@@ -206,6 +213,7 @@ enum TextBench {
                     "fixed", server: server, agentToken: agentToken, sessions: sessions, seconds: seconds,
                     capacity: rate * Int(seconds.rounded(.up)) + 16, mode: .fixedRate(rate)))
             echoRuns.append(try await echoPhase(binary: echoBinary, rate: rate, seconds: seconds))
+            floorRuns.append(try await floorPhase(binary: echoBinary, consumers: consumers, rate: rate, seconds: seconds))
             saturationRuns.append(
                 try await phase(
                     "saturation", server: server, agentToken: agentToken, sessions: sessions, seconds: saturationSeconds,
@@ -223,7 +231,11 @@ enum TextBench {
             fixedCPUMedian: median(fixedRuns, by: { $0.cpuMicrosPerMessage }).cpuMicrosPerMessage,
             quiet: quietRuns.isEmpty ? nil : median(quietRuns, by: { $0.deliveryLatency.p99 }),
             quietP99Range: range(quietRuns, \.deliveryLatency.p99),
-            quietEcho: quietEchoRuns.isEmpty ? nil : median(quietEchoRuns, by: { $0.deliveryLatency.p99 }))
+            quietEcho: quietEchoRuns.isEmpty ? nil : median(quietEchoRuns, by: { $0.deliveryLatency.p99 }),
+            floor: median(floorRuns, by: { $0.deliveryLatency.p99 }),
+            floorCPURange: range(floorRuns, \.cpuMicrosPerMessage),
+            floorCPUMedian: median(floorRuns, by: { $0.cpuMicrosPerMessage }).cpuMicrosPerMessage,
+            echoCPUMedian: median(echoRuns, by: { $0.cpuMicrosPerMessage }).cpuMicrosPerMessage)
     }
 
     /// The run whose `key` is the median of `runs` (the noisy machine's runs are summarized by it).
@@ -360,6 +372,58 @@ enum TextBench {
             name: name, seconds: isFixed ? seconds : elapsed, sent: sentTotal, acked: isFixed ? ack.count : ackedInWindow,
             delivered: delivery.count, ackLatency: Distribution(ack), deliveryLatency: Distribution(delivery), serverCPUSeconds: cpu,
             generatorCPUSeconds: own, database: databaseUse)
+    }
+
+    /// The other baseline: the durable-message floor (`relay-floor-server`, a fresh process and
+    /// database each time) at the same rate, from as many consumers to one agent, with the same
+    /// frames: what a message costs that is committed to SQLite before its ack, with nothing else.
+    static func floorPhase(binary: URL, consumers: Int, rate: Int, seconds: Double) async throws -> Phase {
+        let child = try await ChildProcess(executable: binary, arguments: ["relay-floor-server", "--database", "floor.sqlite"], readyMarker: "relay floor on port ")
+        do {
+            guard let port = child.word(after: "relay floor on port ").flatMap({ Int($0) }) else { throw BenchError("relay floor port") }
+            let timeline = Timeline(capacity: rate * Int(seconds.rounded(.up)) + 16)
+            let agent = try await BenchSocket.open(url: "ws://127.0.0.1:\(port)/relay?agent") { text in
+                if let index = deliveredIndex(text) { timeline.markDelivered(index) }
+            }
+            let conversations = (0..<consumers).map { "cnv_floor\(String(format: "%015d", $0))" }
+            let sockets = try await concurrently(consumers, width: 16) { position in
+                try await BenchSocket.open(url: "ws://127.0.0.1:\(port)/relay?conversation=\(conversations[position])") { text in
+                    if let index = ackIndex(text) { timeline.markAcked(index) }
+                }
+            }
+            let cpuBefore = child.cpuSeconds
+            let ownBefore = ProcStats.cpuSeconds(pid: getpid())
+            let perf = PerfRecorder.start("floor", pids: [child.pid], seconds: seconds)
+            let started = monotonicNanos()
+            let sent = try await paced(rate: rate, from: started, until: started + UInt64(seconds * 1e9), timeline: timeline) { index in
+                let position = index % sockets.count
+                sockets[position].send(sendFrame(conversationId: conversations[position], index: index, run: "floor000"))
+            }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while timeline.deliveredCount.load(ordering: .relaxed) < sent || timeline.ackCount.load(ordering: .relaxed) < sent,
+                ContinuousClock.now < deadline
+            {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let cpu = child.cpuSeconds - cpuBefore
+            let own = ProcStats.cpuSeconds(pid: getpid()) - ownBefore
+            let (ack, delivery) = timeline.latencies()
+            // A floor that lost messages would be a cheaper floor: every send must be acked and delivered.
+            guard ack.count == sent, delivery.count == sent else {
+                throw BenchError("the relay floor acked \(ack.count) and delivered \(delivery.count) of \(sent) messages:\n\((try? String(contentsOf: child.logFile, encoding: .utf8)) ?? "")")
+            }
+            timeline.dump(name: "floor")
+            await PerfRecorder.finish(perf, delivered: delivery.count, serverCPUSeconds: cpu)
+            for socket in sockets { await socket.close() }
+            await agent.close()
+            await child.stop()
+            return Phase(
+                name: "floor", seconds: seconds, sent: sent, acked: ack.count, delivered: delivery.count, ackLatency: Distribution(ack),
+                deliveryLatency: Distribution(delivery), serverCPUSeconds: cpu, generatorCPUSeconds: own)
+        } catch {
+            await child.stop()
+            throw error
+        }
     }
 
     /// The baseline: a plain WebSocket echo server (Hummingbird, same machine, separate process) at
