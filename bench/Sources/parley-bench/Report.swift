@@ -268,8 +268,9 @@ struct Report {
                     + "Parley \(Self.f(text.fixedCPUMedian, 0)) µs, the floor \(Self.f(text.floorCPUMedian, 0)) µs "
                     + "(\(Self.f(text.floorCPURange.0, 0))–\(Self.f(text.floorCPURange.1, 0))), the echo \(Self.f(text.echoCPUMedian, 0)) µs: "
                     + "the floor is \(Self.f(text.floorCPUMedian / text.echoCPUMedian, 1))× the echo, Parley \(Self.f(text.fixedCPUMedian / text.floorCPUMedian, 1))× the floor. "
-                    + "Delivery p99: the floor \(Self.f(floor.deliveryLatency.p99, 2)) ms (\(Self.f(floor.deliveryLatency.p99 / text.echo.deliveryLatency.p99, 1))× the echo's), "
-                    + "Parley \(Self.f(text.fixed.deliveryLatency.p99 / floor.deliveryLatency.p99, 1))× the floor's.",
+                    + "It is a floor for CPU, not for latency (its delivery p99, \(Self.f(floor.deliveryLatency.p99, 2)) ms, is in the table): "
+                    + "its WAL checkpoints run where SQLite runs them by default, in the commit that crosses 1,000 pages, on the event loop, "
+                    + "so the messages behind a checkpoint wait for its copying and syncs; Parley checkpoints on a thread of its own.",
                 "",
             ]
         } ?? [])
