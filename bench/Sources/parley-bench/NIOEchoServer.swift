@@ -24,6 +24,13 @@ struct NIOEchoServer: AsyncParsableCommand {
                     try channel.pipeline.syncOperations.addHandler(EchoHandler())
                 }
             })
+        try await Self.serve(upgrader, announcing: "echo server")
+    }
+
+    /// Serves WebSocket upgrades with `upgrader` on 127.0.0.1 on a free port, says the port on
+    /// standard output after `name` ("<name> on port <n>", what the bench waits for), and runs until
+    /// the process is stopped. The relay floor serves the same way.
+    static func serve(_ upgrader: NIOWebSocketServerUpgrader, announcing name: String) async throws {
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 4096)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -34,7 +41,7 @@ struct NIOEchoServer: AsyncParsableCommand {
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        FileHandle.standardOutput.write(Data("echo server on port \(server.localAddress?.port ?? 0)\n".utf8))
+        FileHandle.standardOutput.write(Data("\(name) on port \(server.localAddress?.port ?? 0)\n".utf8))
         try await server.closeFuture.get()
     }
 
@@ -55,15 +62,23 @@ struct NIOEchoServer: AsyncParsableCommand {
             case .text:
                 let reply = WebSocketFrame(fin: true, opcode: .text, data: frame.unmaskedData)
                 context.writeAndFlush(wrapOutboundOut(reply), promise: nil)
-            case .ping:
-                context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
-            case .connectionClose:
-                let close = WebSocketFrame(fin: true, opcode: .connectionClose, data: frame.unmaskedData)
-                let channel = context.channel
-                context.writeAndFlush(wrapOutboundOut(close)).whenComplete { _ in channel.close(promise: nil) }
             default:
-                break
+                NIOEchoServer.answerControlFrame(frame, context: context)
             }
+        }
+    }
+
+    /// A ping gets its pong; a close gets a close, then the channel closes. Other frames: nothing.
+    static func answerControlFrame(_ frame: WebSocketFrame, context: ChannelHandlerContext) {
+        switch frame.opcode {
+        case .ping:
+            context.writeAndFlush(NIOAny(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+        case .connectionClose:
+            let close = WebSocketFrame(fin: true, opcode: .connectionClose, data: frame.unmaskedData)
+            let channel = context.channel
+            context.writeAndFlush(NIOAny(close)).whenComplete { _ in channel.close(promise: nil) }
+        default:
+            break
         }
     }
 }

@@ -52,19 +52,7 @@ struct RelayFloorServer: AsyncParsableCommand {
                     }
                 }
             })
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.backlog, value: 4096)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                        withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
-                }
-            }
-            .bind(host: "127.0.0.1", port: 0).get()
-        FileHandle.standardOutput.write(Data("relay floor on port \(server.localAddress?.port ?? 0)\n".utf8))
-        try await server.closeFuture.get()
+        try await NIOEchoServer.serve(upgrader, announcing: "relay floor")
     }
 
     struct FloorError: Error, CustomStringConvertible {
@@ -116,14 +104,8 @@ struct RelayFloorServer: AsyncParsableCommand {
                     let buffer = agent.allocator.buffer(string: copy)
                     agent.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
                 }
-            case .ping:
-                context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
-            case .connectionClose:
-                let close = WebSocketFrame(fin: true, opcode: .connectionClose, data: frame.unmaskedData)
-                let channel = context.channel
-                context.writeAndFlush(wrapOutboundOut(close)).whenComplete { _ in channel.close(promise: nil) }
             default:
-                break
+                NIOEchoServer.answerControlFrame(frame, context: context)
             }
         }
 
