@@ -45,7 +45,9 @@ struct RelayFloorServer: AsyncParsableCommand {
                         try channel.pipeline.syncOperations.addHandler(RelayHandler(store: store, agents: agents, conversation: nil))
                     } else {
                         let conversation = query.hasPrefix("conversation=") ? String(query.dropFirst("conversation=".count)) : ""
-                        guard !conversation.isEmpty, conversation.utf8.allSatisfy({ $0 > 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
+                        // Letters, digits and `_` only: the id goes into SQL text and JSON as it is.
+                        guard !conversation.isEmpty, conversation.utf8.count <= 64,
+                            conversation.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7a) || $0 == 0x5f })
                         else { throw FloorError("no conversation") }
                         try store.open(conversation: conversation)
                         try channel.pipeline.syncOperations.addHandler(RelayHandler(store: store, agents: agents, conversation: conversation))
