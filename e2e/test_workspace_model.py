@@ -146,3 +146,47 @@ def test_workspace_model(server, browser, console_errors):
     assert results["browsers"] == ["Chrome on Android", "Safari on iOS"]
     assert results["marked"] == ["parcel", "arrived"]
     assert console_errors.errors == [], console_errors.errors
+
+
+TIMELINE_COPIES = """
+async () => {
+  const { Timeline } = await import("/js/timeline.js");
+  const element = document.createElement("div");
+  document.body.append(element);
+  const timeline = new Timeline(element, { perspective: "agent", api: { get: async () => ({}) } });
+  const note = (state) => ({
+    id: "msg_note", conversationId: "cnv_a", seq: 2, senderKind: "consumer", senderId: "cns_a", clientMessageId: "wamid.1",
+    kind: "voice", text: "[audio message 0:05]", deliveryState: "sent", createdAt: "2026-11-28T02:27:00Z",
+    voice: { durationMs: 5200, state, scan: "skipped", waveform: [1, 2, 3] },
+  });
+  const meta = () => element.querySelector(".row[data-kind=voice] .meta").textContent;
+  // The note's voice_processed event reaches the page first, then the history read a moment before it.
+  timeline.upsert(note("ready"));
+  timeline.upsert(note("processing"));
+  const afterLateCopy = meta();
+  const stateAfterLateCopy = timeline.rows.get("msg_note").message.voice.state;
+  // In order, processing then ready, the note shows as ready.
+  timeline.clear();
+  timeline.upsert(note("processing"));
+  const whileProcessing = meta();
+  timeline.upsert(note("ready"));
+  return { afterLateCopy, stateAfterLateCopy, whileProcessing, afterReady: meta() };
+}
+"""
+
+
+def test_timeline_a_late_copy_does_not_take_a_note_back_to_processing(server, browser, console_errors):
+    # CI, 2026-11-28: test_whatsapp_voice_notes_both_ways saw a customer's note stay "Processing…". The
+    # workspace opens a conversation and reads its history while the note's voice_processed event
+    # can arrive: an HTTP answer read before the renditions were done, landing after the event,
+    # took the note back to processing for good.
+    page = console_errors(browser.new_page())
+    page.route("**/favicon.ico", lambda route: route.fulfill(status=204))
+    page.goto(server.url + "/health")
+    results = page.evaluate(TIMELINE_COPIES)
+    page.close()
+    assert "Processing" in results["whileProcessing"], results
+    assert "Processing" not in results["afterReady"], results
+    assert results["stateAfterLateCopy"] == "ready", results
+    assert "Processing" not in results["afterLateCopy"], results
+    assert console_errors.errors == [], console_errors.errors
