@@ -96,11 +96,16 @@ export class Timeline {
     }
     const existing = this.rows.get(message.id);
     if (existing) {
-      const voiceChanged = message.voice && existing.message.voice?.state !== message.voice.state;
       // A transcript arrives with the note's own event; the player keeps playing through it.
       const known = existing.message.deliveryState;
       const channel = existing.message.channelDelivery;
+      const voice = existing.message.voice;
       existing.message = { ...existing.message, ...message };
+      // A late copy (the history read before the note's renditions were done, answered after its
+      // voice_processed event) never takes a ready note back to processing: it would show
+      // "Processing…" for good, as no event follows.
+      if (voice?.state === "ready" && message.voice?.state === "processing") existing.message.voice = voice;
+      const voiceChanged = existing.message.voice && voice?.state !== existing.message.voice.state;
       // Copies cross (an HTTP answer after the real-time event): the later channel delivery wins.
       if (channel && message.channelDelivery && new Date(channel.updatedAt) > new Date(message.channelDelivery.updatedAt)) {
         existing.message.channelDelivery = channel;
