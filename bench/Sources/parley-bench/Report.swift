@@ -82,7 +82,7 @@ struct Report {
             rows.append((
                 "Text: server CPU per message delivered to one agent ≤ 2× the echo's, same run",
                 "\(Self.f(cpuRatio, 1))× (\(Self.f(text.fixed.cpuMicrosPerMessage, 0)) µs)"
-                    + (text.floor == nil ? "" : "; the durable floor (section 1) is \(Self.f(text.floorCPUMedian / text.echoCPUMedian, 1))× the echo's, Parley \(Self.f(text.fixedCPUMedian / text.floorCPUMedian, 1))× the floor's"),
+                    + (text.floor == nil ? "" : "; the durable floor (section 1) is \(Self.f(text.floorVsEcho, 1))× the echo's, Parley \(Self.f(text.parleyVsFloor, 1))× the floor's"),
                 cpuRatio <= 2
             ))
         }
@@ -267,7 +267,7 @@ struct Report {
                     + "hub or anything else: the least a server can do and still ack after commit. Medians of the CPU per message over the runs: "
                     + "Parley \(Self.f(text.fixedCPUMedian, 0)) µs, the floor \(Self.f(text.floorCPUMedian, 0)) µs "
                     + "(\(Self.f(text.floorCPURange.0, 0))–\(Self.f(text.floorCPURange.1, 0))), the echo \(Self.f(text.echoCPUMedian, 0)) µs: "
-                    + "the floor is \(Self.f(text.floorCPUMedian / text.echoCPUMedian, 1))× the echo, Parley \(Self.f(text.fixedCPUMedian / text.floorCPUMedian, 1))× the floor. "
+                    + "the floor is \(Self.f(text.floorVsEcho, 1))× the echo, Parley \(Self.f(text.parleyVsFloor, 1))× the floor. "
                     + "It is a floor for CPU, not for latency (its delivery p99, \(Self.f(floor.deliveryLatency.p99, 2)) ms, is in the table): "
                     + "its WAL checkpoints run where SQLite runs them by default, in the commit that crosses 1,000 pages, on the event loop, "
                     + "so the messages behind a checkpoint wait for its copying and syncs; Parley checkpoints on a thread of its own.",

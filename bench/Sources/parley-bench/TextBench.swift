@@ -57,6 +57,15 @@ final class Timeline: Sendable {
         deliveredCount.add(1, ordering: .relaxed)
     }
 
+    /// Waits until `sent` messages are acked and delivered, or `limit` has passed (what is still in
+    /// flight when a phase's sending stops).
+    func settle(_ sent: Int, within limit: Duration) async throws {
+        let deadline = ContinuousClock.now + limit
+        while deliveredCount.load(ordering: .relaxed) < sent || ackCount.load(ordering: .relaxed) < sent, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     /// `BENCH_DEBUG` set: frames are echoed, and messages answered after more than a second are
     /// listed, on standard error.
     static let debug = ProcessInfo.processInfo.environment["BENCH_DEBUG"] != nil
@@ -153,6 +162,9 @@ enum TextBench {
         var floorCPURange: (Double, Double) = (.nan, .nan)
         var floorCPUMedian: Double = .nan
         var echoCPUMedian: Double = .nan
+        /// The floor's CPU per message against the echo's, and Parley's against the floor's (medians).
+        var floorVsEcho: Double { floorCPUMedian / echoCPUMedian }
+        var parleyVsFloor: Double { fixedCPUMedian / floorCPUMedian }
     }
 
     /// Messages a second in the quiet phase: one every 50 ms, so each commit finds the writer idle and
@@ -351,12 +363,7 @@ enum TextBench {
         let elapsed = Double(monotonicNanos() - started) / 1e9
         // Let what is in flight arrive (bounded), then read the server's CPU.
         let sentTotal = timeline.sentCount.load(ordering: .relaxed)
-        let settleDeadline = ContinuousClock.now + .seconds(15)
-        while timeline.deliveredCount.load(ordering: .relaxed) < sentTotal || timeline.ackCount.load(ordering: .relaxed) < sentTotal,
-            ContinuousClock.now < settleDeadline
-        {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await timeline.settle(sentTotal, within: .seconds(15))
         let cpu = nodes.map(\.cpuSeconds).reduce(0, +) - cpuBefore
         let own = ProcStats.cpuSeconds(pid: getpid()) - ownBefore
         var databaseUse: PostgresProbe.Use?
@@ -399,12 +406,7 @@ enum TextBench {
                 let position = index % sockets.count
                 sockets[position].send(sendFrame(conversationId: conversations[position], index: index, run: "floor000"))
             }
-            let deadline = ContinuousClock.now + .seconds(10)
-            while timeline.deliveredCount.load(ordering: .relaxed) < sent || timeline.ackCount.load(ordering: .relaxed) < sent,
-                ContinuousClock.now < deadline
-            {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            try await timeline.settle(sent, within: .seconds(10))
             let cpu = child.cpuSeconds - cpuBefore
             let own = ProcStats.cpuSeconds(pid: getpid()) - ownBefore
             let (ack, delivery) = timeline.latencies()
@@ -457,10 +459,8 @@ enum TextBench {
             // Same shape and size as a Parley send; the echo comes back as an "ack" with the same id.
             socket.send(sendFrame(conversationId: conversationId, index: index, run: "echo0000").replacingOccurrences(of: #""type":"send""#, with: #""type":"ack""#))
         }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while timeline.deliveredCount.load(ordering: .relaxed) < sent, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        // The echo marks each message acked and delivered at once.
+        try await timeline.settle(sent, within: .seconds(10))
         let cpu = child.cpuSeconds - cpuBefore
         let own = ProcStats.cpuSeconds(pid: getpid()) - ownBefore
         await socket.close()
