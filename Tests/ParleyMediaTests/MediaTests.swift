@@ -1,6 +1,7 @@
 import Foundation
 import ParleyDomain
 import ParleyMedia
+import Synchronization
 import Testing
 
 @Suite("Media building blocks")
@@ -73,6 +74,30 @@ struct MediaTests {
         #expect(fine.stderrTail == "oops\n")
         await #expect(throws: ProcessRunner.LaunchError.self) { try await ProcessRunner(executable: "/nonexistent").run([], timeout: .seconds(1)) }
     }
+    /// CI, 2026-11-28: `parley serve` run by StartupTests ended 21 s after it was asked for, while the
+    /// suite's busy work filled Dispatch's global pool, which the runner waited on to start the child.
+    @Test("a helper starts, and its output is read, while every thread of Dispatch's global pool is busy")
+    func busyGlobalPool() async throws {
+        // More busy blocks than the pool has threads, each spinning until the helper's output arrives
+        // or for 20 s. The pool adds no thread while its threads are runnable, so whatever is queued
+        // behind them waits. The helper's output releases them, not this test: its own task waited too.
+        let released = Atomic<Bool>(false)
+        let outlasted = Atomic<Int>(0)
+        let deadline = ContinuousClock.now + .seconds(20)
+        for _ in 0..<64 {
+            DispatchQueue.global().async {
+                while !released.load(ordering: .acquiring) {
+                    if ContinuousClock.now > deadline { outlasted.add(1, ordering: .relaxed); return }
+                }
+            }
+        }
+        let outcome = try await ProcessRunner(executable: "/bin/sh").run(
+            ["-c", "printf ok; echo oops >&2; exit 3"], timeout: .seconds(30), stdout: { _ in released.store(true, ordering: .releasing) })
+        released.store(true, ordering: .releasing)
+        #expect(outlasted.load(ordering: .relaxed) == 0, "the helper waited for the busy pool (20 s)")
+        #expect(outcome.status == 3 && outcome.stderrTail == "oops\n")
+    }
+
     @Test("a helper under a memory limit fails when it needs more, and runs as usual under it")
     func memoryLimit() async throws {
         // python3 holding 150 MB, under a limit of 100 MB and of 1 GB.
