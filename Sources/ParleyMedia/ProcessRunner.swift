@@ -18,6 +18,9 @@ public struct ProcessRunner: Sendable {
         public var stderrTail: String
         public var timedOut: Bool
         public var crashed: Bool
+        /// The program's life, from its start to its end, measured on the thread that ran it: what
+        /// the program took, without the time the caller's task then waited to run again.
+        public var duration: Duration
 
         public var succeeded: Bool { status == 0 && !timedOut && !crashed }
     }
@@ -90,6 +93,18 @@ public struct ProcessRunner: Sendable {
     /// deadline is kept however busy the machine is.
     private static let killers = DispatchQueue(label: "parley.process-deadlines")
 
+    /// Runs `work` on a thread of its own, which blocks in read(2) and waitpid(2) until the child ends.
+    /// Not Dispatch's global pool: it adds a thread only while fewer of its threads are runnable than
+    /// there are cores, so work that keeps them busy held a child back from even starting (CI, 2026-11-28:
+    /// `parley serve` started 21 s late while the test suite's busy work filled the pool). Callers
+    /// bound how many children run at once (the work slots of voice notes, of uploads' analyses and
+    /// thumbnails, of transcription, and the job runner's), so the threads are bounded too.
+    static func onThreadOfItsOwn(_ name: String, _ work: @escaping @Sendable () -> Void) {
+        let thread = Thread(block: work)
+        thread.name = name
+        thread.start()
+    }
+
     public func run(_ arguments: [String], timeout: Duration) async throws -> Outcome {
         try await run(arguments, timeout: timeout, stdout: nil)
     }
@@ -98,7 +113,7 @@ public struct ProcessRunner: Sendable {
     /// (and not kept), so that a large output never sits in memory whole.
     public func run(_ arguments: [String], timeout: Duration, stdout consume: (@Sendable (Data) -> Void)?) async throws -> Outcome {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
+            Self.onThreadOfItsOwn("parley.process") {
                 continuation.resume(with: Result { try self.runBlocking(arguments, timeout: timeout, stdout: consume) })
             }
         }
@@ -110,6 +125,7 @@ public struct ProcessRunner: Sendable {
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         let line = try command(arguments)
         let child = try Self.spawn(line.executable, line.arguments)
+        let started = ContinuousClock.now
         let timedOut = Flag()
         let pid = child.pid
         let killer = DispatchWorkItem {
@@ -121,7 +137,7 @@ public struct ProcessRunner: Sendable {
         let errorOutput = DataBox()
         let readers = DispatchGroup()
         readers.enter()
-        DispatchQueue.global().async {
+        Self.onThreadOfItsOwn("parley.process-stderr") {
             var tail = Data()
             while let chunk = PipeReading.read(child.stderr, upTo: 16 * 1024) {
                 tail.append(chunk)
@@ -137,6 +153,7 @@ public struct ProcessRunner: Sendable {
         readers.wait()
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        let duration = ContinuousClock.now - started
         killer.cancel()
         close(child.stdout)
         close(child.stderr)
@@ -145,7 +162,7 @@ public struct ProcessRunner: Sendable {
         let tail = String(decoding: errorOutput.get().suffix(2000), as: UTF8.self)
         return Outcome(
             status: signal == 0 ? (status >> 8) & 0xff : 128 + signal, stdout: output, stderrTail: tail,
-            timedOut: timedOut.isSet, crashed: signal != 0 && !timedOut.isSet)
+            timedOut: timedOut.isSet, crashed: signal != 0 && !timedOut.isSet, duration: duration)
     }
 
     struct Spawned {
