@@ -47,8 +47,10 @@ def open_widget(browser, server, console_errors, **context):
 def start_conversation(consumer, text):
     consumer.fill("#message", text)
     consumer.keyboard.press("Enter")
-    # Acknowledged, so committed: a pending row shows the text before the server has it.
-    expect(consumer.locator(".row.out:not(.pending) .bubble").last).to_have_text(text)
+    # Acknowledged, so committed: a pending row shows the text before the server has it. A server
+    # round trip, so 10 s like the file's other ones: Playwright's 5 s default ran out once in a
+    # slow CI hour (2026-11-28, the accessibility test at 1280), the message sent just after.
+    expect(consumer.locator(".row.out:not(.pending) .bubble").last).to_have_text(text, timeout=10000)
 
 
 def open_conversation(agent, text):
