@@ -55,7 +55,7 @@ swift test --skip-build
 TEST_OBJECT_STORE_FAULTS=1 timeout 300 swift test --skip-build --filter ObjectStoreFaultTests
 # Children's output read while every thread is signalled: alone too (the signals would reach other tests).
 TEST_PROCESS_SIGNALS=1 timeout 120 swift test --skip-build --filter ProcessSignalTests
-# A child started while every thread of Dispatch's global pool is busy: alone (it fills that pool).
+# A child's duration while every thread of Dispatch's global pool is busy: alone (it fills that pool).
 TEST_BUSY_POOL=1 timeout 120 swift test --skip-build --filter busyGlobalPool
 # The server suite once more with every test server on a PostgreSQL database of its own (the run
 # above used SQLite files): the same HTTP, WebSocket, voice and call behaviour on both stores. At

@@ -18,8 +18,9 @@ public struct ProcessRunner: Sendable {
         public var stderrTail: String
         public var timedOut: Bool
         public var crashed: Bool
-        /// The program's life, from its start to its end, measured on the thread that ran it: what
-        /// the program took, without the time the caller's task then waited to run again.
+        /// The program's life, from its start to its end: what the program took, without the time
+        /// the run waited for a thread of Dispatch's global pool before it, nor the time the caller's
+        /// task waited to run again after it (the global pool is what a busy test suite fills).
         public var duration: Duration
 
         public var succeeded: Bool { status == 0 && !timedOut && !crashed }
@@ -93,18 +94,6 @@ public struct ProcessRunner: Sendable {
     /// deadline is kept however busy the machine is.
     private static let killers = DispatchQueue(label: "parley.process-deadlines")
 
-    /// Runs `work` on a thread of its own, which blocks in read(2) and waitpid(2) until the child ends.
-    /// Not Dispatch's global pool: it adds a thread only while fewer of its threads are runnable than
-    /// there are cores, so work that keeps them busy held a child back from even starting (CI, 2026-11-28:
-    /// `parley serve` started 21 s late while the test suite's busy work filled the pool). Callers
-    /// bound how many children run at once (the work slots of voice notes, of uploads' analyses and
-    /// thumbnails, of transcription, and the job runner's), so the threads are bounded too.
-    static func onThreadOfItsOwn(_ name: String, _ work: @escaping @Sendable () -> Void) {
-        let thread = Thread(block: work)
-        thread.name = name
-        thread.start()
-    }
-
     public func run(_ arguments: [String], timeout: Duration) async throws -> Outcome {
         try await run(arguments, timeout: timeout, stdout: nil)
     }
@@ -113,7 +102,7 @@ public struct ProcessRunner: Sendable {
     /// (and not kept), so that a large output never sits in memory whole.
     public func run(_ arguments: [String], timeout: Duration, stdout consume: (@Sendable (Data) -> Void)?) async throws -> Outcome {
         try await withCheckedThrowingContinuation { continuation in
-            Self.onThreadOfItsOwn("parley.process") {
+            DispatchQueue.global().async {
                 continuation.resume(with: Result { try self.runBlocking(arguments, timeout: timeout, stdout: consume) })
             }
         }
@@ -137,7 +126,7 @@ public struct ProcessRunner: Sendable {
         let errorOutput = DataBox()
         let readers = DispatchGroup()
         readers.enter()
-        Self.onThreadOfItsOwn("parley.process-stderr") {
+        DispatchQueue.global().async {
             var tail = Data()
             while let chunk = PipeReading.read(child.stderr, upTo: 16 * 1024) {
                 tail.append(chunk)
@@ -150,10 +139,11 @@ public struct ProcessRunner: Sendable {
         while let chunk = PipeReading.read(child.stdout, upTo: 64 * 1024) {
             if let consume { consume(chunk) } else { output.append(chunk) }
         }
-        readers.wait()
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
         let duration = ContinuousClock.now - started
+        // What is left in the stderr pipe is read after the exit (its reader may still be queued).
+        readers.wait()
         killer.cancel()
         close(child.stdout)
         close(child.stderr)
