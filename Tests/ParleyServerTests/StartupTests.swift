@@ -30,11 +30,12 @@ struct StartupTests {
         let outcome = try await ProcessRunner(executable: binary).run(
             ["serve", "--host", "127.0.0.1", "--data-dir", directory.appendingPathComponent("data").path, "--seed-demo", "false"] + arguments,
             timeout: .seconds(30))
-        return (outcome.status, String(decoding: outcome.stdout, as: UTF8.self) + outcome.stderrTail, Self.seconds(outcome.duration))
+        return result(outcome)
     }
 
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    /// A run's exit status, its output (standard output, then the end of standard error) and its life in seconds.
+    static func result(_ outcome: ProcessRunner.Outcome) -> (status: Int32, output: String, seconds: Double) {
+        (outcome.status, String(decoding: outcome.stdout, as: UTF8.self) + outcome.stderrTail, outcome.duration.seconds)
     }
 
     /// The line that says why, and nothing that looks like a raw errno or a stack; the process ends
@@ -91,8 +92,7 @@ struct StartupTests {
         try Data("x".utf8).write(to: file)
         let underFile = try await ProcessRunner(executable: Self.binary).run(
             ["serve", "--port", "0", "--data-dir", file.appendingPathComponent("data").path], timeout: .seconds(30))
-        Self.expectOneLine(
-            (underFile.status, String(decoding: underFile.stdout, as: UTF8.self) + underFile.stderrTail, Self.seconds(underFile.duration)), contains: "cannot be created: \(file.path) is a file, not a directory")
+        Self.expectOneLine(Self.result(underFile), contains: "cannot be created: \(file.path) is a file, not a directory")
         // PostgreSQL: nothing listening; a listener that never answers.
         let refused = try await Self.serve(["--port", "0", "--database-url", "postgres://parley@127.0.0.1:\(try Self.freePort())/parley"], in: directory)
         Self.expectOneLine(refused, contains: "cannot connect to PostgreSQL at postgres://parley@127.0.0.1:")
