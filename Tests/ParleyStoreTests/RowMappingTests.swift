@@ -73,6 +73,61 @@ struct RowMappingTests {
         }
     }
 
+    @Test("a row that starts with the mapped columns reads by position on SQLite, any other by name; both read the same", arguments: Backend.available)
+    func positionalAndByName(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let fixture = try await Fixture.make(in: store)
+            let conversation = Self.full(fixture)
+            var draft = fixture.message(in: conversation, seq: 7, from: .agent)
+            draft.senderName = "Sam"
+            draft.createdAt = Date(timeIntervalSince1970: 1_790_000_001.456)
+            let message = draft
+            try await store.write { repo in
+                try await repo.insertConversation(conversation)
+                try await repo.insertMessage(message, brandId: fixture.brand.id)
+            }
+            let reversed = ConversationRow.columns.reversed().joined(separator: ", ")
+            let messageColumns = MessageRow.columns.joined(separator: ", ")
+            let (inOrder, outOfOrder, messageRow) = try await store.database.read { db in
+                (
+                    try #require(try await db.raw("SELECT \(unsafeRaw: ConversationRow.selectList), 1 AS extra FROM conversations WHERE id = \(bind: conversation.id)").first()),
+                    try #require(try await db.raw("SELECT \(unsafeRaw: reversed) FROM conversations WHERE id = \(bind: conversation.id)").first()),
+                    try #require(try await db.raw("SELECT \(unsafeRaw: messageColumns) FROM messages WHERE id = \(bind: message.id)").first())
+                )
+            }
+            #expect(ColumnCursor(inOrder, columns: ConversationRow.columns).isPositional == (backend == .sqlite))
+            #expect(ColumnCursor(messageRow, columns: MessageRow.columns).isPositional == (backend == .sqlite))
+            #expect(!ColumnCursor(outOfOrder, columns: ConversationRow.columns).isPositional)
+            #expect(try inOrder.decode(ConversationRow.self).dto == conversation)
+            #expect(try outOfOrder.decode(ConversationRow.self).dto == conversation)
+            #expect(try messageRow.decode(MessageRow.self).dto(voice: nil) == message)
+            // The send path's read: the conversation, then the brand's card masking after its columns.
+            let read = try await store.write { repo in try await repo.conversationAndCardMasking(brandId: fixture.brand.id, id: conversation.id, lock: true) }
+            #expect(read?.0 == conversation)
+            #expect(read?.1 == BrandSettingsDTO().cardMasking)
+        }
+    }
+
+    @Test("a stored value the mapping does not know is a corrupt row, read by position or by name", arguments: Backend.available)
+    func unknownValueIsCorrupt(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let fixture = try await Fixture.make(in: store)
+            let conversation = fixture.conversation()
+            try await store.write { repo in try await repo.insertConversation(conversation) }
+            try await store.database.write { db in try await db.raw("UPDATE conversations SET state = 'misplaced' WHERE id = \(bind: conversation.id)").run() }
+            for lock in [true, false] {
+                let error = await #expect(throws: StoreError.self) {
+                    try await store.write { repo in try await repo.conversationAndCardMasking(brandId: fixture.brand.id, id: conversation.id, lock: lock) }
+                }
+                #expect(error?.description.contains("column state holds 'misplaced'") == true)
+            }
+            let error = await #expect(throws: StoreError.self) {
+                try await store.read { repo in try await repo.conversation(brandId: fixture.brand.id, id: conversation.id, lock: false) }
+            }
+            #expect(error?.description.contains("column state holds 'misplaced'") == true)
+        }
+    }
+
     @Test("an update writes every changed column and leaves the others", arguments: Backend.available)
     func updateWritesChanges(backend: Backend) async throws {
         try await backend.withStore { store in

@@ -76,9 +76,11 @@ extension SQLRepository: ConversationStore {
                 [.text(id.rawValue), .text(brandId.rawValue)])
         ).first()
         guard let row else { return nil }
+        var columns = ColumnCursor(row, columns: Self.conversationAndCardMaskingColumns)
+        let conversation = try ConversationRow.decode(&columns)
         // A brand that never saved its settings has the defaults (as `brandSettings` answers).
-        let masking = try row.optionalValue("brand_card_masking", as: CardMasking.self) ?? BrandSettingsDTO().cardMasking
-        return (try row.decode(ConversationRow.self).dto, masking)
+        let masking = try columns.optionalValue(as: CardMasking.self) ?? BrandSettingsDTO().cardMasking
+        return (conversation.dto, masking)
     }
 
     public func latestConversation(consumerId: ConsumerID, appId: AppID, channel: Channel, lock: Bool) async throws -> ConversationDTO? {
@@ -154,6 +156,7 @@ extension SQLRepository: ConversationStore {
         FROM conversations WHERE id = ? AND brand_id = ?
         """
     static let conversationAndCardMaskingLocked = conversationAndCardMaskingText + " FOR UPDATE"
+    static let conversationAndCardMaskingColumns = ConversationRow.columns + ["brand_card_masking"]
 
     public func appendMessage(_ message: MessageDTO, to conversation: ConversationDTO, from previous: ConversationDTO) async throws -> Bool {
         guard let update = Self.conversationUpdate(conversation, from: previous, and: " AND last_seq = ? RETURNING id", [.integer(previous.lastSeq)])
@@ -432,16 +435,16 @@ struct ConversationRow: MappedRow {
         ]
     }
 
-    init(mapping row: any SQLRow) throws {
-        (id, brandId, appId, consumerId) = (try row.value("id"), try row.value("brand_id"), try row.value("app_id"), try row.value("consumer_id"))
-        (channel, state, assigneeId) = (try row.value("channel"), try row.value("state"), try row.optionalValue("assignee_id"))
-        (lastSeq, lastMessagePreview, lastMessageKind) = (try row.int64("last_seq"), try row.optionalText("last_message_preview"), try row.optionalValue("last_message_kind"))
-        (lastMessageAt, createdAt, updatedAt) = (try row.optionalInt64("last_message_at"), try row.int64("created_at"), try row.int64("updated_at"))
-        (lastConsumerMessageAt, replyWindowEndsAt) = (try row.optionalInt64("last_consumer_message_at"), try row.optionalInt64("reply_window_ends_at"))
-        (previousConversationId, survey) = (try row.optionalValue("previous_conversation_id"), try row.optionalValue("survey"))
-        (ratingScore, ratingComment, ratingAgentId) = (try row.optionalInt("rating_score"), try row.optionalText("rating_comment"), try row.optionalValue("rating_agent_id"))
-        (ratedAt, closeWarnedAt) = (try row.optionalInt64("rated_at"), try row.optionalInt64("close_warned_at"))
-        (firstReplyAt, firstReplyBy) = (try row.optionalInt64("first_reply_at"), try row.optionalValue("first_reply_by"))
+    init(reading row: inout ColumnCursor) throws {
+        (id, brandId, appId, consumerId) = (try row.value(), try row.value(), try row.value(), try row.value())
+        (channel, state, assigneeId) = (try row.value(), try row.value(), try row.optionalValue())
+        (lastSeq, lastMessagePreview, lastMessageKind) = (try row.int64(), try row.optionalText(), try row.optionalValue())
+        (lastMessageAt, createdAt, updatedAt) = (try row.optionalInt64(), try row.int64(), try row.int64())
+        (lastConsumerMessageAt, replyWindowEndsAt) = (try row.optionalInt64(), try row.optionalInt64())
+        (previousConversationId, survey) = (try row.optionalValue(), try row.optionalValue())
+        (ratingScore, ratingComment, ratingAgentId) = (try row.optionalInt(), try row.optionalText(), try row.optionalValue())
+        (ratedAt, closeWarnedAt) = (try row.optionalInt64(), try row.optionalInt64())
+        (firstReplyAt, firstReplyBy) = (try row.optionalInt64(), try row.optionalValue())
     }
 
     var dto: ConversationDTO {
@@ -499,11 +502,11 @@ struct MessageRow: MappedRow {
         ]
     }
 
-    init(mapping row: any SQLRow) throws {
-        (id, brandId, conversationId, seq) = (try row.value("id"), try row.value("brand_id"), try row.value("conversation_id"), try row.int64("seq"))
-        (senderKind, senderId, clientMessageId) = (try row.value("sender_kind"), try row.text("sender_id"), try row.text("client_message_id"))
-        (kind, body, deliveryState) = (try row.value("kind"), try row.text("body"), Int(try row.int64("delivery_state")))
-        (deliveredAt, readAt, createdAt, senderName) = (try row.optionalInt64("delivered_at"), try row.optionalInt64("read_at"), try row.int64("created_at"), try row.optionalText("sender_name"))
+    init(reading row: inout ColumnCursor) throws {
+        (id, brandId, conversationId, seq) = (try row.value(), try row.value(), try row.value(), try row.int64())
+        (senderKind, senderId, clientMessageId) = (try row.value(), try row.text(), try row.text())
+        (kind, body, deliveryState) = (try row.value(), try row.text(), Int(try row.int64()))
+        (deliveredAt, readAt, createdAt, senderName) = (try row.optionalInt64(), try row.optionalInt64(), try row.int64(), try row.optionalText())
     }
 
     func dto(voice: VoiceDTO?) throws -> MessageDTO {

@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import SQLiteKit
 
 /// One table's row as a value: its stored properties are the table's columns, written once
 /// (camelCase here, snake_case in SQL). Inserts and updates encode it with SQLKit's `SQLQueryEncoder`,
@@ -107,6 +108,12 @@ enum RowStatements {
 }
 
 extension SQLRow {
+    /// A mapped row, without the casts the generic `decode` below needs to find out that it is one.
+    func decode<Row: MappedRow>(_: Row.Type) throws -> Row {
+        var columns = ColumnCursor(self, columns: Row.columns)
+        return try Row.decode(&columns)
+    }
+
     func decode<Row: TableRow>(_: Row.Type) throws -> Row {
         do {
             if let mapped = Row.self as? any MappedRow.Type, let row = try mapped.init(mapping: self) as? Row { return row }
@@ -118,6 +125,14 @@ extension SQLRow {
 }
 
 extension SQLQueryFetcher {
+    func first<Row: MappedRow>(_: Row.Type) async throws -> Row? {
+        try await first().map { try $0.decode(Row.self) }
+    }
+
+    func all<Row: MappedRow>(_: Row.Type) async throws -> [Row] {
+        try await all().map { try $0.decode(Row.self) }
+    }
+
     func first<Row: TableRow>(_: Row.Type) async throws -> Row? {
         try await first().map { try $0.decode(Row.self) }
     }
@@ -160,7 +175,25 @@ protocol MappedRow: TableRow {
     /// The columns, in the order of `values`.
     static var columns: [String] { get }
     var values: [ColumnValue] { get }
-    init(mapping row: any SQLRow) throws
+    /// Reads `Self.columns` from `columns`, in that order.
+    init(reading columns: inout ColumnCursor) throws
+}
+
+extension MappedRow {
+    /// The row's columns from `row` (by position when it starts with them; `ColumnCursor`).
+    init(mapping row: any SQLRow) throws {
+        var columns = ColumnCursor(row, columns: Self.columns)
+        try self.init(reading: &columns)
+    }
+
+    /// The row read from `columns`; a row that does not decode is `StoreError.corrupt`.
+    static func decode(_ columns: inout ColumnCursor) throws -> Self {
+        do {
+            return try Self(reading: &columns)
+        } catch {
+            throw StoreError.corrupt("a row of \(table) that does not decode: \(error)")
+        }
+    }
 }
 
 extension SQLDatabase {
@@ -173,7 +206,94 @@ extension SQLDatabase {
     }
 }
 
-/// Column reads for `MappedRow.init(mapping:)`.
+/// A mapped row's columns, read one after another in the order of `names`
+/// (`MappedRow.init(reading:)` reads `Self.columns` in order).
+///
+/// A row from the SQLite connections whose first columns are exactly `names`, in that order (a
+/// statement that selects `ConversationRow.selectList`, as the send path's read of the conversation
+/// does), is read by position. By name, every column was a dynamic cast of the row and a dictionary
+/// lookup: reading the conversation took 2.2% of the server's CPU at 1,000 messages/s
+/// (bench/profiles/step9, `ConversationRow.init`). Any other row (`SELECT *`, PostgreSQL) is read by
+/// name, and a value of an unexpected type takes the by-name way too, for its conversion or error.
+struct ColumnCursor {
+    private let row: any SQLRow
+    private let names: [String]
+    private let values: [SQLiteData]?
+    private var index = 0
+
+    init(_ row: any SQLRow, columns names: [String]) {
+        self.row = row
+        self.names = names
+        if let direct = row as? DirectSQLiteRow, direct.columns.names.starts(with: names) {
+            values = direct.values
+        } else {
+            values = nil
+        }
+    }
+
+    /// Whether the columns are read by position (for tests).
+    var isPositional: Bool { values != nil }
+
+    /// The next column's name and, read by position, its value.
+    private mutating func next() -> (name: String, value: SQLiteData?) {
+        defer { index += 1 }
+        return (names[index], values?[index])
+    }
+
+    mutating func text() throws -> String {
+        let (name, value) = next()
+        if case .text(let text)? = value { return text }
+        return try row.text(name)
+    }
+
+    mutating func optionalText() throws -> String? {
+        let (name, value) = next()
+        switch value {
+        case .text(let text)?: return text
+        case .null?: return nil
+        default: return try row.optionalText(name)
+        }
+    }
+
+    mutating func int64() throws -> Int64 {
+        let (name, value) = next()
+        if case .integer(let integer)? = value { return Int64(integer) }
+        return try row.int64(name)
+    }
+
+    mutating func optionalInt64() throws -> Int64? {
+        let (name, value) = next()
+        switch value {
+        case .integer(let integer)?: return Int64(integer)
+        case .null?: return nil
+        default: return try row.optionalInt64(name)
+        }
+    }
+
+    mutating func optionalInt() throws -> Int? { try optionalInt64().map { Int($0) } }
+
+    mutating func value<Value: RawRepresentable>(as _: Value.Type = Value.self) throws -> Value where Value.RawValue == String {
+        let (name, value) = next()
+        guard case .text(let raw)? = value else { return try row.value(name) }
+        return try ColumnCursor.parse(raw, column: name)
+    }
+
+    mutating func optionalValue<Value: RawRepresentable>(as _: Value.Type = Value.self) throws -> Value? where Value.RawValue == String {
+        let (name, value) = next()
+        switch value {
+        case .text(let raw)?: return try ColumnCursor.parse(raw, column: name)
+        case .null?: return nil
+        default: return try row.optionalValue(name)
+        }
+    }
+
+    fileprivate static func parse<Value: RawRepresentable>(_ raw: String, column: String) throws -> Value where Value.RawValue == String {
+        guard let value = Value(rawValue: raw) else { throw StoreError.corrupt("column \(column) holds '\(raw)', which \(Value.self) does not know") }
+        return value
+    }
+}
+
+/// Column reads by name: `ColumnCursor`'s way for a row it does not read by position.
 extension SQLRow {
     // A row from the SQLite connections is read directly (`DirectSQLiteRow.directText`); a missing
     // column or NULL then takes the decoder's way, for its error.
@@ -193,11 +313,8 @@ extension SQLRow {
         if let row = self as? DirectSQLiteRow, row.contains(column: column) { return try row.directInteger(column) }
         return try decodeNil(column: column) ? nil : int64(column)
     }
-    func optionalInt(_ column: String) throws -> Int? { try optionalInt64(column).map { Int($0) } }
     func value<Value: RawRepresentable>(_ column: String, as _: Value.Type = Value.self) throws -> Value where Value.RawValue == String {
-        let raw = try text(column)
-        guard let value = Value(rawValue: raw) else { throw StoreError.corrupt("column \(column) holds '\(raw)', which \(Value.self) does not know") }
-        return value
+        try ColumnCursor.parse(try text(column), column: column)
     }
     func optionalValue<Value: RawRepresentable>(_ column: String, as _: Value.Type = Value.self) throws -> Value? where Value.RawValue == String {
         try decodeNil(column: column) ? nil : value(column, as: Value.self)
