@@ -9,6 +9,14 @@ public enum StoredTime {
     public static func truncated(_ date: Date) -> Date { Self.date(millis(date)) }
 }
 
+extension Duration {
+    /// The duration in seconds, its fraction included (`components.seconds` alone drops it).
+    public var seconds: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}
+
 /// What time it is, and waiting for a while: injected into every service that keeps time (session
 /// expiry, call ring and connect timers, malware rescans), so that tests move a manual clock
 /// instead of sleeping. Not named `Clock`: that is the standard library's protocol for measuring

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyDomain
 import Synchronization
 
 #if canImport(Glibc)
@@ -111,7 +112,6 @@ public struct ProcessRunner: Sendable {
     /// `run`, on the calling thread: it blocks until the program ends or is killed at `timeout`. For
     /// code that is not async (the tests' helpers); the server only calls `run`.
     public func runBlocking(_ arguments: [String], timeout: Duration, stdout consume: (@Sendable (Data) -> Void)? = nil) throws -> Outcome {
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         let line = try command(arguments)
         let child = try Self.spawn(line.executable, line.arguments)
         let started = ContinuousClock.now
@@ -121,7 +121,7 @@ public struct ProcessRunner: Sendable {
             timedOut.set()
             kill(pid, SIGKILL)
         }
-        Self.killers.asyncAfter(deadline: .now() + seconds, execute: killer)
+        Self.killers.asyncAfter(deadline: .now() + timeout.seconds, execute: killer)
         // Read both pipes at once so that neither can fill up and stall the child.
         let errorOutput = DataBox()
         let readers = DispatchGroup()

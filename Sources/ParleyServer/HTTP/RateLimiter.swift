@@ -34,14 +34,12 @@ public final class LocalTokenBuckets: TokenBuckets {
 
     public func take(_ key: String, limit: Int, per period: Duration, now: ContinuousClock.Instant) -> Int? {
         guard limit > 0 else { return nil }
-        let seconds = Double(period.components.seconds) + Double(period.components.attoseconds) / 1e18
-        let rate = Double(limit) / max(seconds, 0.001)
+        let rate = Double(limit) / max(period.seconds, 0.001)
         let capacity = Double(limit)
         return buckets.withLock { buckets -> Int? in
             var bucket = buckets[key] ?? Bucket(tokens: capacity, updated: now)
             let elapsed = now - bucket.updated
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            bucket.tokens = min(capacity, bucket.tokens + seconds * rate)
+            bucket.tokens = min(capacity, bucket.tokens + elapsed.seconds * rate)
             bucket.updated = now
             if bucket.tokens >= 1 {
                 bucket.tokens -= 1

@@ -25,8 +25,7 @@ public final class SharedTokenBuckets: TokenBuckets, Service {
 
     public func take(_ key: String, limit: Int, per period: Duration) async throws -> Int? {
         guard limit > 0 else { return nil }
-        let seconds = Double(period.components.seconds) + Double(period.components.attoseconds) / 1e18
-        let perMillisecond = Double(limit) / max(seconds * 1000, 1)
+        let perMillisecond = Double(limit) / max(period.seconds * 1000, 1)
         let now = StoredTime.millis(clock.now())
         let capacity = Double(limit)
         do {

@@ -30,8 +30,7 @@ struct FrameLimiter {
 
     mutating func take(now: ContinuousClock.Instant = .now) -> Decision {
         let elapsed = now - updated
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        tokens = min(burst, tokens + seconds * perSecond)
+        tokens = min(burst, tokens + elapsed.seconds * perSecond)
         updated = now
         if tokens >= 1 {
             tokens -= 1

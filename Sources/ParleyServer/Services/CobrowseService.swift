@@ -513,8 +513,7 @@ struct PageBudget: Sendable {
         case .changes:
             if awaitingSnapshot { return .drop }
             let elapsed = now - updated
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            tokens = min(perSecond, tokens + seconds * perSecond)
+            tokens = min(perSecond, tokens + elapsed.seconds * perSecond)
             updated = now
             guard Double(bytes) <= tokens else {
                 awaitingSnapshot = true

@@ -348,10 +348,3 @@ final class RunningJobs: Sendable {
         }
     }
 }
-
-extension Duration {
-    var seconds: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-    }
-}

@@ -32,7 +32,7 @@ final class ManualClock: WallClock {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let resumeNow = state.withLock { state -> Bool in
-                    let deadline = state.now.addingTimeInterval(Self.seconds(duration))
+                    let deadline = state.now.addingTimeInterval(duration.seconds)
                     if deadline <= state.now || Task.isCancelled { return true }
                     state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
                     return false
@@ -51,7 +51,7 @@ final class ManualClock: WallClock {
     /// Moves time forward and wakes every sleeper whose deadline has come.
     func advance(by duration: Duration) {
         let due = state.withLock { state -> [Sleeper] in
-            state.now = state.now.addingTimeInterval(Self.seconds(duration))
+            state.now = state.now.addingTimeInterval(duration.seconds)
             let now = state.now
             let due = state.sleepers.filter { $0.value.deadline <= now }
             for key in due.keys { state.sleepers.removeValue(forKey: key) }
@@ -69,10 +69,5 @@ final class ManualClock: WallClock {
             try await Task.sleep(for: .milliseconds(5))
         }
         advance(by: duration)
-    }
-
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }
