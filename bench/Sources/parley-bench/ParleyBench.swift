@@ -182,7 +182,8 @@ struct Quick: AsyncParsableCommand {
         var lines = [
             "# Quick bench: the hot path against the committed figures", "",
             "Commit \(Report.git(["rev-parse", "--short", "HEAD"])), build \(build), \(Report.f(ContinuousClock.now.milliseconds(since: started) / 1000, 0)) s. "
-                + "Saturation \(Report.f(text.throughputRange.0, 0))–\(Report.f(text.throughputRange.1, 0))/s over 3 runs; server CPU per message at 1,000/s \(Report.f(text.fixedCPURange.0, 0))–\(Report.f(text.fixedCPURange.1, 0)) µs; load generator \(Report.f(text.saturation.generatorCPUSeconds / text.saturation.seconds * 100, 0))% of one core at saturation.",
+                + "Saturation \(Report.f(text.throughputRange.0, 0))–\(Report.f(text.throughputRange.1, 0))/s over 3 runs; server CPU per message at 1,000/s \(Report.f(text.fixedCPURange.0, 0))–\(Report.f(text.fixedCPURange.1, 0)) µs; load generator \(Report.f(text.saturation.generatorCPUSeconds / text.saturation.seconds * 100, 0))% of one core at saturation; "
+                + "the host took \(Report.f(text.fixed.stolenShare * 100, 0))% of this machine's CPU time during the 1,000/s run (steal: a busy host slows every figure, the echo's too).",
             "",
         ]
         lines += Figures.comparison(now: now, committed: Figures.committed(path: committed))

@@ -229,7 +229,8 @@ struct Report {
             "| \(label) | \(phase.acked) | \(Self.f(phase.messagesPerSecond, 0)) | "
                 + "\(Self.f(phase.ackLatency.p50, 2)) / \(Self.f(phase.ackLatency.p99, 2)) / \(Self.f(phase.ackLatency.max, 2)) | "
                 + "\(Self.f(phase.deliveryLatency.p50, 2)) / \(Self.f(phase.deliveryLatency.p99, 2)) / \(Self.f(phase.deliveryLatency.max, 2)) | "
-                + "\(Self.f(phase.cpuMicrosPerMessage, 1)) | \(Self.f(phase.generatorCPUSeconds / phase.seconds * 100, 0))% |"
+                + "\(Self.f(phase.cpuMicrosPerMessage, 1)) | \(Self.f(phase.generatorCPUSeconds / phase.seconds * 100, 0))% | "
+                + (phase.stolenShare.isNaN ? "n/a |" : "\(Self.f(phase.stolenShare * 100, 0))% |")
         }
         let rate = Int((Double(text.fixed.sent) / text.fixed.seconds).rounded())
         return [
@@ -237,9 +238,10 @@ struct Report {
             "\(text.consumers) consumers, each on its own WebSocket with its own open conversation, send `send` frames; one agent",
             "is connected. *Ack* is send to the consumer's `ack` (sent after the commit); *delivery* is send to the agent receiving the",
             "`message` frame. CPU is the server process's user+system time (`/proc/<pid>/stat`) over the run, divided by messages",
-            "delivered.", "",
-            "| Run | Messages | Per second | Ack p50 / p99 / max (ms) | Delivery p50 / p99 / max (ms) | Server CPU per message (µs) | Load generator CPU (of one core) |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "delivered. *Stolen* is the share of the machine's CPU time in the run that the hypervisor gave to other machines",
+            "(`/proc/stat`'s steal): on a shared host, the runs of a busy minute are slower for every server, the echo's too.", "",
+            "| Run | Messages | Per second | Ack p50 / p99 / max (ms) | Delivery p50 / p99 / max (ms) | Server CPU per message (µs) | Load generator CPU (of one core) | Stolen |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
             row("Fixed rate, \(rate)/s for \(Self.f(text.fixed.seconds, 0)) s", text.fixed),
             row("Saturation, \(text.window) in flight per consumer, \(Self.f(text.saturation.seconds, 0)) s", text.saturation),
             row("Baseline: plain WebSocket echo, \(rate)/s (echo = ack = delivery)", text.echo),

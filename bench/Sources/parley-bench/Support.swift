@@ -74,6 +74,25 @@ enum ProcStats {
         }
     }
 
+    /// The machine's CPU time so far, in clock ticks over all cores (`/proc/stat`'s first line): all
+    /// of it, and what the hypervisor gave to other machines (steal).
+    static func machineTicks() -> (total: Double, stolen: Double) {
+        guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+            let line = stat.split(separator: "\n").first, line.hasPrefix("cpu ")
+        else { return (.nan, .nan) }
+        // user nice system idle iowait irq softirq steal (guest time is inside user already).
+        let ticks = line.split(separator: " ").dropFirst().prefix(8).compactMap { Double($0) }
+        guard ticks.count == 8 else { return (.nan, .nan) }
+        return (ticks.reduce(0, +), ticks[7])
+    }
+
+    /// The share of the machine's CPU time since `before` that was stolen; NaN without `/proc/stat`.
+    static func stolenShare(since before: (total: Double, stolen: Double)) -> Double {
+        let now = machineTicks()
+        let total = now.total - before.total
+        return total > 0 ? (now.stolen - before.stolen) / total : .nan
+    }
+
     /// Resident set size in bytes.
     static func rssBytes(pid: Int32) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),

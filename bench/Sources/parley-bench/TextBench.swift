@@ -128,6 +128,9 @@ enum TextBench {
         var serverCPUSeconds: Double
         /// This process's CPU over the same span: the load generator competes for the same cores.
         var generatorCPUSeconds: Double = .nan
+        /// The share of the machine's CPU time over the same span that the hypervisor gave to other
+        /// machines (`/proc/stat`'s steal): how busy the host was, which moves every figure.
+        var stolenShare: Double = .nan
         var messagesPerSecond: Double { Double(acked) / seconds }
         var cpuMicrosPerMessage: Double { serverCPUSeconds * 1e6 / Double(max(delivered, 1)) }
         /// PostgreSQL's statements and CPU over the same span (the cluster section).
@@ -338,6 +341,7 @@ enum TextBench {
         let nodes = [server.child] + otherNodes
         let cpuBefore = nodes.map(\.cpuSeconds).reduce(0, +)
         let ownBefore = ProcStats.cpuSeconds(pid: getpid())
+        let ticksBefore = ProcStats.machineTicks()
         let databaseBefore = try await database?.start()
         let perf = PerfRecorder.start(name + (agentPort == nil ? "" : "-across"), pids: nodes.map(\.pid), seconds: seconds)
         let started = monotonicNanos()
@@ -366,6 +370,7 @@ enum TextBench {
         try await timeline.settle(sentTotal, within: .seconds(15))
         let cpu = nodes.map(\.cpuSeconds).reduce(0, +) - cpuBefore
         let own = ProcStats.cpuSeconds(pid: getpid()) - ownBefore
+        let stolen = ProcStats.stolenShare(since: ticksBefore)
         var databaseUse: PostgresProbe.Use?
         if let database { databaseUse = try await database.finish(cpuBefore: databaseBefore ?? .nan) }
         let (ack, delivery) = timeline.latencies()
@@ -378,7 +383,7 @@ enum TextBench {
         return Phase(
             name: name, seconds: isFixed ? seconds : elapsed, sent: sentTotal, acked: isFixed ? ack.count : ackedInWindow,
             delivered: delivery.count, ackLatency: Distribution(ack), deliveryLatency: Distribution(delivery), serverCPUSeconds: cpu,
-            generatorCPUSeconds: own, database: databaseUse)
+            generatorCPUSeconds: own, stolenShare: stolen, database: databaseUse)
     }
 
     /// The other baseline: the durable-message floor (`relay-floor-server`, a fresh process and
@@ -400,6 +405,7 @@ enum TextBench {
             }
             let cpuBefore = child.cpuSeconds
             let ownBefore = ProcStats.cpuSeconds(pid: getpid())
+            let ticksBefore = ProcStats.machineTicks()
             let perf = PerfRecorder.start("floor", pids: [child.pid], seconds: seconds)
             let started = monotonicNanos()
             let sent = try await paced(rate: rate, from: started, until: started + UInt64(seconds * 1e9), timeline: timeline) { index in
@@ -409,6 +415,7 @@ enum TextBench {
             try await timeline.settle(sent, within: .seconds(10))
             let cpu = child.cpuSeconds - cpuBefore
             let own = ProcStats.cpuSeconds(pid: getpid()) - ownBefore
+            let stolen = ProcStats.stolenShare(since: ticksBefore)
             let (ack, delivery) = timeline.latencies()
             // A floor that lost messages would be a cheaper floor: every send must be acked and delivered.
             guard ack.count == sent, delivery.count == sent else {
@@ -421,7 +428,7 @@ enum TextBench {
             await child.stop()
             return Phase(
                 name: "floor", seconds: seconds, sent: sent, acked: ack.count, delivered: delivery.count, ackLatency: Distribution(ack),
-                deliveryLatency: Distribution(delivery), serverCPUSeconds: cpu, generatorCPUSeconds: own)
+                deliveryLatency: Distribution(delivery), serverCPUSeconds: cpu, generatorCPUSeconds: own, stolenShare: stolen)
         } catch {
             await child.stop()
             throw error
@@ -453,6 +460,7 @@ enum TextBench {
         let conversationId = "cnv_" + String(repeating: "x", count: 24)
         let cpuBefore = child.cpuSeconds
         let ownBefore = ProcStats.cpuSeconds(pid: getpid())
+        let ticksBefore = ProcStats.machineTicks()
         let started = monotonicNanos()
         let end = started + UInt64(seconds * 1e9)
         let sent = try await paced(rate: rate, from: started, until: end, timeline: timeline) { index in
@@ -463,12 +471,13 @@ enum TextBench {
         try await timeline.settle(sent, within: .seconds(10))
         let cpu = child.cpuSeconds - cpuBefore
         let own = ProcStats.cpuSeconds(pid: getpid()) - ownBefore
+        let stolen = ProcStats.stolenShare(since: ticksBefore)
         await socket.close()
         await child.stop()
         let (ack, delivery) = timeline.latencies()
         timeline.dump(name: "echo")
         return Phase(
             name: "echo", seconds: seconds, sent: sent, acked: ack.count, delivered: delivery.count, ackLatency: Distribution(ack),
-            deliveryLatency: Distribution(delivery), serverCPUSeconds: cpu, generatorCPUSeconds: own)
+            deliveryLatency: Distribution(delivery), serverCPUSeconds: cpu, generatorCPUSeconds: own, stolenShare: stolen)
     }
 }
