@@ -32,6 +32,21 @@ struct RowMappingTests {
         return conversation
     }
 
+    /// `full`'s conversation and a message in it with every column set, stored.
+    static func stored(in store: Store) async throws -> (Fixture, ConversationDTO, MessageDTO) {
+        let fixture = try await Fixture.make(in: store)
+        let conversation = Self.full(fixture)
+        var draft = fixture.message(in: conversation, seq: 7, from: .agent)
+        draft.senderName = "Sam"
+        draft.createdAt = Date(timeIntervalSince1970: 1_790_000_001.456)
+        let message = draft
+        try await store.write { repo in
+            try await repo.insertConversation(conversation)
+            try await repo.insertMessage(message, brandId: fixture.brand.id)
+        }
+        return (fixture, conversation, message)
+    }
+
     @Test("the hand mappings name the same columns as the Codable rows, in order")
     func sameColumns() async throws {
         let fixture = Fixture(
@@ -49,16 +64,7 @@ struct RowMappingTests {
     @Test("rows written by hand read back the same by hand and by Codable", arguments: Backend.available)
     func roundTrip(backend: Backend) async throws {
         try await backend.withStore { store in
-            let fixture = try await Fixture.make(in: store)
-            let conversation = Self.full(fixture)
-            var draft = fixture.message(in: conversation, seq: 7, from: .agent)
-            draft.senderName = "Sam"
-            draft.createdAt = Date(timeIntervalSince1970: 1_790_000_001.456)
-            let message = draft
-            try await store.write { repo in
-                try await repo.insertConversation(conversation)
-                try await repo.insertMessage(message, brandId: fixture.brand.id)
-            }
+            let (_, conversation, message) = try await Self.stored(in: store)
             let (mapped, codable, mappedMessage, codableMessage) = try await store.database.read { db in
                 let row = try #require(try await db.raw("SELECT * FROM conversations WHERE id = \(bind: conversation.id)").first())
                 let messageRow = try #require(try await db.raw("SELECT * FROM messages WHERE id = \(bind: message.id)").first())
@@ -76,16 +82,7 @@ struct RowMappingTests {
     @Test("a row that starts with the mapped columns reads by position on SQLite, any other by name; both read the same", arguments: Backend.available)
     func positionalAndByName(backend: Backend) async throws {
         try await backend.withStore { store in
-            let fixture = try await Fixture.make(in: store)
-            let conversation = Self.full(fixture)
-            var draft = fixture.message(in: conversation, seq: 7, from: .agent)
-            draft.senderName = "Sam"
-            draft.createdAt = Date(timeIntervalSince1970: 1_790_000_001.456)
-            let message = draft
-            try await store.write { repo in
-                try await repo.insertConversation(conversation)
-                try await repo.insertMessage(message, brandId: fixture.brand.id)
-            }
+            let (fixture, conversation, message) = try await Self.stored(in: store)
             let reversed = ConversationRow.columns.reversed().joined(separator: ", ")
             let messageColumns = MessageRow.columns.joined(separator: ", ")
             let (inOrder, outOfOrder, messageRow) = try await store.database.read { db in
