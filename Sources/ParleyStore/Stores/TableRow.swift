@@ -212,9 +212,10 @@ extension SQLDatabase {
 /// A row from the SQLite connections whose first columns are exactly `names`, in that order (a
 /// statement that selects `ConversationRow.selectList`, as the send path's read of the conversation
 /// does), is read by position. By name, every column was a dynamic cast of the row and a dictionary
-/// lookup: reading the conversation took 2.2% of the server's CPU at 1,000 messages/s
-/// (bench/profiles/step9, `ConversationRow.init`). Any other row (`SELECT *`, PostgreSQL) is read by
-/// name, and a value of an unexpected type takes the by-name way too, for its conversion or error.
+/// lookup: decoding the conversation took 2.7% of the server's CPU at 1,000 messages/s
+/// (bench/profiles/step9, `ConversationRow.init`; 0.7% by position in step10). Any other row
+/// (`SELECT *`, PostgreSQL) is read by name, and a value of an unexpected type takes the by-name way
+/// too, for its conversion or error.
 struct ColumnCursor {
     private let row: any SQLRow
     private let names: [String]
