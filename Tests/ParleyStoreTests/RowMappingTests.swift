@@ -112,16 +112,17 @@ struct RowMappingTests {
             let conversation = fixture.conversation()
             try await store.write { repo in try await repo.insertConversation(conversation) }
             try await store.database.write { db in try await db.raw("UPDATE conversations SET state = 'misplaced' WHERE id = \(bind: conversation.id)").run() }
-            for lock in [true, false] {
-                let error = await #expect(throws: StoreError.self) {
-                    try await store.write { repo in try await repo.conversationAndCardMasking(brandId: fixture.brand.id, id: conversation.id, lock: lock) }
-                }
-                #expect(error?.description.contains("column state holds 'misplaced'") == true)
+            let (brandId, id) = (fixture.brand.id, conversation.id)
+            // The send path's read (by position on SQLite), locked and not, and `SELECT *` (by name).
+            let reads: [(String, @Sendable (any Repository) async throws -> ConversationDTO?)] = [
+                ("locked", { try await $0.conversationAndCardMasking(brandId: brandId, id: id, lock: true)?.0 }),
+                ("unlocked", { try await $0.conversationAndCardMasking(brandId: brandId, id: id, lock: false)?.0 }),
+                ("SELECT *", { try await $0.conversation(brandId: brandId, id: id, lock: false) }),
+            ]
+            for (name, read) in reads {
+                let error = await #expect(throws: StoreError.self, "\(name)") { try await store.write(read) }
+                #expect(error?.description.contains("column state holds 'misplaced'") == true, "\(name)")
             }
-            let error = await #expect(throws: StoreError.self) {
-                try await store.read { repo in try await repo.conversation(brandId: fixture.brand.id, id: conversation.id, lock: false) }
-            }
-            #expect(error?.description.contains("column state holds 'misplaced'") == true)
         }
     }
 
