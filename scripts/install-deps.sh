@@ -25,8 +25,9 @@ if [[ "${1:-}" == "--test" ]]; then
     # whose .deb the package test installs (and logrotate: it rotates the tarball's server log with the shipped configuration). nginx-light: the tested TLS front (scripts/nginx.sh, e2e/test_tls_front.py); libnss3-tools: certutil, which
     # trusts the TURN-over-TLS test CA in Chromium. gstreamer1.0-libav and gstreamer1.0-plugins-bad:
     # WebKitGTK's MediaRecorder (audio/mp4 with AAC, as an iPhone records) needs their encoder and
-    # muxer; without them it records nothing.
-    packages+=(clamav-daemon clamav-freshclam postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux libxml2-utils webkit2gtk-driver xvfb haproxy curl dpkg-dev binutils libcurl4-openssl-dev libxml2-dev logrotate nginx-light libnss3-tools gstreamer1.0-libav gstreamer1.0-plugins-bad)
+    # muxer; without them it records nothing. valgrind: bench/instructions.sh counts a message's
+    # instructions under callgrind, and the suite runs it once at a tiny size.
+    packages+=(valgrind clamav-daemon clamav-freshclam postgresql python3 python3-venv espeak-ng sox libsox-fmt-all chromium fonts-dejavu-core coturn iproute2 openssl tmux libxml2-utils webkit2gtk-driver xvfb haproxy curl dpkg-dev binutils libcurl4-openssl-dev libxml2-dev logrotate nginx-light libnss3-tools gstreamer1.0-libav gstreamer1.0-plugins-bad)
 fi
 
 missing=()

@@ -69,6 +69,10 @@ scripts/sdk-check.sh
 # measures on release builds). The report is kept with the test artifacts, not bench/RESULTS.md.
 mkdir -p test-artifacts
 .build/debug/parley-bench run --scale tiny --parley .build/debug/parley --output test-artifacts/bench-tiny.md > /dev/null
+# And the instruction counter (callgrind), 20 messages a server: it fails unless every one is acked,
+# delivered and counted.
+bench/instructions.sh --parley .build/debug/parley --bench .build/debug/parley-bench --messages 20 --rate 10 \
+    > test-artifacts/bench-instructions-tiny.md
 # The .deb and the tarball, built (a debug build with the Swift runtime linked in) and installed here
 # as an operator would: install, start as the unit says, smoke test, upgrade, refused downgrade, removal.
 if [[ $(id -u) -eq 0 ]]; then scripts/package-test.sh; else sudo scripts/package-test.sh; fi

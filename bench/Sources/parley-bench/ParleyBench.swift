@@ -20,7 +20,7 @@ struct ParleyBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parley-bench",
         abstract: "Parley's benchmarks: runs `parley serve` as a separate process, loads it, and reports numbers next to their baselines.",
-        subcommands: [Run.self, Quick.self, EchoServer.self, NIOEchoServer.self, RelayFloorServer.self],
+        subcommands: [Run.self, Quick.self, Instructions.self, EchoServer.self, NIOEchoServer.self, RelayFloorServer.self],
         defaultSubcommand: Run.self)
 }
 

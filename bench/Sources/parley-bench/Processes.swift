@@ -17,8 +17,10 @@ final class ChildProcess {
     var cpuSeconds: Double { ProcStats.cpuSeconds(pid: pid) }
     var rssBytes: Int { ProcStats.rssBytes(pid: pid) }
 
-    /// Starts `executable` and waits until its output contains `readyMarker`.
-    init(executable: URL, arguments: [String], environment: [String: String] = [:], readyMarker: String) async throws {
+    /// Starts `executable` and waits (up to `readyWithin`) until its output contains `readyMarker`.
+    init(
+        executable: URL, arguments: [String], environment: [String: String] = [:], readyMarker: String, readyWithin: Duration = .seconds(60)
+    ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         logFile = directory.appendingPathComponent("output.log")
@@ -34,7 +36,7 @@ final class ChildProcess {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         try? log.close()
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = ContinuousClock.now + readyWithin
         do {
             while true {
                 output = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
@@ -82,8 +84,12 @@ final class ParleyServer {
     var pid: Int32 { child.pid }
 
     /// `demo`: the brand and admin this server's output names; another node of a cluster (which
-    /// creates none) is given its first node's.
-    init(binary: URL, publicDir: URL, extraEnvironment: [String: String] = [:], demo: (appId: String, email: String, password: String)? = nil) async throws {
+    /// creates none) is given its first node's. `launcher`: a program that runs the server (its
+    /// path and arguments before the server's, as valgrind for `parley-bench instructions`).
+    init(
+        binary: URL, publicDir: URL, extraEnvironment: [String: String] = [:], demo: (appId: String, email: String, password: String)? = nil,
+        launcher: [String] = [], readyWithin: Duration = .seconds(60)
+    ) async throws {
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bench-data-\(UUID().uuidString)")
         var environment = [
             "PARLEY_HOST": "127.0.0.1", "PARLEY_PORT": "0", "PARLEY_DATA_DIR": dataDir.path, "PARLEY_PUBLIC_DIR": publicDir.path,
@@ -97,7 +103,10 @@ final class ParleyServer {
             "PARLEY_REALTIME_FRAME_RATE": "100000",
         ]
         environment.merge(extraEnvironment) { $1 }
-        child = try await ChildProcess(executable: binary, arguments: ["serve"], environment: environment, readyMarker: "Parley is listening")
+        child = try await ChildProcess(
+            executable: launcher.first.map { URL(fileURLWithPath: $0) } ?? binary,
+            arguments: launcher.dropFirst() + (launcher.isEmpty ? [] : [binary.path]) + ["serve"], environment: environment,
+            readyMarker: "Parley is listening", readyWithin: readyWithin)
         guard let url = child.word(after: "Parley is listening on "), let port = url.split(separator: ":").last.flatMap({ Int($0) }),
             let app = demo?.appId ?? Self.appId(in: child.output),
             let email = demo?.email ?? child.word(after: "\n  admin "), let password = demo?.password ?? child.word(after: "\n  password ")
