@@ -72,6 +72,22 @@ struct DirectStatementTests {
         #expect(statement.sql == "UPDATE conversations SET last_seq = ?, last_message_preview = ? WHERE id = ? AND last_seq = ?")
         #expect(statement.values == [.integer(4), .text("b"), .text(before.id.rawValue), .integer(3)])
         #expect(RowStatements.directUpdate(ConversationRow(before), from: ConversationRow(before), where: "id = ?", [.text("x")]) == nil)
+        // The text is kept for each set of changed columns and predicate: the same shape again has
+        // it (with its own values), another set or predicate its own.
+        var later = after
+        (later.lastSeq, later.lastMessagePreview) = (5, "c")
+        let again = try #require(
+            RowStatements.directUpdate(ConversationRow(later), from: ConversationRow(after), where: "id = ? AND last_seq = ?", [.text(before.id.rawValue), .integer(4)]))
+        #expect(again.sql == statement.sql)
+        #expect(again.values == [.integer(5), .text("c"), .text(before.id.rawValue), .integer(4)])
+        var assigned = later
+        assigned.assigneeId = AgentID.make()
+        let other = try #require(
+            RowStatements.directUpdate(ConversationRow(assigned), from: ConversationRow(after), where: "id = ?", [.text(before.id.rawValue)]))
+        #expect(other.sql == "UPDATE conversations SET assignee_id = ?, last_seq = ?, last_message_preview = ? WHERE id = ?")
+        let otherPredicate = try #require(
+            RowStatements.directUpdate(ConversationRow(later), from: ConversationRow(after), where: "id = ?", [.text(before.id.rawValue)]))
+        #expect(otherPredicate.sql == "UPDATE conversations SET last_seq = ?, last_message_preview = ? WHERE id = ?")
     }
 
     @Test("on SQLite a direct statement runs as it is, NULLs bound, and its rows read directly")
@@ -93,5 +109,17 @@ struct DirectStatementTests {
         #expect(try rows[1].optionalInt64("n") == nil)
         #expect(throws: (any Error).self) { try rows[1].int64("n") }
         #expect(throws: (any Error).self) { try rows[1].text("missing") }
+    }
+
+    @Test("SQLite runs a DirectStatement as it is, alone or inside PreparedSQL; anything else is serialized")
+    func directStatementsAreRecognized() {
+        let statement = DirectStatement("SELECT ? AS n", [.integer(1)])
+        #expect(DirectSQLiteDatabase.direct(statement)?.sql == "SELECT ? AS n")
+        #expect(DirectSQLiteDatabase.direct(PreparedSQL(statement: statement))?.sql == "SELECT ? AS n")
+        #expect(DirectSQLiteDatabase.direct(PreparedSQL(statement: PreparedSQL(statement: statement)))?.sql == "SELECT ? AS n")
+        let raw: SQLQueryString = "SELECT \(bind: 1) AS n"
+        #expect(DirectSQLiteDatabase.direct(raw) == nil)
+        #expect(DirectSQLiteDatabase.direct(PreparedSQL(statement: raw)) == nil)
+        #expect(DirectSQLiteDatabase.direct(SQLRaw("SELECT 1")) == nil)
     }
 }

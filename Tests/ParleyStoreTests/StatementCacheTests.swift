@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+
+@testable import ParleyStore
+
+/// SQLite's prepared statements are kept by their text (`SQLiteHandle.StatementKey`), whose hash
+/// reads only the text's length and its first, middle and last 32 bytes.
+@Suite struct StatementCacheTests {
+    /// `SELECT '<190 characters>'`, 199 bytes, with `mark` at offset 50: outside the sampled bytes
+    /// (0..<32, 83..<115, 167..<199).
+    static func select(marked mark: Character) -> String {
+        var literal = Array(repeating: Character("a"), count: 190)
+        literal[50 - "SELECT '".count] = mark
+        return "SELECT '" + String(literal) + "'"
+    }
+
+    @Test("two statements that differ only where the key's hash does not read hash alike, and each runs as itself")
+    func collidingTextsStayApart() throws {
+        let (first, second) = (Self.select(marked: "x"), Self.select(marked: "y"))
+        #expect(first.utf8.count == 199 && second.utf8.count == 199 && first != second)
+        let (firstKey, secondKey) = (SQLiteHandle.StatementKey(sql: first), SQLiteHandle.StatementKey(sql: second))
+        // The case under test: the cache finds both in the same place and must compare the texts.
+        #expect(firstKey.hashValue == secondKey.hashValue)
+        #expect(firstKey != secondKey)
+        #expect(firstKey == SQLiteHandle.StatementKey(sql: String(decoding: Array(first.utf8), as: UTF8.self)))
+
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-statement-cache-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let handle = try SQLiteHandle(path: directory.appendingPathComponent("cache.sqlite").path)
+        defer { handle.close() }
+        func value(of sql: String) throws -> String? {
+            var found: String?
+            try handle.run(sql, []) { row in found = try? row.directText(row.allColumns[0]) }
+            return found
+        }
+        // Each twice: the second run of each comes from the cache, beside the other.
+        for _ in 0..<2 {
+            #expect(try value(of: first) == String(first.dropFirst("SELECT '".count).dropLast()))
+            #expect(try value(of: second) == String(second.dropFirst("SELECT '".count).dropLast()))
+        }
+    }
+
+    @Test("statements of other lengths, or that differ in a sampled byte, hash apart")
+    func sampledBytesAndLengthCount() {
+        let base = Self.select(marked: "x")
+        var lastChanged = Array(base.utf8)
+        lastChanged[lastChanged.count - 2] = UInt8(ascii: "z")
+        let others = [base + " ", String(decoding: lastChanged, as: UTF8.self), "SELECT 1"]
+        for other in others {
+            #expect(SQLiteHandle.StatementKey(sql: base).hashValue != SQLiteHandle.StatementKey(sql: other).hashValue)
+        }
+    }
+}
