@@ -43,6 +43,13 @@ struct IdentityRulesTests {
         #expect(!MessageID.isWellFormed(ids[0].rawValue))
         #expect(!ConversationID.isWellFormed("cnv_../../etc"))
         #expect(!ConversationID.isWellFormed("cnv_ABC"))
+        // The prefix and its `_` byte for byte; 64 bytes at most; digits and lower-case letters after.
+        let sixtyFour = "cnv_" + String(repeating: "7", count: 60)
+        #expect(ConversationID.isWellFormed(sixtyFour) && !ConversationID.isWellFormed(sixtyFour + "7"))
+        for shape in ["cnv", "cnv-abc", "cnvabc", "CNV_abc", "cn_abc", "cnv_abc ", "cnv_ab\u{301}c", "c\u{301}nv_abc", "team_abc", ""] {
+            #expect(!ConversationID.isWellFormed(shape), "\(shape)")
+        }
+        #expect(ConversationID.isWellFormed("cnv_") && TeamID.isWellFormed("team_0az9"))
     }
 
     @Test("typed ids: a plain string on the wire, checked where they enter, one kind never another")
