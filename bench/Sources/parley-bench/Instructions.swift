@@ -123,24 +123,10 @@ struct Instructions: AsyncParsableCommand {
             return try await server.use { server in
                 let agentToken = try await server.api.login(email: server.adminEmail, password: server.adminPassword)
                 let sessions = try await TextBench.openConversations(server, consumers: consumers)
-                let timeline = Timeline(capacity: 2 * messages + 16)
-                let agent = try await BenchSocket.open(url: "ws://127.0.0.1:\(server.port)/v1/realtime?access_token=\(agentToken)") { text in
-                    if let index = TextBench.deliveredIndex(text) { timeline.markDelivered(index) }
-                }
-                var sockets: [BenchSocket] = []
-                for session in sessions {
-                    sockets.append(
-                        try await BenchSocket.open(url: "ws://127.0.0.1:\(server.port)/v1/realtime?access_token=\(session.0)") { text in
-                            if let index = TextBench.ackIndex(text) { timeline.markAcked(index) }
-                        })
-                }
-                let count = try await measure(pid: server.pid, dumps: dumps, messages: messages, rate: rate, timeline: timeline) { index in
-                    let position = index % sockets.count
-                    sockets[position].send(TextBench.sendFrame(conversationId: sessions[position].1, index: index, run: "count000"))
-                }
-                for socket in sockets { await socket.close() }
-                await agent.close()
-                return count
+                return try await relay(
+                    agent: "ws://127.0.0.1:\(server.port)/v1/realtime?access_token=\(agentToken)",
+                    consumers: sessions.map { ("ws://127.0.0.1:\(server.port)/v1/realtime?access_token=\($0.0)", $0.1) },
+                    pid: server.pid, dumps: dumps, messages: messages, rate: rate, run: "count000")
             }
         }
 
@@ -152,24 +138,10 @@ struct Instructions: AsyncParsableCommand {
                 environment: environment, readyMarker: "relay floor on port ", readyWithin: .seconds(300))
             do {
                 guard let port = child.word(after: "relay floor on port ").flatMap({ Int($0) }) else { throw BenchError("relay floor port") }
-                let timeline = Timeline(capacity: 2 * messages + 16)
-                let agent = try await BenchSocket.open(url: "ws://127.0.0.1:\(port)/relay?agent") { text in
-                    if let index = TextBench.deliveredIndex(text) { timeline.markDelivered(index) }
-                }
                 let conversations = (0..<consumers).map { "cnv_floor\(String(format: "%015d", $0))" }
-                var sockets: [BenchSocket] = []
-                for conversation in conversations {
-                    sockets.append(
-                        try await BenchSocket.open(url: "ws://127.0.0.1:\(port)/relay?conversation=\(conversation)") { text in
-                            if let index = TextBench.ackIndex(text) { timeline.markAcked(index) }
-                        })
-                }
-                let count = try await measure(pid: child.pid, dumps: dumps, messages: messages, rate: rate, timeline: timeline) { index in
-                    let position = index % sockets.count
-                    sockets[position].send(TextBench.sendFrame(conversationId: conversations[position], index: index, run: "floor000"))
-                }
-                for socket in sockets { await socket.close() }
-                await agent.close()
+                let count = try await relay(
+                    agent: "ws://127.0.0.1:\(port)/relay?agent", consumers: conversations.map { ("ws://127.0.0.1:\(port)/relay?conversation=\($0)", $0) },
+                    pid: child.pid, dumps: dumps, messages: messages, rate: rate, run: "floor000")
                 await child.stop()
                 return count
             } catch {
@@ -206,6 +178,31 @@ struct Instructions: AsyncParsableCommand {
                 await child.stop()
                 throw error
             }
+        }
+
+        /// One agent socket and one per consumer (its URL and conversation), the consumers' sends counted
+        /// (`measure`): Parley's and the floor's shape.
+        func relay(
+            agent agentURL: String, consumers: [(url: String, conversation: String)], pid: Int32, dumps: URL, messages: Int, rate: Int, run: String
+        ) async throws -> Count {
+            let timeline = Timeline(capacity: 2 * messages + 16)
+            let agent = try await BenchSocket.open(url: agentURL) { text in
+                if let index = TextBench.deliveredIndex(text) { timeline.markDelivered(index) }
+            }
+            var sockets: [BenchSocket] = []
+            for consumer in consumers {
+                sockets.append(
+                    try await BenchSocket.open(url: consumer.url) { text in
+                        if let index = TextBench.ackIndex(text) { timeline.markAcked(index) }
+                    })
+            }
+            let count = try await measure(pid: pid, dumps: dumps, messages: messages, rate: rate, timeline: timeline) { index in
+                let position = index % sockets.count
+                sockets[position].send(TextBench.sendFrame(conversationId: consumers[position].conversation, index: index, run: run))
+            }
+            for socket in sockets { await socket.close() }
+            await agent.close()
+            return count
         }
 
         /// A warm-up of a tenth of `messages` (at least 20), then the counted messages, then the same
