@@ -131,33 +131,17 @@ struct Instructions: AsyncParsableCommand {
         }
 
         func floor(binary: String, messages: Int, rate: Int, consumers: Int) async throws -> Count {
-            let dumps = try dumpDirectory()
-            let launcher = launcher(dumps: dumps)
-            let child = try await ChildProcess(
-                executable: URL(fileURLWithPath: launcher[0]), arguments: launcher.dropFirst() + [binary, "relay-floor-server", "--database", "floor.sqlite"],
-                environment: environment, readyMarker: "relay floor on port ", readyWithin: .seconds(300))
-            do {
-                guard let port = child.word(after: "relay floor on port ").flatMap({ Int($0) }) else { throw BenchError("relay floor port") }
+            try await underCallgrind([binary, "relay-floor-server", "--database", "floor.sqlite"], readyMarker: "relay floor on port ") {
+                pid, port, dumps in
                 let conversations = (0..<consumers).map { "cnv_floor\(String(format: "%015d", $0))" }
-                let count = try await relay(
+                return try await relay(
                     agent: "ws://127.0.0.1:\(port)/relay?agent", consumers: conversations.map { ("ws://127.0.0.1:\(port)/relay?conversation=\($0)", $0) },
-                    pid: child.pid, dumps: dumps, messages: messages, rate: rate, run: "floor000")
-                await child.stop()
-                return count
-            } catch {
-                await child.stop()
-                throw error
+                    pid: pid, dumps: dumps, messages: messages, rate: rate, run: "floor000")
             }
         }
 
         func echo(binary: String, messages: Int, rate: Int) async throws -> Count {
-            let dumps = try dumpDirectory()
-            let launcher = launcher(dumps: dumps)
-            let child = try await ChildProcess(
-                executable: URL(fileURLWithPath: launcher[0]), arguments: launcher.dropFirst() + [binary, "echo-server"], environment: environment,
-                readyMarker: "echo server on port ", readyWithin: .seconds(300))
-            do {
-                guard let port = child.word(after: "echo server on port ").flatMap({ Int($0) }) else { throw BenchError("echo server port") }
+            try await underCallgrind([binary, "echo-server"], readyMarker: "echo server on port ") { pid, port, dumps in
                 let timeline = Timeline(capacity: 2 * messages + 16)
                 let socket = try await BenchSocket.open(url: "ws://127.0.0.1:\(port)/echo") { text in
                     if let index = TextBench.ackIndex(text) {
@@ -165,13 +149,28 @@ struct Instructions: AsyncParsableCommand {
                         timeline.markDelivered(index)
                     }
                 }
-                let conversationId = "cnv_" + String(repeating: "x", count: 24)
-                let count = try await measure(pid: child.pid, dumps: dumps, messages: messages, rate: rate, timeline: timeline) { index in
-                    socket.send(
-                        TextBench.sendFrame(conversationId: conversationId, index: index, run: "echo0000")
-                            .replacingOccurrences(of: #""type":"send""#, with: #""type":"ack""#))
+                let count = try await measure(pid: pid, dumps: dumps, messages: messages, rate: rate, timeline: timeline) { index in
+                    socket.send(TextBench.echoFrame(index: index))
                 }
                 await socket.close()
+                return count
+            }
+        }
+
+        /// Starts `command` (one of this binary's servers) under callgrind, reads the port its output
+        /// gives after `readyMarker`, runs `body` with its process id, port and dump directory, and
+        /// stops it, whether `body` throws or not.
+        func underCallgrind(
+            _ command: [String], readyMarker: String, _ body: (_ pid: Int32, _ port: Int, _ dumps: URL) async throws -> Count
+        ) async throws -> Count {
+            let dumps = try dumpDirectory()
+            let launcher = launcher(dumps: dumps)
+            let child = try await ChildProcess(
+                executable: URL(fileURLWithPath: launcher[0]), arguments: launcher.dropFirst() + command, environment: environment,
+                readyMarker: readyMarker, readyWithin: .seconds(300))
+            do {
+                guard let port = child.word(after: readyMarker).flatMap({ Int($0) }) else { throw BenchError("no port after \"\(readyMarker)\"") }
+                let count = try await body(child.pid, port, dumps)
                 await child.stop()
                 return count
             } catch {

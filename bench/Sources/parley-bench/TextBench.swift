@@ -185,6 +185,13 @@ enum TextBench {
         #"{"type":"send","id":"s\#(index)","clientMessageId":"\#(run)-\#(index)","conversationId":"\#(conversationId)","text":"bench \#(index)"}"#
     }
 
+    /// What the echo baseline is sent: a send's shape and size, typed `ack`, so that what comes back
+    /// reads as the ack of message `index`.
+    static func echoFrame(index: Int) -> String {
+        sendFrame(conversationId: "cnv_" + String(repeating: "x", count: 24), index: index, run: "echo0000")
+            .replacingOccurrences(of: #""type":"send""#, with: #""type":"ack""#)
+    }
+
     /// The message index in an ack (`"id":"s<index>"`) or a delivered message (`"text":"bench <index>"`).
     static func ackIndex(_ text: String) -> Int? {
         guard FrameScan.type(of: text) == "ack", let id = FrameScan.topLevel("id", in: text), id.hasPrefix("s")
@@ -457,15 +464,13 @@ enum TextBench {
                 timeline.markDelivered(index)
             }
         }
-        let conversationId = "cnv_" + String(repeating: "x", count: 24)
         let cpuBefore = child.cpuSeconds
         let ownBefore = ProcStats.cpuSeconds(pid: getpid())
         let ticksBefore = ProcStats.machineTicks()
         let started = monotonicNanos()
         let end = started + UInt64(seconds * 1e9)
         let sent = try await paced(rate: rate, from: started, until: end, timeline: timeline) { index in
-            // Same shape and size as a Parley send; the echo comes back as an "ack" with the same id.
-            socket.send(sendFrame(conversationId: conversationId, index: index, run: "echo0000").replacingOccurrences(of: #""type":"send""#, with: #""type":"ack""#))
+            socket.send(echoFrame(index: index))
         }
         // The echo marks each message acked and delivered at once.
         try await timeline.settle(sent, within: .seconds(10))
