@@ -7,7 +7,7 @@ import subprocess
 import uuid
 
 import pytest
-from conftest import brand_site
+from conftest import brand_site, login, running_parley
 from playwright.sync_api import expect
 from test_workspace import DESKTOP, PHONE, agent_page, open_conversation, open_widget, signed_in, start_conversation  # noqa: F401
 
@@ -190,6 +190,62 @@ def test_automatic_away_moves_a_clock(server, browser, signed_in, shoot, console
     shoot(page, "back-online-on-activity-1280")
     context.close()
     assert console_errors.errors == []
+
+
+def test_an_idle_tab_or_device_does_not_set_a_busy_agent_away(browser, shoot, console_errors):
+    """Idle is idle everywhere the agent works. A second tab of the same browser that nobody touched
+    does not set the agent away while they work in the first; and a device that did set them away
+    (it cannot see the other device's keys) waits a whole idle time again once they are back online
+    elsewhere, instead of setting away again at its next 15 s check. Its own server: the run's other
+    agent pages, idle for minutes, must not change this agent's presence here."""
+    with running_parley() as server:
+        context = browser.new_context(viewport=DESKTOP)
+        context.clock.install()
+        first = console_errors(context.new_page())
+        login(first, server)
+        second = console_errors(context.new_page())
+        second.goto(server.url + "/")
+        expect(second.locator(".topbar .status")).to_have_text("Online", timeout=10000)
+        changes = []
+        for page in (first, second):
+            page.on("request", lambda request: request.method == "PUT" and request.url.endswith("/v1/me/presence")
+                    and changes.append(request.post_data_json))
+
+        # Ten and a half minutes without a key in the second tab, but a key in the first at nine.
+        context.clock.run_for("09:00")
+        first.keyboard.press("Shift")
+        context.clock.run_for("01:30")
+        first.wait_for_timeout(1000)  # real time for a request the timers would have started
+        assert changes == [], changes
+        expect(second.locator(".presence-button")).to_have_attribute("data-presence", "online")
+        shoot(second, "idle-tab-keeps-a-busy-agent-online-1280")
+        # Ten minutes without a key anywhere: away, in both tabs.
+        context.clock.run_for("09:00")
+        expect(first.locator(".presence-button")).to_have_attribute("data-presence", "away", timeout=10000)
+        expect(second.locator(".presence-button")).to_have_attribute("data-presence", "away", timeout=10000)
+        shoot(second, "away-when-idle-in-every-tab-1280")
+
+        # The agent's phone, with the real clock: a key there brings them back online.
+        phone = console_errors(browser.new_context(viewport=PHONE, storage_state=context.storage_state()).new_page())
+        phone.goto(server.url + "/")
+        expect(phone.locator(".presence-button")).to_have_attribute("data-presence", "away", timeout=10000)
+        changes.clear()
+        phone.keyboard.press("Shift")
+        expect(first.locator(".presence-button")).to_have_attribute("data-presence", "online", timeout=10000)
+        expect(second.locator(".presence-button")).to_have_attribute("data-presence", "online")
+        # The laptop's tabs, still idle, leave them online for another ten minutes.
+        context.clock.run_for("01:00")
+        first.wait_for_timeout(1000)
+        assert changes == [], changes
+        expect(phone.locator(".presence-button")).to_have_attribute("data-presence", "online")
+        shoot(phone, "back-online-from-the-phone-360")
+        context.clock.run_for("09:30")
+        expect(phone.locator(".presence-button")).to_have_attribute("data-presence", "away", timeout=10000)
+        # Each idle tab may say so (the same answer twice changes nothing).
+        assert changes and all(change == {"presence": "away", "automatic": True} for change in changes), changes
+        context.close()
+        phone.context.close()
+    assert console_errors.errors == [], console_errors.errors
 
 
 @pytest.mark.parametrize("name,size", SIZES)

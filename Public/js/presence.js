@@ -2,6 +2,11 @@
 // the brand's idle time without a key, a click or a touch in the workspace; back to online on the
 // next activity when it was the timer that set away. Timers read Date.now(), so a test can move the
 // page's clock instead of waiting.
+//
+// Idle means idle everywhere the agent works, not in this tab: activity in another tab of the same
+// browser reaches this one over a BroadcastChannel, and presence turning online from elsewhere (the
+// agent's other device) counts as activity too. Without that, a forgotten tab set its busy agent
+// away every 15 s, and their conversations went back to the queue after the brand's grace period.
 export const presenceLabels = { online: "Online", away: "Away", offline: "Offline" };
 const hints = { online: "You get new conversations", away: "Customers see that you are away", offline: "Appear offline" };
 
@@ -13,7 +18,11 @@ export class PresenceControl extends EventTarget {
     this.menu = root.querySelector(".presence-menu");
     this.idleMs = idleMinutes > 0 ? idleMinutes * 60_000 : 0;
     this.lastActivity = Date.now();
+    this.lastShared = 0;
     this.current = { chosen: "online", automatic: false };
+    // Other tabs of this workspace in this browser: a message means "the agent did something there".
+    this.channel = typeof BroadcastChannel === "function" ? new BroadcastChannel("parley-agent-activity") : null;
+    this.channel?.addEventListener("message", () => { this.lastActivity = Date.now(); });
     this.menu.replaceChildren(...Object.keys(presenceLabels).map((presence) => {
       const item = document.createElement("button");
       item.type = "button";
@@ -50,6 +59,9 @@ export class PresenceControl extends EventTarget {
 
   /** Shows a presence as the server reported it (mine, from GET /v1/presence or a presence frame). */
   show(presence) {
+    // Online again, set here or by the agent elsewhere: someone is at work, so the idle time starts
+    // over (a tab that set away does not set it again 15 s after the agent came back on another device).
+    if (presence.chosen === "online" && this.current.chosen !== "online") this.lastActivity = Date.now();
     this.current = presence;
     const shown = presence.chosen;
     this.button.dataset.presence = shown;
@@ -81,6 +93,11 @@ export class PresenceControl extends EventTarget {
 
   activity() {
     this.lastActivity = Date.now();
+    // At most one message every 5 s: pointer and wheel events come by the dozen.
+    if (this.channel && this.lastActivity - this.lastShared >= 5_000) {
+      this.lastShared = this.lastActivity;
+      this.channel.postMessage("activity");
+    }
     if (this.current.automatic && this.current.chosen === "away") {
       this.current = { ...this.current, automatic: false, chosen: "online" };
       this.set("online", false);
