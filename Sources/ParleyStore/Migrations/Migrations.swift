@@ -16,7 +16,7 @@ public struct Migration: Sendable {
 /// The schema, as the ordered list of every change ever made to it, one file per version in this
 /// folder (`V007_...swift`). Never edit a released migration: add a new file and list it here.
 public enum Migrations {
-    public static let all: [Migration] = [.v1, .v2, .v3, .v4, .v5, .v6, .v7, .v8, .v9, .v10, .v11, .v12, .v13, .v14, .v15, .v16, .v17, .v18, .v19, .v20, .v21, .v22, .v23, .v24, .v25, .v26, .v27, .v28, .v29, .v30, .v31, .v32]
+    public static let all: [Migration] = [.v1, .v2, .v3, .v4, .v5, .v6, .v7, .v8, .v9, .v10, .v11, .v12, .v13, .v14, .v15, .v16, .v17, .v18, .v19, .v20, .v21, .v22, .v23, .v24, .v25, .v26, .v27, .v28, .v29, .v30, .v31, .v32, .v33]
 
     /// Applies every migration not yet recorded in `schema_migrations`, each in its own transaction,
     /// and returns the versions it applied. Safe to run from several nodes at once on PostgreSQL.
