@@ -294,13 +294,13 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     /// One write in a transaction of its own.
     private func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let db = DirectSQLiteDatabase(handle: writer, logger: logger)
-        try await db.raw("BEGIN IMMEDIATE").run()
+        try db.exec("BEGIN IMMEDIATE")
         do {
             let value = try await body(db)
-            try await db.raw("COMMIT").run()
+            try db.exec("COMMIT")
             return value
         } catch {
-            try? await db.raw("ROLLBACK").run()
+            try? db.exec("ROLLBACK")
             throw error
         }
     }
@@ -376,7 +376,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         let db = DirectSQLiteDatabase(handle: writer, logger: logger)
         do {
             // IMMEDIATE takes the write lock at BEGIN, so a transaction never fails half-way on a busy lock.
-            try await db.raw("BEGIN IMMEDIATE").run()
+            try db.exec("BEGIN IMMEDIATE")
         } catch {
             for job in group { job.continuation.resume(throwing: error) }
             return
@@ -387,28 +387,28 @@ public final class SQLiteDatabaseClient: DatabaseClient {
             do {
                 results.append(.success(try await group[0].body(db)))
             } catch {
-                try? await db.raw("ROLLBACK").run()
+                try? db.exec("ROLLBACK")
                 group[0].continuation.resume(throwing: error)
                 return
             }
         } else {
             for job in group {
                 do {
-                    try await db.raw("SAVEPOINT parley_write").run()
+                    try db.exec("SAVEPOINT parley_write")
                     let value = try await job.body(db)
-                    try await db.raw("RELEASE parley_write").run()
+                    try db.exec("RELEASE parley_write")
                     results.append(.success(value))
                 } catch {
-                    try? await db.raw("ROLLBACK TO parley_write").run()
-                    try? await db.raw("RELEASE parley_write").run()
+                    try? db.exec("ROLLBACK TO parley_write")
+                    try? db.exec("RELEASE parley_write")
                     results.append(.failure(error))
                 }
             }
         }
         do {
-            try await db.raw("COMMIT").run()
+            try db.exec("COMMIT")
         } catch {
-            try? await db.raw("ROLLBACK").run()
+            try? db.exec("ROLLBACK")
             for job in group { job.continuation.resume(throwing: error) }
             return
         }

@@ -283,6 +283,14 @@ struct DirectSQLiteDatabase: SQLDatabase {
         try run(query, onRow)
     }
 
+    /// A statement without values or rows (BEGIN, COMMIT, a savepoint), straight to the handle.
+    /// Through `raw(_:).run()` each one built a query, serialized it with SQLKit and went through an
+    /// async call: about 1,300 instructions each, and a message at a quiet hour has two of them
+    /// (bench/instructions.sh).
+    func exec(_ sql: String) throws {
+        try handle.run(sql, []) { _ in }
+    }
+
     func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         try await closure(self)
     }

@@ -138,4 +138,40 @@ struct SQLiteWALTests {
         #expect(try await client.read { db in try await db.raw("SELECT count(*) AS n FROM notes").first()?.decode(column: "n", as: Int.self) } == 21)
         await client.close()
     }
+
+    struct Refused: Error {}
+
+    @Test("writes that arrive together commit together, and one that fails takes back only its own rows (its savepoint), whichever way they were grouped")
+    func groupCommitSavepoints() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-group-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let client = try await Self.openNotes(directory)
+        // 60 writes at once: the writer takes them in groups while it commits the one before.
+        let outcomes = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+            for index in 0..<60 {
+                group.addTask {
+                    do {
+                        try await client.write { db in
+                            try await db.raw("INSERT INTO notes (id, body) VALUES (\(bind: "note-\(index)"), \(bind: Data([1])))").run()
+                            if index % 3 == 0 { throw Refused() }
+                        }
+                        return (index, true)
+                    } catch is Refused {
+                        return (index, false)
+                    }
+                }
+            }
+            return try await group.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }
+        }
+        #expect(outcomes.count == 60)
+        #expect(outcomes.allSatisfy { $0.value == ($0.key % 3 != 0) })
+        let stored = try await client.read { db in
+            try await db.raw("SELECT id FROM notes").all().map { try $0.decode(column: "id", as: String.self) }
+        }
+        #expect(Set(stored) == Set((0..<60).filter { $0 % 3 != 0 }.map { "note-\($0)" }))
+        // And the connection is usable after all that: no transaction or savepoint was left open.
+        try await client.write { db in try await db.raw("INSERT INTO notes (id, body) VALUES ('after', x'01')").run() }
+        #expect(try await SQLiteWALWritesTests.count(client) == 41)
+        await client.close()
+    }
 }
