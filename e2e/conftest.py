@@ -273,8 +273,12 @@ def shoot(request):
 
 @pytest.fixture
 def console_errors():
-    """Collects errors from pages; a test asserts there were none."""
+    """Collects errors from pages; a test asserts there were none. Afterwards it closes the browser
+    contexts of the pages it watched: a run of the whole suite otherwise kept every test's pages
+    open (a renderer each, and every idle agent page's timers), and late in the run a renderer
+    crashed (CI, 2026-11-28, test_workspace_details_below_1000_px: "Target crashed")."""
     errors = []
+    contexts = []
     # The workspace asks /v1/me whether a session exists; 401 there is the expected "not signed in".
     expected = ("/v1/me",)
 
@@ -286,6 +290,13 @@ def console_errors():
         page.on("console", lambda message: message.type == "error" and record(f"{message.text} at {message.location.get('url')}", message.location.get("url", "")))
         page.on("response", lambda response: response.status >= 400 and record(f"{response.status} {response.url}", response.url))
         page.on("pageerror", lambda error: errors.append(str(error)))
+        if page.context not in contexts:
+            contexts.append(page.context)
         return page
     watch.errors = errors
-    return watch
+    yield watch
+    for context in contexts:
+        try:
+            context.close()
+        except Exception:
+            pass  # the test closed it already, or its browser is gone
