@@ -57,6 +57,35 @@ struct MessagePagesTests {
         await store.close()
     }
 
+    @Test("a consumer's conversations are read through the consumer's index, not by walking the brand's list until they turn up")
+    func consumerConversationsPlan() async throws {
+        try await Backend.sqlite.withStore { store in
+            let fixture = try await Fixture.make(in: store)
+            // Other consumers' conversations, newer than this consumer's one.
+            let other = ConsumerDTO(
+                id: ConsumerID.make(), brandId: fixture.brand.id, appId: fixture.app.id, externalId: nil, displayName: "Other",
+                anonymous: true, createdAt: SystemClock().now())
+            let mine = fixture.conversation(updatedAt: Date(timeIntervalSince1970: 1_000))
+            try await store.write { repo in
+                try await repo.insertConsumer(other)
+                try await repo.insertConversation(mine)
+                for index in 0..<50 {
+                    var theirs = fixture.conversation(updatedAt: Date(timeIntervalSince1970: 2_000 + Double(index)))
+                    theirs.consumerId = other.id
+                    try await repo.insertConversation(theirs)
+                }
+            }
+            #expect(try await store.read { repo in
+                try await repo.conversations(consumerId: fixture.consumer.id, brandId: fixture.brand.id, limit: 10)
+            }.map(\.id) == [mine.id])
+            let plan = try await store.read { repo in
+                try await (repo as! SQLRepository).db.raw(SQLQueryString("EXPLAIN QUERY PLAN " + SQLRepository.consumerConversationsText(.sqlite)))
+                    .all().map { try $0.decode(column: "detail", as: String.self) }
+            }
+            #expect(plan.contains { $0.contains("USING INDEX conversations_by_consumer (consumer_id=?)") }, "\(plan)")
+        }
+    }
+
     static func walSize(_ path: String) throws -> Int {
         (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
     }
