@@ -178,7 +178,7 @@ final class FloorStore: Sendable {
                 updated_at BIGINT NOT NULL, last_message_kind TEXT, last_consumer_message_at BIGINT, reply_window_ends_at BIGINT,
                 previous_conversation_id TEXT, rated_at BIGINT, first_reply_at BIGINT);
             CREATE INDEX IF NOT EXISTS conversations_by_brand ON conversations (brand_id, updated_at, id);
-            CREATE INDEX IF NOT EXISTS conversations_by_consumer ON conversations (consumer_id, app_id, channel, updated_at);
+            CREATE INDEX IF NOT EXISTS conversations_by_consumer ON conversations (consumer_id, app_id, channel);
             CREATE INDEX IF NOT EXISTS conversations_begun ON conversations (brand_id, created_at, id);
             CREATE INDEX IF NOT EXISTS conversations_rated ON conversations (brand_id, rated_at);
             CREATE TABLE IF NOT EXISTS messages (
