@@ -20,6 +20,11 @@ SIZES = {360: PHONE, 768: TABLET, 1280: DESKTOP}
 def signed_in(server, browser):
     """One sign-in for the whole module (sign-ins per account are rate-limited, as they should be);
     each agent page starts from its session cookie."""
+    return session_state(browser, server)
+
+
+def session_state(browser, server):
+    """The demo admin signed in once: the cookies a new context starts from (`storage_state`)."""
     context = browser.new_context()
     login(context.new_page(), server)
     state = context.storage_state()
@@ -234,11 +239,7 @@ def test_unread_counts_in_the_list_the_title_and_the_filters(browser, shoot, con
     server the other stories' conversations move between them (one went back to the queue when the
     demo admin had been away for the grace period: CI, 2026-11-28, "expected 38, actual 40")."""
     with running_parley() as server:
-        context = browser.new_context()
-        login(context.new_page(), server)
-        signed_in = context.storage_state()
-        context.close()
-        unread_counts(server, browser, signed_in, shoot, console_errors, width)
+        unread_counts(server, browser, session_state(browser, server), shoot, console_errors, width)
 
 
 def unread_counts(server, browser, signed_in, shoot, console_errors, width):

@@ -38,7 +38,7 @@ struct MessagePagesTests {
             next.lastMessageAt = message.createdAt
             next.updatedAt = conversation.updatedAt.addingTimeInterval(1)
             let (previous, updated) = (conversation, next)
-            let before = try Self.walSize(path)
+            let before = SQLiteWALTests.walBytes(path)
             try await store.write { repo in try await repo.updateConversation(updated, from: previous, inserting: message) }
             pages += try Self.framePages(path, from: before)
             conversation = next
@@ -84,10 +84,6 @@ struct MessagePagesTests {
             }
             #expect(plan.contains { $0.contains("USING INDEX conversations_by_consumer (consumer_id=?)") }, "\(plan)")
         }
-    }
-
-    static func walSize(_ path: String) throws -> Int {
-        (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
     }
 
     /// The page numbers of the WAL's frames from byte `offset` on (SQLite's WAL format: a 32-byte
