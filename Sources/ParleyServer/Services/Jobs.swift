@@ -165,16 +165,7 @@ public struct JobRunner: Service {
                 var claimed: [JobRecord] = []
                 if free > 0 {
                     do {
-                        let (mine, owners) = running.snapshot()
-                        claimed = try await store.write { repo in
-                            let now = clock.now()
-                            let waiting = try await repo.claimableJobOwners(now: now, excluding: mine)
-                            var jobs: [JobRecord] = []
-                            for (owner, slots) in Self.share(free: free, concurrency: concurrency, running: owners, waiting: waiting) {
-                                jobs += try await repo.claimJobs(now: now, lease: lease, limit: slots, excluding: mine, owner: owner)
-                            }
-                            return jobs
-                        }
+                        claimed = try await claim(free: free, running: running)
                     } catch {
                         logger.warning("could not claim jobs", metadata: ["error": "\(error)"])
                     }
@@ -193,6 +184,24 @@ public struct JobRunner: Service {
                     await signal.wait(timeout: pollInterval)
                 }
             }
+        }
+    }
+
+    /// Claims up to `free` jobs due now, shared between brands (`share`). It looks with a read first,
+    /// which on SQLite does not wait for the writer: a look that finds nothing due (the runner's
+    /// polls while idle, twice a second) takes no write transaction. The write looks again.
+    func claim(free: Int, running: RunningJobs) async throws -> [JobRecord] {
+        let (mine, owners) = running.snapshot()
+        let due = try await store.read { repo in try await repo.claimableJobOwners(now: clock.now(), excluding: mine) }
+        guard !due.isEmpty else { return [] }
+        return try await store.write { repo in
+            let now = clock.now()
+            let waiting = try await repo.claimableJobOwners(now: now, excluding: mine)
+            var jobs: [JobRecord] = []
+            for (owner, slots) in Self.share(free: free, concurrency: concurrency, running: owners, waiting: waiting) {
+                jobs += try await repo.claimJobs(now: now, lease: lease, limit: slots, excluding: mine, owner: owner)
+            }
+            return jobs
         }
     }
 

@@ -31,9 +31,11 @@ public struct SearchIndexer: Service {
         }
     }
 
-    /// Indexes everything written so far, `batch` rows per transaction.
+    /// Indexes everything written so far, `batch` rows per transaction. It looks first with a read,
+    /// which on SQLite does not wait for the writer: an idle server, and a search when nothing new
+    /// was written, take no write transaction (each one would queue behind, and hold up, messages).
     static func catchUp(_ store: StoreAccess<Stores>) async throws {
-        guard store.flavor == .sqlite else { return }
+        guard store.flavor == .sqlite, try await store.read({ repo in try await repo.searchIndexIsBehind() }) else { return }
         while try await store.write({ repo in try await repo.indexForSearch(limit: batch) }) == batch {}
     }
 }

@@ -23,6 +23,9 @@ public protocol WorkspaceStore: Sendable {
     /// returns how many rows it went through (fewer than `limit`: caught up). PostgreSQL indexes as
     /// it writes and returns 0.
     func indexForSearch(limit: Int) async throws -> Int
+    /// SQLite: whether messages were written since the full-text index last caught up (a read: the
+    /// indexer looks with it before it takes the writer). PostgreSQL: never.
+    func searchIndexIsBehind() async throws -> Bool
 
     func setPresence(brandId: BrandID, agentId: AgentID, _ presence: AgentPresence, automatic: Bool, at: Date) async throws
     /// Every agent of the brand who can sign in (or only `agentId`): their chosen presence and open
@@ -149,6 +152,18 @@ extension SQLRepository: WorkspaceStore {
             }
         }
         return matches
+    }
+
+    public func searchIndexIsBehind() async throws -> Bool {
+        guard flavor == .sqlite else { return false }
+        // Both sides are one b-tree lookup: the last rowid of `messages` and the state's one row.
+        let row = try await db.raw(
+            """
+            SELECT (SELECT COALESCE(MAX(rowid), 0) FROM messages)
+                > COALESCE((SELECT indexed_up_to FROM message_search_state WHERE id = 1), 0) AS behind
+            """
+        ).first()
+        return try row?.decode(column: "behind", as: Int.self) == 1
     }
 
     public func indexForSearch(limit: Int) async throws -> Int {
