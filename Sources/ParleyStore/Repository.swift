@@ -13,6 +13,7 @@ public protocol Repository: IdentityStore, ConversationStore, VoiceStore, CallSt
 public final class Store: Sendable {
     public let database: any DatabaseClient
     private let writes = Atomic<Int>(0)
+    private let reads = Atomic<Int>(0)
 
     public init(database: any DatabaseClient) {
         self.database = database
@@ -24,6 +25,8 @@ public final class Store: Sendable {
     /// each one waits its turn for the single writer, so work that finds nothing to do should find
     /// it out with a `read` (the tests of the background services count these).
     public var writeTransactions: Int { writes.load(ordering: .relaxed) }
+    /// Reads (`read`) started through this store since it opened: what a look before the writer costs.
+    public var readTransactions: Int { reads.load(ordering: .relaxed) }
 
     /// Runs `body` in one transaction.
     public func write<T: Sendable>(_ body: @escaping @Sendable (any Repository) async throws -> T) async throws -> T {
@@ -34,6 +37,7 @@ public final class Store: Sendable {
 
     /// Runs read-only `body` against committed data.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any Repository) async throws -> T) async throws -> T {
+        reads.add(1, ordering: .relaxed)
         let flavor = database.flavor
         return try await database.read { db in try await body(SQLRepository(db: db, flavor: flavor)) }
     }

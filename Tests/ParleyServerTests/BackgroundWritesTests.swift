@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import Synchronization
 import ParleyAPI
 import ParleyDomain
 import ParleyStore
@@ -33,6 +35,67 @@ struct BackgroundWritesTests {
             let hits = try await server.get("/v1/search?q=parcel", token: acme.adminToken).decode(ListResponse<SearchHitDTO>.self)
             #expect(hits.items.count == 1)
         }
+    }
+
+    @Test("while messages come in, the indexer's round after one that indexed goes straight to the writer")
+    func searchIndexerRounds() async throws {
+        // The server's own indexer would race the rounds counted below: they run on the database
+        // it left, after it stopped, with the messages it wrote (and more written here).
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-rounds-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("parley.sqlite").path
+        let written = Mutex<(SendMessageResponse, BrandID)?>(nil)
+        try await TestServer.run(configure: { $0.databaseURL = "sqlite://\(path)" }) { server in
+            let acme = try await BrandScenario.make(server)
+            let (ana, _) = try await acme.consumer(name: "Ana")
+            let sent = try await acme.send("where is my parcel", as: ana)
+            written.withLock { $0 = (sent, acme.brand.id) }
+        }
+        guard let (sent, brandId) = written.withLock({ $0 }) else { throw TestFailure("no message was sent") }
+        var logger = Logger(label: "parley-test-rounds")
+        logger.logLevel = .warning
+        let store = Store(database: try await openDatabase(.sqliteFile(path: path), logger: logger))
+        let access = store.access { $0 as any WorkspaceStore }
+        var seq = sent.message.seq
+        func arrives() async throws {
+            seq += 1
+            var message = sent.message
+            message.id = MessageID.make()
+            message.seq = seq
+            message.clientMessageId = UUID().uuidString
+            message.text = "parcel \(seq)"
+            let arrived = message
+            try await store.write { repo in try await repo.insertMessage(arrived, brandId: brandId) }
+        }
+        var rounds = SearchIndexer.Rounds()
+        func round() async throws -> (indexed: Int, reads: Int, writes: Int) {
+            let (reads, writes) = (store.readTransactions, store.writeTransactions)
+            let indexed = try await rounds.next(access)
+            return (indexed, store.readTransactions - reads, store.writeTransactions - writes)
+        }
+        do {
+            // Whatever the server had not indexed yet, then a round that finds nothing.
+            try await SearchIndexer.catchUp(access)
+            #expect(try await round().indexed == 0)
+
+            // MUT: a message arrives after a round that found nothing: the round looks, then indexes.
+            try await arrives()
+            let first = try await round()
+            #expect(first.indexed == 1 && first.reads == 1 && first.writes == 1)
+            // Another arrives: the round after one that indexed takes the writer without a look.
+            try await arrives()
+            let second = try await round()
+            #expect(second.indexed == 1 && second.reads == 0 && second.writes == 1)
+            // The traffic stops: one round finds nothing in the writer, the next ones only look.
+            let third = try await round()
+            #expect(third.indexed == 0 && third.reads == 0 && third.writes == 1)
+            let fourth = try await round()
+            #expect(fourth.indexed == 0 && fourth.reads == 1 && fourth.writes == 0)
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
     }
 
     @Test("the job runner's look at the table takes no write transaction when no job is due, and claims a due one in one")
