@@ -23,8 +23,10 @@ struct ConversationLog: Sendable {
         /// Writes `log` (the conversation row and every entry) in the transaction of `repo`.
         func write(_ log: inout ConversationAppend, in repo: any Repository) async throws {
             try await log.write(in: repo)
-            let done = log
-            written.withLock { $0.logs.append(done) }
+            // One copy for the list (the caller keeps `log`), moved into it: an append holds two
+            // conversations and a message, and each copy retains every string and array of them.
+            var done: ConversationAppend? = log
+            written.withLock { $0.logs.append(done.take()!) }
         }
 
         /// Jobs were queued in this transaction outside an append: wake the runner after commit.
@@ -54,8 +56,8 @@ struct ConversationLog: Sendable {
             return (value, result.logs, result.queuedJobs)
         }
         var messageJSON: String?
-        for log in logs {
-            let json = await publish(log, excluding: connection)
+        for index in logs.indices {  // by index: `for log in logs` copies each append
+            let json = await publish(logs[index], excluding: connection)
             messageJSON = messageJSON ?? json
         }
         if queuedJobs || logs.contains(where: \.queuedJobs) { jobs.wake() }

@@ -192,11 +192,11 @@ public struct ConversationService: Sendable {
         if known == nil, sender.kind == .consumer, case .text = content {
             masking = try await repo.brandSettings(brandId: conversation.brandId).cardMasking
         }
-        let composed = try compose(
+        let (composed, message, unmasked) = try compose(
             request, content: content, by: principal, sender: sender, in: conversation, isNew: isNew, masking: masking, now: now)
-        var log = composed.log
+        var log = consume composed  // an append is large: moved, not copied, on the message path
         try await appends.write(&log, in: repo)
-        return AppendOutcome(message: composed.message, conversation: log.conversation, created: true, unmaskedForSender: composed.unmaskedForSender)
+        return AppendOutcome(message: message, conversation: log.conversation, created: true, unmaskedForSender: unmasked)
     }
 
     /// On PostgreSQL, a text into a conversation the sender names, when it makes a message alone
