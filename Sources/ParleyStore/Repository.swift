@@ -1,6 +1,5 @@
 import Foundation
 import ParleyAPI
-import Synchronization
 
 /// Everything Parley stores, as one transaction (or one read) sees it: one store per aggregate.
 ///
@@ -12,8 +11,6 @@ public protocol Repository: IdentityStore, ConversationStore, VoiceStore, CallSt
 /// The database plus the repository over it.
 public final class Store: Sendable {
     public let database: any DatabaseClient
-    private let writes = Atomic<Int>(0)
-    private let reads = Atomic<Int>(0)
 
     public init(database: any DatabaseClient) {
         self.database = database
@@ -21,30 +18,20 @@ public final class Store: Sendable {
 
     public var flavor: DatabaseFlavor { database.flavor }
 
-    /// Write transactions started through this store (`write` and `alone`) since it opened. On SQLite
-    /// each one waits its turn for the single writer, so work that finds nothing to do should find
-    /// it out with a `read` (the tests of the background services count these).
-    public var writeTransactions: Int { writes.load(ordering: .relaxed) }
-    /// Reads (`read`) started through this store since it opened: what a look before the writer costs.
-    public var readTransactions: Int { reads.load(ordering: .relaxed) }
-
     /// Runs `body` in one transaction.
     public func write<T: Sendable>(_ body: @escaping @Sendable (any Repository) async throws -> T) async throws -> T {
-        writes.add(1, ordering: .relaxed)
         let flavor = database.flavor
         return try await database.write { db in try await body(SQLRepository(db: db, flavor: flavor)) }
     }
 
     /// Runs read-only `body` against committed data.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any Repository) async throws -> T) async throws -> T {
-        reads.add(1, ordering: .relaxed)
         let flavor = database.flavor
         return try await database.read { db in try await body(SQLRepository(db: db, flavor: flavor)) }
     }
 
     /// Runs `body`, which writes with one statement, as a transaction of its own (`DatabaseClient.alone`).
     public func alone<T: Sendable>(_ body: @escaping @Sendable (any Repository) async throws -> T) async throws -> T {
-        writes.add(1, ordering: .relaxed)
         let flavor = database.flavor
         return try await database.alone { db in try await body(SQLRepository(db: db, flavor: flavor)) }
     }

@@ -12,8 +12,8 @@ import Testing
 /// and holds up, the one writer every message commits on, so a look that finds nothing to do must not
 /// take one (issue 28: an idle server opened some six empty write transactions a second).
 ///
-/// Each test counts the write transactions of a `Store` of its own over the server's database: the
-/// server's own loops keep running beside it and are not counted.
+/// Each test counts the transactions of a `Store` of its own over the server's database, recorded by a
+/// `RecordingDatabase`: the server's own loops keep running beside it and are not counted.
 @Suite("Background work looks before it takes the writer")
 struct BackgroundWritesTests {
     @Test("the search indexer and a search take no write transaction when every message is indexed")
@@ -23,15 +23,16 @@ struct BackgroundWritesTests {
             let acme = try await BrandScenario.make(server)
             let (ana, _) = try await acme.consumer(name: "Ana")
             try await acme.send("where is my parcel", as: ana)
-            let mine = Store(database: server.services.store.database)
+            let recording = RecordingDatabase(wrapping: server.services.store.database)
+            let mine = Store(database: recording)
             let access = mine.access { $0 as any WorkspaceStore }
             try await SearchIndexer.catchUp(access)  // indexes the message, unless the server's own loop did
             #expect(try await mine.read { repo in try await repo.searchIndexIsBehind() } == false)
 
             // MUT: an indexer round and a search with nothing new.
-            let before = mine.writeTransactions
+            let before = recording.writes
             for _ in 0..<5 { try await SearchIndexer.catchUp(access) }
-            #expect(mine.writeTransactions == before)
+            #expect(recording.writes == before)
             let hits = try await server.get("/v1/search?q=parcel", token: acme.adminToken).decode(ListResponse<SearchHitDTO>.self)
             #expect(hits.items.count == 1)
         }
@@ -54,7 +55,8 @@ struct BackgroundWritesTests {
         guard let (sent, brandId) = written.withLock({ $0 }) else { throw TestFailure("no message was sent") }
         var logger = Logger(label: "parley-test-rounds")
         logger.logLevel = .warning
-        let store = Store(database: try await openDatabase(.sqliteFile(path: path), logger: logger))
+        let recording = RecordingDatabase(wrapping: try await openDatabase(.sqliteFile(path: path), logger: logger))
+        let store = Store(database: recording)
         let access = store.access { $0 as any WorkspaceStore }
         var seq = sent.message.seq
         func arrives() async throws {
@@ -69,9 +71,9 @@ struct BackgroundWritesTests {
         }
         var rounds = SearchIndexer.Rounds()
         func round() async throws -> (indexed: Int, reads: Int, writes: Int) {
-            let (reads, writes) = (store.readTransactions, store.writeTransactions)
+            let (reads, writes) = (recording.reads, recording.writes)
             let indexed = try await rounds.next(access)
-            return (indexed, store.readTransactions - reads, store.writeTransactions - writes)
+            return (indexed, recording.reads - reads, recording.writes - writes)
         }
         do {
             // Whatever the server had not indexed yet, then a round that finds nothing.
@@ -104,7 +106,8 @@ struct BackgroundWritesTests {
         try await TestServer.run(clock: clock) { server in
             let acme = try await BrandScenario.make(server)
             let services = server.services
-            let mine = Store(database: services.store.database)
+            let recording = RecordingDatabase(wrapping: services.store.database)
+            let mine = Store(database: recording)
             // The runner under test lives a day ahead of the server, whose own runner (on `clock`)
             // never sees the job below come due.
             let ahead = ManualClock(start: clock.now().addingTimeInterval(86_400))
@@ -115,11 +118,11 @@ struct BackgroundWritesTests {
             // Whatever the brand's setup queued for later (timers) is due a day ahead: claimed here.
             var rounds = 0
             while rounds < 100, try await !runner.claim(free: 4, running: running).isEmpty { rounds += 1 }
-            let base = mine.writeTransactions
+            let base = recording.writes
 
             // MUT: nothing due.
             #expect(try await runner.claim(free: 4, running: running).isEmpty)
-            #expect(mine.writeTransactions == base)
+            #expect(recording.writes == base)
 
             // A job due in an hour of the server's time: due for the runner a day ahead.
             let due = clock.now().addingTimeInterval(3_600)
@@ -129,10 +132,10 @@ struct BackgroundWritesTests {
             }
             let claimed = try await runner.claim(free: 4, running: running)
             #expect(claimed.map(\.kind) == ["test.background"])
-            #expect(mine.writeTransactions == base + 1)
+            #expect(recording.writes == base + 1)
             // Claimed (running, leased): the next look finds nothing and writes nothing.
             #expect(try await runner.claim(free: 4, running: running).isEmpty)
-            #expect(mine.writeTransactions == base + 1)
+            #expect(recording.writes == base + 1)
         }
     }
 }

@@ -48,6 +48,11 @@ final class RecordingDatabase: DatabaseClient {
     /// Forgets what was recorded.
     func reset() { units.withLock { $0.byOrder = [:] } }
 
+    /// How many write transactions (`write` and `alone`) were recorded so far.
+    var writes: Int { units.withLock { $0.byOrder.values.count { $0.kind != .read } } }
+    /// How many reads were recorded so far.
+    var reads: Int { units.withLock { $0.byOrder.values.count { $0.kind == .read } } }
+
     func write<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await run(.write, body)
     }
