@@ -52,7 +52,7 @@ struct ActivityTests {
 
     @Test("bad batches are refused with a stable code and store nothing; a consumer's batches are rate-limited")
     func limits() async throws {
-        try await TestServer.run(configure: { $0.rateConsumerActivity = 3 }) { server in
+        try await TestServer.run(clock: ManualClock(), configure: { $0.rateConsumerActivity = 3 }) { server in
             let acme = try await BrandScenario.make(server)
             let (token, consumer) = try await acme.consumer()
             let cases: [([ActivityEventInput], Int, String)] = [

@@ -260,7 +260,7 @@ struct AuthTests {
 
     @Test("one form of an email for sign-in and its limit: spaces, case and Unicode forms share one account bucket")
     func emailBucket() async throws {
-        try await TestServer.run(configure: { $0.rateLogins = 40 }) { server in
+        try await TestServer.run(clock: ManualClock(), configure: { $0.rateLogins = 40 }) { server in
             let acme = try await BrandScenario.make(server)
             // The per-account bucket holds 20 per 5 minutes (the address 40 a minute): empty it with
             // spellings of one email. Before, each spelling had a bucket of its own.

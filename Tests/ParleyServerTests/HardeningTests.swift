@@ -34,7 +34,7 @@ struct HardeningTests {
             // the tests share two cores with other tests.)
             // A new connection each try: on a machine busy starting every other test, the first may wait.
             var healthy = false
-            let tryUntil = Date().addingTimeInterval(60)
+            let tryUntil = Date().addingTimeInterval(120)
             while !healthy, Date() < tryUntil {
                 let health = try RawSocket(port: server.port)
                 try health.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")

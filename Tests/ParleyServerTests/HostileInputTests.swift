@@ -65,11 +65,12 @@ struct HostileInputTests {
             let (token, _) = try await acme.consumer()
             let before = try await HTTPErrorTests.rowCounts(server)
             let started = Date()
-            // Up to 15 s of waiting, on a thread of its own: on the cooperative pool (2 threads here)
-            // it starved every other test's tasks, this server's idle timer too (CI saw no 408 and
-            // other tests' connections time out while it waited).
+            // Up to 60 s of waiting (the answer ends it, 2 s in when the machine is free; CI, busy
+            // starting every other test, once took over 15), on a thread of its own: on the
+            // cooperative pool (2 threads here) it starved every other test's tasks, this server's
+            // idle timer too (CI saw no 408 and other tests' connections time out while it waited).
             let (port, head) = (server.port, Self.uploadHead(server.port, token: token, length: note.count))
-            let response = try await RawSocket.offPool { try RawHTTP.send(port: port, head: head, body: note.prefix(1000), ending: .wait(seconds: 15)) }
+            let response = try await RawSocket.offPool { try RawHTTP.send(port: port, head: head, body: note.prefix(1000), ending: .wait(seconds: 60)) }
             let waited = Date().timeIntervalSince(started)
             #expect(response.hasPrefix("HTTP/1.1 408"), "\(response)")
             #expect(response.contains("\"upload_stalled\""))

@@ -177,7 +177,7 @@ struct ParleyKitTests {
             events.compactMap { if case .message(let message) = $0 { message } else { nil } }
         }
 
-        func wait(within seconds: Double = 15, until check: @escaping @Sendable ([ParleyEvent]) -> Bool) async throws {
+        func wait(within seconds: Double = 60, until check: @escaping @Sendable ([ParleyEvent]) -> Bool) async throws {
             let deadline = Date().addingTimeInterval(seconds)
             while Date() < deadline {
                 if list.items.withLock({ check($0) }) { return }

@@ -64,7 +64,7 @@ struct ParleyKitTrapsTests {
     }
 
     /// Polls `check` until it holds, for at most `seconds`.
-    static func eventually(within seconds: Double = 15, _ what: String, _ check: () async throws -> Bool) async throws {
+    static func eventually(within seconds: Double = 60, _ what: String, _ check: () async throws -> Bool) async throws {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if try await check() { return }
