@@ -52,3 +52,26 @@ import Testing
         }
     }
 }
+
+/// Texts bound to a statement (`SQLiteHandle.bind`) come back as they went in.
+@Suite struct BoundTextTests {
+    @Test("empty, short, long, non-ASCII and NUL-bearing texts round-trip through a bound parameter")
+    func texts() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bound-text-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let handle = try SQLiteHandle(path: directory.appendingPathComponent("bind.sqlite").path)
+        defer { handle.close() }
+        let long = String(repeating: "a long text that lives in its own storage ", count: 40)
+        let texts = ["", "x", "msg_0123456789", "é日本語 👋🏽", "a\u{0}b", long, String(long.utf8.dropFirst(7))!]
+        for text in texts {
+            var found: (text: String?, bytes: Int?, type: String?)
+            try handle.run("SELECT ?1 AS text, length(CAST(?1 AS BLOB)) AS bytes, typeof(?1) AS type", [.text(text)]) { row in
+                found = (try? row.directText("text"), try? row.decode(column: "bytes", as: Int.self), try? row.directText("type"))
+            }
+            #expect(found.text == text, "\(text.debugDescription)")
+            #expect(found.bytes == text.utf8.count, "\(text.debugDescription)")
+            #expect(found.type == "text", "\(text.debugDescription): an empty text is not NULL")
+        }
+    }
+}
