@@ -74,19 +74,37 @@ struct BlobStoreContractTests {
     static let s3Bucket = "parley-test"
 
     /// An S3 store in a new folder of the test bucket.
-    static func s3(multipartThreshold: Int = 16 * 1024 * 1024, timeout: Duration = .seconds(10), endpoint: String? = nil) async throws
-        -> (S3BlobStore, HTTPClient)
-    {
+    static func s3(
+        multipartThreshold: Int = 16 * 1024 * 1024, timeout: Duration = .seconds(10), endpoint: String? = nil, bucket: String = s3Bucket
+    ) async throws -> (S3BlobStore, HTTPClient) {
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         let store = try S3BlobStore(
             settings: .init(
-                endpoint: endpoint ?? s3Endpoint!, bucket: s3Bucket, prefix: "t-\(UUID().uuidString.prefix(8).lowercased())", accessKey: "parley",
+                endpoint: endpoint ?? s3Endpoint!, bucket: bucket, prefix: "t-\(UUID().uuidString.prefix(8).lowercased())", accessKey: "parley",
                 secretKey: "parley-secret",
                 timeout: timeout, multipartThreshold: multipartThreshold, partSize: 5 * 1024 * 1024),
             client: client, scratch: FileManager.default.temporaryDirectory.appendingPathComponent("s3-scratch-\(UUID().uuidString)"),
             logger: Logger(label: "test-s3"))
         if endpoint == nil { try await store.ensureBucket() }
         return (store, client)
+    }
+
+    @Test("nodes that start together on a new bucket all start: a create answered 409 BucketAlreadyOwnedByYou (the bucket is there) is success",
+          .enabled(if: s3Endpoint != nil, "the test script starts SeaweedFS"))
+    func bucketCreatedTogether() async throws {
+        // A bucket of its own (the shared one exists by now); CI once saw a cluster test's second
+        // node refuse to start on that answer.
+        let bucket = "parley-race-\(UUID().uuidString.prefix(8).lowercased())"
+        var stores: [(S3BlobStore, HTTPClient)] = []
+        for _ in 0..<6 { stores.append(try await Self.s3(endpoint: Self.s3Endpoint, bucket: bucket)) }
+        let nodes = stores.map(\.0)
+        await withTaskGroup(of: Void.self) { group in
+            for (index, store) in nodes.enumerated() {
+                group.addTask { await #expect(throws: Never.self, "node \(index)") { try await store.ensureBucket() } }
+            }
+        }
+        // (Nothing is stored in it: the test SeaweedFS has volumes for its one shared bucket only.)
+        for (_, client) in stores { try await client.shutdown() }
     }
 
     @Test("S3 on SeaweedFS keeps the contract; a file over the multipart threshold goes up in parts and comes back whole",

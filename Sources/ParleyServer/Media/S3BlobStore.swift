@@ -343,6 +343,10 @@ public final class S3BlobStore: BlobStore {
         if answer.status == 200 { return }
         guard answer.status == 404 else { throw BlobStoreUnavailable("reach the bucket", "HTTP \(answer.status)") }
         let created = try await retried("create the bucket") { try await request(.PUT, key: nil, headers: [("content-length", "0")]) }
+        // Another node starting at the same time (or our own first try, retried) may have created it
+        // between the look and the create: S3 answers 409 BucketAlreadyOwnedByYou (SeaweedFS too), and
+        // a node refused to start on it. Whatever the answer, a bucket that is there now will do.
+        if created.status != 200, try await retried("reach the bucket", { try await request(.HEAD, key: nil) }).status == 200 { return }
         try expect(created, [200], "create the bucket \(settings.bucket)")
         logger.notice("created the media bucket", metadata: ["bucket": "\(settings.bucket)"])
     }
