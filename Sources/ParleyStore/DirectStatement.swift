@@ -32,17 +32,6 @@ struct DirectStatement: SQLExpression, Sendable {
             serializer.write(String(piece))
         }
     }
-
-    /// The values as SQLite binds them (as `SQLiteDataEncoder` encodes the same Swift values).
-    var sqliteValues: [SQLiteData] {
-        values.map { value in
-            switch value {
-            case .text(let text): .text(text)
-            case .integer(let integer): .integer(Int(integer))
-            case .null: .null
-            }
-        }
-    }
 }
 
 extension RowStatements {

@@ -167,7 +167,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     /// (SQLite's `log` and `checkpointed` columns).
     private static func checkpoint(_ handle: SQLiteHandle) throws -> (log: Int, copied: Int) {
         var result = (log: 0, copied: 0)
-        try handle.run("PRAGMA wal_checkpoint(PASSIVE)", []) { row in
+        try handle.run("PRAGMA wal_checkpoint(PASSIVE)", [SQLiteData]()) { row in
             result = (Int(((try? row.directInteger("log")) ?? nil) ?? 0), Int(((try? row.directInteger("checkpointed")) ?? nil) ?? 0))
         }
         return result

@@ -92,7 +92,7 @@ final class SQLiteHandle: Sendable {
     }
 
     /// Runs one statement with its binds and passes each row to `onRow`.
-    func run(_ sql: String, _ binds: [SQLiteData], _ onRow: (DirectSQLiteRow) -> Void) throws {
+    func run<Bind: SQLiteBindable>(_ sql: String, _ binds: [Bind], _ onRow: (DirectSQLiteRow) -> Void) throws {
         try connection.withLock { connection in
             guard let handle = connection.handle else {
                 throw SQLiteStatementError(code: SQLITE_MISUSE, message: "the database is closed")
@@ -136,27 +136,9 @@ final class SQLiteHandle: Sendable {
         return prepared
     }
 
-    private static func bind(_ binds: [SQLiteData], to statement: OpaquePointer, handle: OpaquePointer) throws {
+    private static func bind<Bind: SQLiteBindable>(_ binds: [Bind], to statement: OpaquePointer, handle: OpaquePointer) throws {
         for (offset, bind) in binds.enumerated() {
-            let index = Int32(offset + 1)
-            let status: Int32
-            switch bind {
-            case .integer(let value): status = sqlite_nio_sqlite3_bind_int64(statement, index, Int64(value))
-            case .float(let value): status = sqlite_nio_sqlite3_bind_double(statement, index, value)
-            case .text(let value):
-                // Through `withCString`, which lends a native string's own bytes (a short one's from
-                // the stack): passing `value` itself converts it through `utf8CString`, a new array
-                // for each bound text (some 13 a message, 1% of its instructions). The length is the
-                // string's, so a NUL inside is stored as sent.
-                status = value.withCString {
-                    sqlite_nio_sqlite3_bind_text64(statement, index, $0, UInt64(value.utf8.count), transient, UInt8(SQLITE_UTF8))
-                }
-            case .blob(let value):
-                status = value.withUnsafeReadableBytes {
-                    sqlite_nio_sqlite3_bind_blob64(statement, index, $0.baseAddress, UInt64($0.count), transient)
-                }
-            case .null: status = sqlite_nio_sqlite3_bind_null(statement, index)
-            }
+            let status = bind.bind(to: statement, at: Int32(offset + 1))
             guard status == SQLITE_OK else {
                 throw SQLiteStatementError(code: status, message: String(cString: sqlite_nio_sqlite3_errmsg(handle)))
             }
@@ -294,7 +276,7 @@ struct DirectSQLiteDatabase: SQLDatabase {
     /// async call: about 1,300 instructions each, and a message at a quiet hour has two of them
     /// (bench/instructions.sh).
     func exec(_ sql: String) throws {
-        try handle.run(sql, []) { _ in }
+        try handle.run(sql, [SQLiteData]()) { _ in }
     }
 
     func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
@@ -303,7 +285,7 @@ struct DirectSQLiteDatabase: SQLDatabase {
 
     private func run(_ query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) throws {
         if let direct = Self.direct(query) {
-            return try handle.run(direct.sql, direct.sqliteValues) { onRow($0) }
+            return try handle.run(direct.sql, direct.values) { onRow($0) }
         }
         let (sql, binds) = serialize(query)
         let data = try binds.map { try Self.encoder.encode($0) }
@@ -321,4 +303,44 @@ struct DirectSQLiteDatabase: SQLDatabase {
         default: nil
         }
     }
+}
+
+/// A value `SQLiteHandle.run` binds to a statement's parameter; returns SQLite's status.
+///
+/// SQLiteNIO's `SQLiteData` (what SQLKit's statements encode to) and the store's own `ColumnValue`
+/// (a `DirectStatement`'s, the message path's): converting the latter to the former first made a
+/// new array for each statement and retained and released each text once more.
+protocol SQLiteBindable: Sendable {
+    func bind(to statement: OpaquePointer, at index: Int32) -> Int32
+}
+
+extension SQLiteData: SQLiteBindable {
+    func bind(to statement: OpaquePointer, at index: Int32) -> Int32 {
+        switch self {
+        case .integer(let value): sqlite_nio_sqlite3_bind_int64(statement, index, Int64(value))
+        case .float(let value): sqlite_nio_sqlite3_bind_double(statement, index, value)
+        case .text(let value): bindText(value, to: statement, at: index)
+        case .blob(let value):
+            value.withUnsafeReadableBytes { sqlite_nio_sqlite3_bind_blob64(statement, index, $0.baseAddress, UInt64($0.count), transient) }
+        case .null: sqlite_nio_sqlite3_bind_null(statement, index)
+        }
+    }
+}
+
+extension ColumnValue: SQLiteBindable {
+    func bind(to statement: OpaquePointer, at index: Int32) -> Int32 {
+        switch self {
+        case .text(let value): bindText(value, to: statement, at: index)
+        case .integer(let value): sqlite_nio_sqlite3_bind_int64(statement, index, value)
+        case .null: sqlite_nio_sqlite3_bind_null(statement, index)
+        }
+    }
+}
+
+/// A text bound through `withCString`, which lends a native string's own bytes (a short one's from
+/// the stack): passing the `String` itself converts it through `utf8CString`, a new array for each
+/// bound text (some 13 a message, 2% of its instructions, bench/RESULTS.md). The length is the
+/// string's, so a NUL inside is stored as sent; SQLite copies the bytes (`SQLITE_TRANSIENT`).
+private func bindText(_ value: String, to statement: OpaquePointer, at index: Int32) -> Int32 {
+    value.withCString { sqlite_nio_sqlite3_bind_text64(statement, index, $0, UInt64(value.utf8.count), transient, UInt8(SQLITE_UTF8)) }
 }
