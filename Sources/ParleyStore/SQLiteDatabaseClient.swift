@@ -121,7 +121,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     /// it lets the writes go. A write that slips in between starts the WAL itself, as before.
     func checkpointRound() async throws {
         guard let handle = walHandle else { return }
-        let first = try Self.checkpoint(handle)
+        let first = try handle.checkpointPassive()
         guard first.log >= checkpointPolicy.restartFrames else {
             if first.copied == first.log, first.log > Self.framesAfterRestart {
                 _ = try await write(Self.restartWAL)
@@ -130,7 +130,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         }
         // Once more without holding anything: what is left for the hold is what was committed
         // during this pass, a few milliseconds' worth.
-        let second = try Self.checkpoint(handle)
+        let second = try handle.checkpointPassive()
         // Nothing written since the last round's hold and everything copied: the WAL waits for the
         // next transaction, which starts it again by itself. (While writes are coming, "everything
         // copied" says nothing: a transaction already under way appends after it.)
@@ -139,7 +139,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         let held = Mutex<Duration>(.zero)
         try await whileWritesWait {
             let started = ContinuousClock.now
-            let last = try Self.checkpoint(handle)
+            let last = try handle.checkpointPassive()
             if last.copied == last.log { _ = try await self.transaction(Self.restartWAL) }
             held.withLock { $0 = ContinuousClock.now - started }
         }
@@ -153,6 +153,11 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         try await db.raw("UPDATE wal_restart SET count = count + 1 WHERE id = 1").run()
     }
 
+    /// The statements each connection keeps that SQLite prepared again, with how many times.
+    func reprepares() -> [(sql: String, count: Int)] {
+        [writer, reader, walHandle].compactMap { $0 }.flatMap { $0.reprepares() }.filter { $0.count > 0 }
+    }
+
     /// The frames `restartWAL` leaves in the WAL.
     static let framesAfterRestart = 1
 
@@ -160,17 +165,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     /// checkpoints' connection (so it copies what it can, as a round would). (0, 0) in memory.
     func walFrames() throws -> (log: Int, copied: Int) {
         guard let walHandle else { return (0, 0) }
-        return try Self.checkpoint(walHandle)
-    }
-
-    /// A PASSIVE checkpoint on `handle`: the frames the WAL holds and how many of them are copied
-    /// (SQLite's `log` and `checkpointed` columns).
-    private static func checkpoint(_ handle: SQLiteHandle) throws -> (log: Int, copied: Int) {
-        var result = (log: 0, copied: 0)
-        try handle.run("PRAGMA wal_checkpoint(PASSIVE)", [SQLiteData]()) { row in
-            result = (Int(((try? row.directInteger("log")) ?? nil) ?? 0), Int(((try? row.directInteger("checkpointed")) ?? nil) ?? 0))
-        }
-        return result
+        return try walHandle.checkpointPassive()
     }
 
     static func prepareDirectory(for path: String) throws {
@@ -223,7 +218,11 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         }
         let walHandle = try path.map { try SQLiteHandle(path: $0) }
         if let walHandle {
-            try await DirectSQLiteDatabase(handle: walHandle, logger: logger).raw("PRAGMA busy_timeout = 5000").run()
+            let db = DirectSQLiteDatabase(handle: walHandle, logger: logger)
+            try await db.raw("PRAGMA busy_timeout = 5000").run()
+            // A read, so that the connection opens the WAL: `sqlite3_wal_checkpoint_v2` on a
+            // connection that has read nothing yet checkpoints nothing and answers -1.
+            try await db.raw("SELECT count(*) FROM sqlite_schema").run()
         }
         let client = SQLiteDatabaseClient(writer: writer, reader: reader, walHandle: walHandle, policy: checkpoints, fullSync: fullSync, logger: logger)
         client.startCheckpoints()

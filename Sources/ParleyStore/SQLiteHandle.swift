@@ -64,7 +64,13 @@ final class SQLiteHandle: Sendable {
     private struct Prepared {
         var statement: OpaquePointer
         var columns: SQLiteColumns
+        /// Its parameters (`sqlite3_bind_parameter_count`: the largest index).
+        var parameters: Int32
     }
+
+    /// The most bytes of text and blobs a run may leave bound in its statement (at most this much
+    /// for each kept statement; a message's text is under it, an attachment's JSON may not be).
+    static let keptBindBytes = 4 * 1024
 
     /// Most distinct statements kept prepared; the repository has a few dozen.
     private static let cacheLimit = 256
@@ -99,11 +105,19 @@ final class SQLiteHandle: Sendable {
             }
             let prepared = try Self.prepared(sql, in: &connection, handle: handle)
             let statement = prepared.statement
+            // The values stay bound after the run, and the next run binds over them. Clearing
+            // them (`sqlite3_clear_bindings`) made SQLite prepare again, on its next run, every
+            // statement whose plan depends on a bound value (a `LIMIT ?`, a comparison a partial
+            // index depends on): the search indexer's, the job runner's and the revoked sessions'
+            // reads, every time (4.5% of the instructions of a text message at 25 a second,
+            // bench/RESULTS.md "Statements prepared once"). Only a run that bound more than
+            // `keptBindBytes` clears them, so a large text is not kept for as long as its statement.
+            var bytes = 0
             defer {
                 sqlite_nio_sqlite3_reset(statement)
-                sqlite_nio_sqlite3_clear_bindings(statement)
+                if bytes > Self.keptBindBytes { sqlite_nio_sqlite3_clear_bindings(statement) }
             }
-            try Self.bind(binds, to: statement, handle: handle)
+            try Self.bind(binds, to: statement, parameters: prepared.parameters, handle: handle, bytes: &bytes)
             let width = prepared.columns.names.count
             while true {
                 let status = sqlite_nio_sqlite3_step(statement)
@@ -112,6 +126,45 @@ final class SQLiteHandle: Sendable {
                     throw SQLiteStatementError(code: status, message: String(cString: sqlite_nio_sqlite3_errmsg(handle)))
                 }
                 onRow(DirectSQLiteRow(columns: prepared.columns, values: Self.row(of: statement, width: width)))
+            }
+        }
+    }
+
+    /// A PASSIVE checkpoint (`sqlite3_wal_checkpoint_v2`, what `PRAGMA wal_checkpoint(PASSIVE)`
+    /// runs, without the statement: SQLite prepares every PRAGMA again each time it runs): the
+    /// frames the WAL holds and how many of them are copied, -1 each when another connection's
+    /// checkpoint was under way.
+    func checkpointPassive() throws -> (log: Int, copied: Int) {
+        try connection.withLock { connection in
+            guard let handle = connection.handle else {
+                throw SQLiteStatementError(code: SQLITE_MISUSE, message: "the database is closed")
+            }
+            var (log, copied): (Int32, Int32) = (-1, -1)
+            let status = sqlite_nio_sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &copied)
+            // BUSY: another checkpoint held the WAL (the pragma answered it in its `busy` column).
+            guard status == SQLITE_OK || status == SQLITE_BUSY else {
+                throw SQLiteStatementError(code: status, message: String(cString: sqlite_nio_sqlite3_errmsg(handle)))
+            }
+            return (Int(log), Int(copied))
+        }
+    }
+
+    /// Each kept statement's text and how many times SQLite prepared it again since it was first
+    /// prepared (`SQLITE_STMTSTATUS_REPREPARE`).
+    func reprepares() -> [(sql: String, count: Int)] {
+        connection.withLock { connection in
+            connection.statements.map { key, prepared in
+                (key.sql, Int(sqlite_nio_sqlite3_stmt_status(prepared.statement, SQLITE_STMTSTATUS_REPREPARE, 0)))
+            }
+        }
+    }
+
+    /// Each kept statement's text and the heap memory SQLite says it holds
+    /// (`SQLITE_STMTSTATUS_MEMUSED`), its bound values included.
+    func statementMemory() -> [(sql: String, bytes: Int)] {
+        connection.withLock { connection in
+            connection.statements.map { key, prepared in
+                (key.sql, Int(sqlite_nio_sqlite3_stmt_status(prepared.statement, SQLITE_STMTSTATUS_MEMUSED, 0)))
             }
         }
     }
@@ -127,7 +180,8 @@ final class SQLiteHandle: Sendable {
         }
         let count = sqlite_nio_sqlite3_column_count(statement)
         let names = (0..<count).map { String(cString: sqlite_nio_sqlite3_column_name(statement, $0)) }
-        let prepared = Prepared(statement: statement, columns: SQLiteColumns(names: names))
+        let prepared = Prepared(
+            statement: statement, columns: SQLiteColumns(names: names), parameters: sqlite_nio_sqlite3_bind_parameter_count(statement))
         if connection.statements.count >= cacheLimit {
             for old in connection.statements.values { sqlite_nio_sqlite3_finalize(old.statement) }
             connection.statements.removeAll()
@@ -136,12 +190,20 @@ final class SQLiteHandle: Sendable {
         return prepared
     }
 
-    private static func bind<Bind: SQLiteBindable>(_ binds: [Bind], to statement: OpaquePointer, handle: OpaquePointer) throws {
+    /// Binds `binds` to the first parameters and NULL to any after them (the last run's values
+    /// are still bound there); adds the bytes of text and blobs bound to `bytes`.
+    private static func bind<Bind: SQLiteBindable>(
+        _ binds: [Bind], to statement: OpaquePointer, parameters: Int32, handle: OpaquePointer, bytes: inout Int
+    ) throws {
         for (offset, bind) in binds.enumerated() {
+            bytes += bind.byteCount
             let status = bind.bind(to: statement, at: Int32(offset + 1))
             guard status == SQLITE_OK else {
                 throw SQLiteStatementError(code: status, message: String(cString: sqlite_nio_sqlite3_errmsg(handle)))
             }
+        }
+        if binds.count < parameters {
+            for index in Int32(binds.count + 1)...parameters { sqlite_nio_sqlite3_bind_null(statement, index) }
         }
     }
 
@@ -312,6 +374,8 @@ struct DirectSQLiteDatabase: SQLDatabase {
 /// new array for each statement and retained and released each text once more.
 protocol SQLiteBindable: Sendable {
     func bind(to statement: OpaquePointer, at index: Int32) -> Int32
+    /// The bytes of a text or blob (which SQLite keeps a copy of while it is bound), else 0.
+    var byteCount: Int { get }
 }
 
 extension SQLiteData: SQLiteBindable {
@@ -325,6 +389,14 @@ extension SQLiteData: SQLiteBindable {
         case .null: sqlite_nio_sqlite3_bind_null(statement, index)
         }
     }
+
+    var byteCount: Int {
+        switch self {
+        case .text(let value): value.utf8.count
+        case .blob(let value): value.readableBytes
+        case .integer, .float, .null: 0
+        }
+    }
 }
 
 extension ColumnValue: SQLiteBindable {
@@ -334,6 +406,10 @@ extension ColumnValue: SQLiteBindable {
         case .integer(let value): sqlite_nio_sqlite3_bind_int64(statement, index, value)
         case .null: sqlite_nio_sqlite3_bind_null(statement, index)
         }
+    }
+
+    var byteCount: Int {
+        if case .text(let value) = self { value.utf8.count } else { 0 }
     }
 }
 
