@@ -89,15 +89,10 @@ import VaporCSQLite
         // Counted from after the first round: the migrations changed the schema, and what they
         // ran was prepared again, as it must be; a fresh statement's first values are new to its plan.
         var before: [String: Int] = [:]
-        var previous = conversation
-        for seq in Int64(1)...5 {
+        var written = conversation
+        for seq in 1...5 {
             if seq == 2 { before = Dictionary(client.reprepares().map { ($0.sql, $0.count) }, uniquingKeysWith: +) }
-            let message = fixture.message(in: previous, seq: seq, from: .consumer, text: "parcel \(seq)")
-            var next = previous
-            next.lastSeq = seq
-            let (from, to) = (previous, next)
-            try await store.write { repo in try await repo.updateConversation(to, from: from, inserting: message) }
-            previous = next
+            written = try await fixture.append("parcel \(seq)", to: written, in: store)
             #expect(try await store.write { repo in try await repo.indexForSearch(limit: 50) } == 1)
             _ = try await store.read { repo in try await repo.claimableJobOwners(now: Date(), excluding: []) }
             _ = try await store.read { repo in try await repo.sessionsRevoked(since: Date(timeIntervalSinceNow: -Double(seq)), limit: 50) }

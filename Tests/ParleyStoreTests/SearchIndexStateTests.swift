@@ -18,15 +18,8 @@ struct SearchIndexStateTests {
             let fixture = try await Fixture.make(in: store)
             let conversation = fixture.conversation()
             try await store.write { repo in try await repo.insertConversation(conversation) }
-            var previous = conversation
-            for seq in Int64(1)...3 {
-                let message = fixture.message(in: previous, seq: seq, from: .consumer, text: "parcel \(seq)")
-                var next = previous
-                next.lastSeq = seq
-                let (from, to) = (previous, next)
-                try await store.write { repo in try await repo.updateConversation(to, from: from, inserting: message) }
-                previous = next
-            }
+            var written = conversation
+            for seq in 1...3 { written = try await fixture.append("parcel \(seq)", to: written, in: store) }
             #expect(try await behind() == (backend == .sqlite))
 
             // Two rows a batch: the first leaves one behind, the second catches up.

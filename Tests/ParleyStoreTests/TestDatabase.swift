@@ -100,4 +100,15 @@ struct Fixture: Sendable {
             senderId: kind == .agent ? agent.id.rawValue : consumer.id.rawValue, clientMessageId: "c-\(seq)-\(Identifier.random(4))", kind: .text,
             text: text, deliveryState: .sent, createdAt: SystemClock().now())
     }
+
+    /// Writes the consumer's next message in `conversation` (as a send does: the conversation's
+    /// row and the message) and returns the conversation as written.
+    func append(_ text: String, to conversation: ConversationDTO, in store: Store) async throws -> ConversationDTO {
+        let message = message(in: conversation, seq: conversation.lastSeq + 1, from: .consumer, text: text)
+        var next = conversation
+        next.lastSeq = message.seq
+        let written = next
+        try await store.write { repo in try await repo.updateConversation(written, from: conversation, inserting: message) }
+        return written
+    }
 }
