@@ -68,8 +68,10 @@ final class SQLiteHandle: Sendable {
         var parameters: Int32
     }
 
-    /// The most bytes of text and blobs a run may leave bound in its statement (at most this much
-    /// for each kept statement; a message's text is under it, an attachment's JSON may not be).
+    /// The most bytes of text and blobs a run may leave bound in its statement, so each kept
+    /// statement holds at most this much between runs. A run above it clears its values, which
+    /// costs nothing more unless the statement's plan read one: a long message (up to 10,000
+    /// characters on some channels) clears, and the message path's plans read no bound value.
     static let keptBindBytes = 4 * 1024
 
     /// Most distinct statements kept prepared; the repository has a few dozen.
