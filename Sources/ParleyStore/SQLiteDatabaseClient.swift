@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import SQLiteKit
 import Synchronization
+import VaporCSQLite
 
 /// SQLite in WAL mode: one writer connection, whose transactions run one at a time, and one reader
 /// connection, which sees committed data without waiting for the writer.
@@ -155,7 +156,8 @@ public final class SQLiteDatabaseClient: DatabaseClient {
 
     /// The statements each connection keeps that SQLite prepared again, with how many times.
     func reprepares() -> [(sql: String, count: Int)] {
-        [writer, reader, walHandle].compactMap { $0 }.flatMap { $0.reprepares() }.filter { $0.count > 0 }
+        [writer, reader, walHandle].compactMap { $0 }.flatMap { $0.statementStatus(SQLITE_STMTSTATUS_REPREPARE) }
+            .filter { $0.value > 0 }.map { ($0.sql, $0.value) }
     }
 
     /// The frames `restartWAL` leaves in the WAL.

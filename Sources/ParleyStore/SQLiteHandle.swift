@@ -151,23 +151,12 @@ final class SQLiteHandle: Sendable {
         }
     }
 
-    /// Each kept statement's text and how many times SQLite prepared it again since it was first
-    /// prepared (`SQLITE_STMTSTATUS_REPREPARE`).
-    func reprepares() -> [(sql: String, count: Int)] {
+    /// Each kept statement's text and one of SQLite's counters for it (`sqlite3_stmt_status`):
+    /// `SQLITE_STMTSTATUS_REPREPARE`, how many times it was prepared again;
+    /// `SQLITE_STMTSTATUS_MEMUSED`, the heap memory it holds, its bound values included.
+    func statementStatus(_ counter: Int32) -> [(sql: String, value: Int)] {
         connection.withLock { connection in
-            connection.statements.map { key, prepared in
-                (key.sql, Int(sqlite_nio_sqlite3_stmt_status(prepared.statement, SQLITE_STMTSTATUS_REPREPARE, 0)))
-            }
-        }
-    }
-
-    /// Each kept statement's text and the heap memory SQLite says it holds
-    /// (`SQLITE_STMTSTATUS_MEMUSED`), its bound values included.
-    func statementMemory() -> [(sql: String, bytes: Int)] {
-        connection.withLock { connection in
-            connection.statements.map { key, prepared in
-                (key.sql, Int(sqlite_nio_sqlite3_stmt_status(prepared.statement, SQLITE_STMTSTATUS_MEMUSED, 0)))
-            }
+            connection.statements.map { key, prepared in (key.sql, Int(sqlite_nio_sqlite3_stmt_status(prepared.statement, counter, 0))) }
         }
     }
 

@@ -13,32 +13,23 @@ import VaporCSQLite
 /// a `LIKE ?` pattern; `sqlite3_clear_bindings` counts as such a bind for every one of them, and
 /// every PRAGMA is prepared again each time it runs.
 @Suite struct PreparedOnceTests {
-    private static func withHandle(_ body: (SQLiteHandle) throws -> Void) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-prepared-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let handle = try SQLiteHandle(path: directory.appendingPathComponent("once.sqlite").path)
-        defer { handle.close() }
-        try body(handle)
-    }
-
     @Test("a read with a bound LIMIT and a partial index, run again with new values, is not prepared again")
     func boundLimit() throws {
-        try Self.withHandle { handle in
+        try SQLiteHandle.withTemporary { handle in
             try handle.run("CREATE TABLE t (id INTEGER PRIMARY KEY, at INTEGER)", [SQLiteData]()) { _ in }
             try handle.run("CREATE INDEX t_at ON t (at) WHERE at IS NOT NULL", [SQLiteData]()) { _ in }
             for at in 1...20 { try handle.run("INSERT INTO t (at) VALUES (?)", [ColumnValue.integer(Int64(at))]) { _ in } }
             let sql = "SELECT id FROM t WHERE at >= ? ORDER BY at LIMIT ?"
             // The first values bound to a fresh statement are new to its plan: one more prepare.
             try handle.run(sql, [SQLiteData.integer(1), .integer(3)]) { _ in }
-            let first = handle.reprepares().reduce(0) { $0 + $1.count }
+            let first = handle.statementStatus(SQLITE_STMTSTATUS_REPREPARE).reduce(0) { $0 + $1.value }
             #expect(first <= 1)
             for from in 1...6 {
                 var ids: [Int] = []
                 try handle.run(sql, [SQLiteData.integer(from * 2), .integer(3)]) { row in ids.append((try? row.decode(column: "id", as: Int.self)) ?? 0) }
                 #expect(ids == [from * 2, from * 2 + 1, from * 2 + 2])
             }
-            #expect(handle.reprepares().reduce(0) { $0 + $1.count } == first)
+            #expect(handle.statementStatus(SQLITE_STMTSTATUS_REPREPARE).reduce(0) { $0 + $1.value } == first)
             // A new LIMIT is a new plan: SQLite prepares it again, and the answer follows it.
             var count = 0
             try handle.run(sql, [SQLiteData.integer(1), .integer(5)]) { _ in count += 1 }
@@ -48,7 +39,7 @@ import VaporCSQLite
 
     @Test("a parameter given no value this run is NULL, not the last run's value")
     func unboundIsNull() throws {
-        try Self.withHandle { handle in
+        try SQLiteHandle.withTemporary { handle in
             let sql = "SELECT ?1 IS NULL AS first, ?2 IS NULL AS second"
             var found: [(Int?, Int?)] = []
             let read = { (row: DirectSQLiteRow) in found.append(((try? row.decode(column: "first", as: Int.self)), (try? row.decode(column: "second", as: Int.self)))) }
@@ -62,13 +53,13 @@ import VaporCSQLite
 
     @Test("a large bound value is not kept in the statement after its run")
     func largeValueReleased() throws {
-        try Self.withHandle { handle in
+        try SQLiteHandle.withTemporary { handle in
             let sql = "SELECT length(?) AS n"
             let large = String(repeating: "x", count: 1 << 20)
             var n = 0
             try handle.run(sql, [ColumnValue.text(large)]) { row in n = (try? row.decode(column: "n", as: Int.self)) ?? 0 }
             #expect(n == 1 << 20)
-            let kept = handle.statementMemory().first { $0.sql == sql }?.bytes ?? 0
+            let kept = handle.statementStatus(SQLITE_STMTSTATUS_MEMUSED).first { $0.sql == sql }?.value ?? 0
             #expect(kept > 0 && kept < 64 * 1024, "\(kept) bytes kept")
         }
     }

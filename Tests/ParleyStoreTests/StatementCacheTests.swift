@@ -4,6 +4,18 @@ import Testing
 
 @testable import ParleyStore
 
+extension SQLiteHandle {
+    /// Runs `body` with a handle on a new database file in a directory of its own, both removed after.
+    static func withTemporary(_ body: (SQLiteHandle) throws -> Void) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-handle-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let handle = try SQLiteHandle(path: directory.appendingPathComponent("test.sqlite").path)
+        defer { handle.close() }
+        try body(handle)
+    }
+}
+
 /// SQLite's prepared statements are kept by their text (`SQLiteHandle.StatementKey`), whose hash
 /// reads only the text's length and its first, middle and last 32 bytes.
 @Suite struct StatementCacheTests {
@@ -25,20 +37,17 @@ import Testing
         #expect(firstKey != secondKey)
         #expect(firstKey == SQLiteHandle.StatementKey(sql: String(decoding: Array(first.utf8), as: UTF8.self)))
 
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-statement-cache-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let handle = try SQLiteHandle(path: directory.appendingPathComponent("cache.sqlite").path)
-        defer { handle.close() }
-        func value(of sql: String) throws -> String? {
-            var found: String?
-            try handle.run(sql, [SQLiteData]()) { row in found = try? row.directText(row.allColumns[0]) }
-            return found
-        }
-        // Each twice: the second run of each comes from the cache, beside the other.
-        for _ in 0..<2 {
-            #expect(try value(of: first) == String(first.dropFirst("SELECT '".count).dropLast()))
-            #expect(try value(of: second) == String(second.dropFirst("SELECT '".count).dropLast()))
+        try SQLiteHandle.withTemporary { (handle: SQLiteHandle) throws in
+            func value(of sql: String) throws -> String? {
+                var found: String?
+                try handle.run(sql, [SQLiteData]()) { row in found = try? row.directText(row.allColumns[0]) }
+                return found
+            }
+            // Each twice: the second run of each comes from the cache, beside the other.
+            for _ in 0..<2 {
+                #expect(try value(of: first) == String(first.dropFirst("SELECT '".count).dropLast()))
+                #expect(try value(of: second) == String(second.dropFirst("SELECT '".count).dropLast()))
+            }
         }
     }
 
@@ -58,51 +67,45 @@ import Testing
 @Suite struct BoundTextTests {
     @Test("empty, short, long, non-ASCII and NUL-bearing texts round-trip through a bound parameter")
     func texts() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bound-text-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let handle = try SQLiteHandle(path: directory.appendingPathComponent("bind.sqlite").path)
-        defer { handle.close() }
-        let long = String(repeating: "a long text that lives in its own storage ", count: 40)
-        let texts = ["", "x", "msg_0123456789", "é日本語 👋🏽", "a\u{0}b", long, String(long.utf8.dropFirst(7))!]
-        let sql = "SELECT ?1 AS text, length(CAST(?1 AS BLOB)) AS bytes, typeof(?1) AS type"
-        for text in texts {
-            // Both kinds of bound value: SQLKit's statements' and a DirectStatement's.
-            var found: [(text: String?, bytes: Int?, type: String?)] = []
-            let read = { (row: DirectSQLiteRow) in
-                found.append((try? row.directText("text"), try? row.decode(column: "bytes", as: Int.self), try? row.directText("type")))
-            }
-            try handle.run(sql, [SQLiteData.text(text)], read)
-            try handle.run(sql, [ColumnValue.text(text)], read)
-            #expect(found.count == 2)
-            for one in found {
-                #expect(one.text == text, "\(text.debugDescription)")
-                #expect(one.bytes == text.utf8.count, "\(text.debugDescription)")
-                #expect(one.type == "text", "\(text.debugDescription): an empty text is not NULL")
+        try SQLiteHandle.withTemporary { handle in
+            let long = String(repeating: "a long text that lives in its own storage ", count: 40)
+            let texts = ["", "x", "msg_0123456789", "é日本語 👋🏽", "a\u{0}b", long, String(long.utf8.dropFirst(7))!]
+            let sql = "SELECT ?1 AS text, length(CAST(?1 AS BLOB)) AS bytes, typeof(?1) AS type"
+            for text in texts {
+                // Both kinds of bound value: SQLKit's statements' and a DirectStatement's.
+                var found: [(text: String?, bytes: Int?, type: String?)] = []
+                let read = { (row: DirectSQLiteRow) in
+                    found.append((try? row.directText("text"), try? row.decode(column: "bytes", as: Int.self), try? row.directText("type")))
+                }
+                try handle.run(sql, [SQLiteData.text(text)], read)
+                try handle.run(sql, [ColumnValue.text(text)], read)
+                #expect(found.count == 2)
+                for one in found {
+                    #expect(one.text == text, "\(text.debugDescription)")
+                    #expect(one.bytes == text.utf8.count, "\(text.debugDescription)")
+                    #expect(one.type == "text", "\(text.debugDescription): an empty text is not NULL")
+                }
             }
         }
     }
 
     @Test("integers at both ends of Int64 and NULL bind alike from SQLKit's values and a DirectStatement's")
     func integersAndNull() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bound-int-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let handle = try SQLiteHandle(path: directory.appendingPathComponent("bind.sqlite").path)
-        defer { handle.close() }
-        let sql = "SELECT ?1 AS value, typeof(?1) AS type, ?2 AS second, typeof(?2) AS secondType"
-        for integer in [Int64.min, -1, 0, 1, 1_764_400_000_000, Int64.max] {
-            var found: [(value: Int?, type: String?, second: String?)] = []
-            let read = { (row: DirectSQLiteRow) in
-                found.append((try? row.decode(column: "value", as: Int.self), try? row.directText("type"), try? row.directText("secondType")))
-            }
-            try handle.run(sql, [SQLiteData.integer(Int(integer)), .null], read)
-            try handle.run(sql, [ColumnValue.integer(integer), .null], read)
-            #expect(found.count == 2)
-            for one in found {
-                #expect(one.value.map(Int64.init) == integer)
-                #expect(one.type == "integer")
-                #expect(one.second == "null")
+        try SQLiteHandle.withTemporary { handle in
+            let sql = "SELECT ?1 AS value, typeof(?1) AS type, ?2 AS second, typeof(?2) AS secondType"
+            for integer in [Int64.min, -1, 0, 1, 1_764_400_000_000, Int64.max] {
+                var found: [(value: Int?, type: String?, second: String?)] = []
+                let read = { (row: DirectSQLiteRow) in
+                    found.append((try? row.decode(column: "value", as: Int.self), try? row.directText("type"), try? row.directText("secondType")))
+                }
+                try handle.run(sql, [SQLiteData.integer(Int(integer)), .null], read)
+                try handle.run(sql, [ColumnValue.integer(integer), .null], read)
+                #expect(found.count == 2)
+                for one in found {
+                    #expect(one.value.map(Int64.init) == integer)
+                    #expect(one.type == "integer")
+                    #expect(one.second == "null")
+                }
             }
         }
     }
