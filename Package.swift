@@ -5,6 +5,12 @@ let swiftSettings: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
     .enableUpcomingFeature("ExistentialAny"),
 ]
+/// The server's modules: a nonisolated async function runs on its caller's executor
+/// (`nonisolated(nonsending)`, SE-0461) unless it says `@concurrent`. A message's path is some
+/// twenty async calls deep, and each call into and back out of a function that hops to the generic
+/// executor was a `swift_task_switch`, which reads the task's executor preference under a lock
+/// (docs/architecture.md, "Async calls on the message path").
+let serverSettings = swiftSettings + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
 
 let package = Package(
     name: "parley",
@@ -44,7 +50,7 @@ let package = Package(
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
-        .target(name: "ParleyDomain", dependencies: [.product(name: "ParleyAPI", package: "ParleyKit")], swiftSettings: swiftSettings),
+        .target(name: "ParleyDomain", dependencies: [.product(name: "ParleyAPI", package: "ParleyKit")], swiftSettings: serverSettings),
         // A VFS that gathers a commit's WAL writes into one (Sources/CParleySQLite/wal_writes.c);
         // SQLite's header comes with SQLiteKit.
         .target(name: "CParleySQLite", dependencies: [.product(name: "SQLiteKit", package: "sqlite-kit")]),
@@ -60,7 +66,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: serverSettings
         ),
         .target(
             name: "ParleyMedia",
@@ -69,7 +75,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: serverSettings
         ),
         .target(
             name: "ParleyServer",
@@ -98,7 +104,7 @@ let package = Package(
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "OTel", package: "swift-otel"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: serverSettings
         ),
         // ParleyKit's transport on SwiftNIO, for Linux (`parley chat`, the tests): not part of the SDK.
         .target(
@@ -126,7 +132,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: serverSettings
         ),
         // The benchmarks (bench/README.md): a load generator that runs `parley serve` as a separate process.
         .executableTarget(
@@ -147,12 +153,12 @@ let package = Package(
             path: "bench/Sources/parley-bench",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "ParleyDomainTests", dependencies: [.product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParleyDomainTests", dependencies: [.product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain"], swiftSettings: serverSettings),
         .testTarget(
             name: "ParleyMediaTests", dependencies: ["ParleyDomain", "ParleyMedia"],
             // Real read speech for the transcriber (Fixtures/speech/SOURCES.md), read from the source tree.
-            exclude: ["Fixtures"], swiftSettings: swiftSettings),
-        .testTarget(name: "ParleyStoreTests", dependencies: [.product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain", "ParleyStore", "CParleySQLite", .product(name: "SQLiteKit", package: "sqlite-kit")], swiftSettings: swiftSettings),
+            exclude: ["Fixtures"], swiftSettings: serverSettings),
+        .testTarget(name: "ParleyStoreTests", dependencies: [.product(name: "ParleyAPI", package: "ParleyKit"), "ParleyDomain", "ParleyStore", "CParleySQLite", .product(name: "SQLiteKit", package: "sqlite-kit")], swiftSettings: serverSettings),
         .testTarget(
             name: "ParleyServerTests",
             dependencies: [
@@ -172,7 +178,7 @@ let package = Package(
             ],
             // Providers' documented payloads, read from the source tree (see Fixtures/*/SOURCES.md).
             exclude: ["Fixtures"],
-            swiftSettings: swiftSettings
+            swiftSettings: serverSettings
         ),
     ]
 )

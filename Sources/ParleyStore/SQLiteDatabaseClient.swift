@@ -76,7 +76,8 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     private func startCheckpoints() {
         guard walHandle != nil, let interval = checkpointPolicy.interval else { return }
         let logger = self.logger
-        let loop: @Sendable () async -> Void = { [weak self] in
+        // `@concurrent`: the fallback's `Task.detached` takes a closure with an isolation of its own.
+        let loop: @concurrent @Sendable () async -> Void = { [weak self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
                 do {

@@ -39,7 +39,7 @@ struct ParleyKitTrapsTests {
             return components.url
         }
 
-        func exchange(_ request: URLRequest, maxBytes: Int, progress: (@Sendable (Double) -> Void)?) async throws -> (body: Data, status: Int) {
+        @concurrent func exchange(_ request: URLRequest, maxBytes: Int, progress: (@Sendable (Double) -> Void)?) async throws -> (body: Data, status: Int) {
             let url = try #require(request.url?.absoluteURL)
             let token = request.value(forHTTPHeaderField: "Authorization").map { String($0.dropFirst("Bearer ".count)) }
             seen.withLock { $0.append(Seen(method: request.httpMethod ?? "GET", path: url.path, token: token)) }
@@ -50,7 +50,7 @@ struct ParleyKitTrapsTests {
             return try await inner.exchange(forwarded, maxBytes: maxBytes, progress: progress)
         }
 
-        func realtime(url: URL, token: String, outgoing: AsyncStream<String>, receive: @escaping @Sendable (String) async -> Void) async throws {
+        @concurrent func realtime(url: URL, token: String, outgoing: AsyncStream<String>, receive: @escaping @Sendable @concurrent (String) async -> Void) async throws {
             seen.withLock { $0.append(Seen(method: "WS", path: url.path, token: token)) }
             guard let routed = route(url) else { throw ParleyClientError.transport("not behind the proxy's path") }
             try await inner.realtime(url: routed, token: token, outgoing: outgoing, receive: receive)

@@ -25,7 +25,7 @@ struct AuthMiddleware: RouterMiddleware {
         self.origins = OriginPolicy(allowedOrigins: allowedOrigins)
     }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    @concurrent func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         if let (token, viaCookie) = Self.token(in: request) {
             if viaCookie, OriginPolicy.needsCheck(request), !origins.allows(request) {

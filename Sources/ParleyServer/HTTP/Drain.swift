@@ -86,7 +86,7 @@ public final class Drain: Sendable {
 struct DrainMiddleware<Context: RequestContext>: RouterMiddleware {
     let drain: Drain
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    @concurrent func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         let id = drain.begin(request.method.rawValue, request.uri.path)
         defer { drain.end(id) }
         return try await next(request, context)

@@ -9,7 +9,7 @@ import ParleyMedia
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = ParleyRequestContext
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    @concurrent func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let error as ParleyError {

@@ -57,7 +57,7 @@ extension UInt8 {
 struct RequestIDMiddleware: RouterMiddleware {
     typealias Context = ParleyRequestContext
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    @concurrent func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         let id = RequestID.accept(request.headers[RequestID.header])
         // Outermost: the answers the drain and the error middleware make have the header too.
         var response = try await RequestID.with(id) { try await next(request, context) }

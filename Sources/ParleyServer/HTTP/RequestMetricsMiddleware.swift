@@ -12,7 +12,7 @@ struct RequestMetricsMiddleware: RouterMiddleware {
     typealias Context = ParleyRequestContext
     let metrics: ParleyMetrics
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    @concurrent func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
         let method = Self.methods.contains(request.method) ? request.method.rawValue : "other"
         do {

@@ -35,7 +35,7 @@ struct PrincipalGate: RouterMiddleware {
 
     init(_ rule: Rule) { self.rule = rule }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    @concurrent func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         switch rule {
         case .agent: _ = try context.requireAgent()
         case .admin: try context.requireAgent().require(.admin)

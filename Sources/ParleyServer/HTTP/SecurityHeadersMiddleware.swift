@@ -7,7 +7,7 @@ struct SecurityHeadersMiddleware: RouterMiddleware {
     static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
     static let frameOptions = HTTPField.Name("X-Frame-Options")!
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    @concurrent func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         var response = try await next(request, context)
         response.headers[.xContentTypeOptions] = "nosniff"
         response.headers[Self.referrerPolicy] = "no-referrer"

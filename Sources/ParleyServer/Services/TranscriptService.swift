@@ -31,9 +31,10 @@ public struct TranscriptService: Sendable {
     public struct Export: Sendable {
         public let format: Transcript.Format
         public let fileName: String
-        let write: @Sendable (_ sink: (String) async throws -> Void) async throws -> Void
+        let write: @Sendable (_ sink: @concurrent (String) async throws -> Void) async throws -> Void
         /// Streams the export to `sink`, in pieces of about 32 KB, each written before the next is read.
-        public func stream(to sink: (String) async throws -> Void) async throws {
+        /// `@concurrent`, as Hummingbird's response body writer is: the sink writes to it.
+        @concurrent public func stream(to sink: @concurrent (String) async throws -> Void) async throws {
             try await write(sink)
         }
     }

@@ -124,20 +124,22 @@ extension SQLRow {
     }
 }
 
+// `@concurrent`: SQLKit's `first()` and `all()` are (its module predates nonisolated(nonsending)), and a
+// fetcher, which is not Sendable, may not cross from the caller's isolation into them.
 extension SQLQueryFetcher {
-    func first<Row: MappedRow>(_: Row.Type) async throws -> Row? {
+    @concurrent func first<Row: MappedRow>(_: Row.Type) async throws -> Row? {
         try await first().map { try $0.decode(Row.self) }
     }
 
-    func all<Row: MappedRow>(_: Row.Type) async throws -> [Row] {
+    @concurrent func all<Row: MappedRow>(_: Row.Type) async throws -> [Row] {
         try await all().map { try $0.decode(Row.self) }
     }
 
-    func first<Row: TableRow>(_: Row.Type) async throws -> Row? {
+    @concurrent func first<Row: TableRow>(_: Row.Type) async throws -> Row? {
         try await first().map { try $0.decode(Row.self) }
     }
 
-    func all<Row: TableRow>(_: Row.Type) async throws -> [Row] {
+    @concurrent func all<Row: TableRow>(_: Row.Type) async throws -> [Row] {
         try await all().map { try $0.decode(Row.self) }
     }
 }
