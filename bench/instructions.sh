@@ -20,11 +20,11 @@ while [ $# -gt 0 ]; do
 done
 scripts/install-deps.sh --test  # valgrind, binutils (objcopy)
 if [ -z "$parley" ]; then
-    swift build -c release --product parley
+    scripts/build-release.sh --product parley
     parley=.build/release/parley
 fi
 if [ -z "$bench" ]; then
-    swift build -c release --product parley-bench
+    scripts/build-release.sh --product parley-bench
     bench=.build/release/parley-bench
 fi
 ulimit -n "$(ulimit -Hn)"

@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 label=${1:?usage: bench/profile.sh LABEL [options]}
 shift
 out="bench/profiles/$label"
-swift build -c release --product parley
-swift build -c release --product parley-bench
+scripts/build-release.sh --product parley
+scripts/build-release.sh --product parley-bench
 ulimit -n "$(ulimit -Hn)"
 raw=$(mktemp -d)
 # perf needs to read other processes' stacks and kernel symbols.

