@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where a clean release build's time goes (issue 28): builds `parley` from an empty scratch
-# directory, as scripts/build-release.sh does, with every swift-frontend and clang process timed by a wrapper, then prints the
+# directory with scripts/build-release.sh, every swift-frontend and clang process timed by a wrapper, then prints the
 # seconds per module and per group (bench/build_times.py). The wrapper makes the driver fall back
 # to scanning dependencies with swift-frontend (it looks for libSwiftScan beside the frontend):
 # those runs are counted apart, as "dependency scans (the wrapper's)".
@@ -29,6 +29,6 @@ WRAP
 chmod +x "$wrap/swift-frontend" "$wrap/clang"
 started=$(date +%s.%N)
 SWIFT_DRIVER_SWIFT_FRONTEND_EXEC="$wrap/swift-frontend" CC="$wrap/clang" \
-    swift build -c release -debug-info-format none --product parley --scratch-path "$scratch" > "$scratch.log" 2>&1
+    scripts/build-release.sh --product parley --scratch-path "$scratch" > "$scratch.log" 2>&1
 ended=$(date +%s.%N)
 python3 bench/build_times.py "$log" --wall "$(echo "$ended - $started" | bc)"

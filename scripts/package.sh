@@ -36,12 +36,12 @@ done
 
 # The binary, with Swift's runtime and Foundation inside it. Its own build directory, so that the
 # ordinary build (dynamically linked, for the tests) is not rebuilt each time either is made.
-# A release build has no debug information to strip (scripts/build-release.sh).
+# Release is built as every script builds it (scripts/build-release.sh).
 scratch=.build/package-$configuration
-flags=(-c "$configuration" --product parley --static-swift-stdlib --scratch-path "$scratch")
-[ "$configuration" = release ] && flags+=(-debug-info-format none)
-swift build "${flags[@]}" >&2
-binary=$(swift build "${flags[@]}" --show-bin-path)/parley
+build=(swift build -c debug)
+[ "$configuration" = release ] && build=(scripts/build-release.sh)
+"${build[@]}" --product parley --static-swift-stdlib --scratch-path "$scratch" >&2
+binary=$("${build[@]}" --product parley --static-swift-stdlib --scratch-path "$scratch" --show-bin-path)/parley
 if objdump -p "$binary" | grep -E 'NEEDED +libswift|NEEDED +libFoundation|NEEDED +libdispatch' >&2; then
     echo "package: $binary still needs the Swift runtime" >&2
     exit 1

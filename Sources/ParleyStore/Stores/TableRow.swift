@@ -124,8 +124,8 @@ extension SQLRow {
     }
 }
 
-// `@concurrent`: SQLKit's `first()` and `all()` are (its module predates nonisolated(nonsending)), and a
-// fetcher, which is not Sendable, may not cross from the caller's isolation into them.
+// `@concurrent`, as SQLKit's own `first()` and `all()` are (its module predates nonisolated(nonsending)):
+// a fetcher is not Sendable, so it may not cross from the caller's isolation into them.
 extension SQLQueryFetcher {
     @concurrent func first<Row: MappedRow>(_: Row.Type) async throws -> Row? {
         try await first().map { try $0.decode(Row.self) }
